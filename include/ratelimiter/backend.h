@@ -1,0 +1,93 @@
+/* ratelimiter/backend.h — the pluggable store of limit state (spec §8).
+ *
+ * A backend is a versioned vtable found by name (SQLite's VFS in spirit): the
+ * HTTP server and the in-process limiter both drive one through the inline
+ * wrappers below. Every operation is thread-safe unless said otherwise.
+ *
+ * Semantics every backend honours (DESIGN.md "Semantics the spec leaves open"):
+ * all-or-nothing reserve; idempotent lease ids (a lease seen before returns its
+ * first outcome and never reserves twice; a denied lease stays denied);
+ * Complete is idempotent and answers OK for unknown or expired leases.
+ */
+#ifndef RATELIMITER_BACKEND_H
+#define RATELIMITER_BACKEND_H
+
+#include "ratelimiter/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RL_BACKEND_ABI_VERSION 1
+
+typedef struct rl_backend rl_backend;
+
+typedef struct rl_backend_ops {
+    int abi_version; /* RL_BACKEND_ABI_VERSION */
+    const char *name; /* "memory", "redis" */
+
+    /* Creates or updates a limit. A capacity increase applies at once and
+     * cancels a pending decrease; a decrease that current usage does not allow
+     * yet puts the limit in RL_LIMIT_STATUS_DECREASING. *out_status is the state after
+     * the call. The definition is copied. */
+    rl_status (*apply_definition)(rl_backend *backend, const rl_limit_def *def,
+                                  rl_limit_status *out_status);
+
+    /* Decides count leases, each all-or-nothing, in order; results[i] belongs
+     * to requests[i]. Requests must already be valid (lease id, keys, amounts,
+     * no key twice); a key the backend does not know gives that lease
+     * allowed=false with RL_UNKNOWN_LIMIT_KEY and is not remembered. */
+    void (*reserve_batch)(rl_backend *backend, const rl_reserve_request *requests, size_t count,
+                          rl_reserve_result *results);
+
+    /* Completes count leases; statuses[i] is RL_OK unless the backend failed. */
+    void (*complete_batch)(rl_backend *backend, const rl_complete_request *requests, size_t count,
+                           rl_status *statuses);
+
+    /* Live usage of one limit: RL_OK, or RL_UNKNOWN_LIMIT_KEY. */
+    rl_status (*limit_usage)(rl_backend *backend, const char *key, rl_limit_usage *out);
+
+    /* Drops expired state now (a sweep also runs on its own when configured). */
+    void (*sweep)(rl_backend *backend);
+
+    /* Frees everything. No call may be in flight or follow. */
+    void (*destroy)(rl_backend *backend);
+} rl_backend_ops;
+
+struct rl_backend {
+    const rl_backend_ops *ops;
+};
+
+static inline rl_status rl_backend_apply_definition(rl_backend *b, const rl_limit_def *def,
+                                                    rl_limit_status *out_status) {
+    return b->ops->apply_definition(b, def, out_status);
+}
+static inline void rl_backend_reserve_batch(rl_backend *b, const rl_reserve_request *requests,
+                                            size_t count, rl_reserve_result *results) {
+    b->ops->reserve_batch(b, requests, count, results);
+}
+static inline void rl_backend_reserve(rl_backend *b, const rl_reserve_request *request,
+                                      rl_reserve_result *result) {
+    b->ops->reserve_batch(b, request, 1, result);
+}
+static inline void rl_backend_complete_batch(rl_backend *b, const rl_complete_request *requests,
+                                             size_t count, rl_status *statuses) {
+    b->ops->complete_batch(b, requests, count, statuses);
+}
+static inline rl_status rl_backend_complete(rl_backend *b, const rl_complete_request *request) {
+    rl_status status;
+    b->ops->complete_batch(b, request, 1, &status);
+    return status;
+}
+static inline rl_status rl_backend_limit_usage(rl_backend *b, const char *key, rl_limit_usage *out) {
+    return b->ops->limit_usage(b, key, out);
+}
+static inline void rl_backend_sweep(rl_backend *b) { b->ops->sweep(b); }
+static inline void rl_backend_destroy(rl_backend *b) {
+    if (b != NULL) b->ops->destroy(b);
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,40 @@
+/* ratelimiter/clock.h — where time comes from.
+ *
+ * Expiries run on a monotonic clock; reserved_at_unix_ms is wall-clock time.
+ * Both are behind one small vtable so that tests inject a manual clock.
+ */
+#ifndef RATELIMITER_CLOCK_H
+#define RATELIMITER_CLOCK_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rl_clock rl_clock;
+struct rl_clock {
+    /* Milliseconds on a clock that never goes back. Thread-safe. */
+    uint64_t (*monotonic_ms)(const rl_clock *clock);
+    /* Milliseconds since the Unix epoch. Thread-safe. */
+    uint64_t (*unix_ms)(const rl_clock *clock);
+};
+
+/* The process clock (CLOCK_MONOTONIC, CLOCK_REALTIME). Static, never freed. */
+const rl_clock *rl_clock_system(void);
+
+/* A clock that moves only when told to: for tests. Not thread-safe to
+ * advance while another thread reads it. */
+typedef struct rl_manual_clock {
+    rl_clock base; /* first: pass &manual.base wherever an rl_clock is wanted */
+    uint64_t monotonic_now_ms;
+    uint64_t unix_now_ms;
+} rl_manual_clock;
+
+void rl_manual_clock_init(rl_manual_clock *clock, uint64_t monotonic_ms, uint64_t unix_ms);
+void rl_manual_clock_advance(rl_manual_clock *clock, uint64_t delta_ms);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,40 @@
+/* ratelimiter/memory.h — the in-memory backend (spec §10), the embedded default.
+ *
+ * One process, no other software. All state sits behind one mutex; each
+ * limit keeps a min-heap of its live reservations by expiry, and every lease
+ * is remembered (for idempotent retries) until its last reservation has
+ * expired and lease_memory_ms has passed, or until max_leases forces the
+ * oldest decided-and-finished leases out.
+ */
+#ifndef RATELIMITER_MEMORY_H
+#define RATELIMITER_MEMORY_H
+
+#include "ratelimiter/backend.h"
+#include "ratelimiter/clock.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rl_memory_options {
+    const rl_clock *clock;       /* NULL: rl_clock_system(); borrowed, must outlive the backend */
+    uint32_t sweep_interval_ms;  /* > 0: a thread sweeps expired state this often; 0: no thread */
+    uint32_t lease_memory_ms;    /* how long a decided lease is remembered after its state is gone */
+    uint64_t max_leases;         /* bound on remembered leases; 0: default */
+} rl_memory_options;
+
+#define RL_MEMORY_DEFAULT_SWEEP_INTERVAL_MS 1000u
+#define RL_MEMORY_DEFAULT_LEASE_MEMORY_MS 600000u /* 10 minutes of retries */
+#define RL_MEMORY_DEFAULT_MAX_LEASES 4000000u
+
+/* Fills options with the defaults above (system clock, sweeper on). */
+void rl_memory_options_default(rl_memory_options *options);
+
+/* Creates a memory backend. *out is owned by the caller: free it with
+ * rl_backend_destroy. Returns RL_OK or RL_NO_MEMORY. */
+rl_status rl_memory_backend_create(const rl_memory_options *options, rl_backend **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,123 @@
+/* ratelimiter/types.h — limit definitions, requirements and results.
+ *
+ * Plain value types, no allocation: strings in requests are borrowed from the
+ * caller for the duration of a call; definitions hold their strings inline so
+ * that they can be copied with '=' (every size is bounded, DESIGN.md).
+ */
+#ifndef RATELIMITER_TYPES_H
+#define RATELIMITER_TYPES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ratelimiter/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RL_KEY_MAX_LEN 256            /* bytes, printable ASCII without spaces */
+#define RL_UNIT_MAX_LEN 64            /* bytes of UTF-8 */
+#define RL_DESCRIPTION_MAX_LEN 1024   /* bytes of UTF-8 */
+#define RL_ULID_LEN 26                /* Crockford base32 characters */
+#define RL_JOB_ID_MAX_LEN 128         /* job_id is free-form, for logs only */
+#define RL_MAX_REQUIREMENTS 32        /* per lease */
+#define RL_AMOUNT_MAX (UINT64_C(1) << 53) /* largest integer a JSON double holds exactly */
+#define RL_WINDOW_SECONDS_MAX (366u * 24u * 3600u) /* a year: budgets longer than that are not rate limits */
+#define RL_TIMEOUT_SECONDS_MAX (7u * 24u * 3600u)
+#define RL_DECREASING_RETRY_AFTER_MS 10000u /* overview "Example 4" */
+
+typedef enum rl_kind {
+    RL_KIND_ROLLING = 0,     /* amount held for window_seconds, then restored */
+    RL_KIND_CONCURRENCY = 1, /* held until Complete, or timeout_seconds */
+} rl_kind;
+
+typedef enum rl_overage {
+    RL_OVERAGE_DEBT = 0, /* actual > reserved: charge it all, record the part above capacity as debt */
+    RL_OVERAGE_DENY = 1, /* actual > reserved: charge only what fits, count the rest */
+} rl_overage;
+
+typedef enum rl_limit_status {
+    RL_LIMIT_STATUS_ACTIVE = 0,
+    RL_LIMIT_STATUS_DECREASING = 1,
+} rl_limit_status;
+
+/* An admin-defined limit (spec §3.2, api.md PUT /v1/admin/limits). */
+typedef struct rl_limit_def {
+    char key[RL_KEY_MAX_LEN + 1];
+    rl_kind kind;
+    uint64_t capacity;        /* 1..RL_AMOUNT_MAX */
+    uint32_t window_seconds;  /* > 0 for rolling, 0 for concurrency */
+    uint32_t timeout_seconds; /* > 0 for concurrency, 0 for rolling */
+    char unit[RL_UNIT_MAX_LEN + 1];
+    char description[RL_DESCRIPTION_MAX_LEN + 1];
+    rl_overage overage;
+} rl_limit_def;
+
+typedef struct rl_requirement {
+    const char *key; /* NUL-terminated, borrowed */
+    uint64_t amount; /* 1..RL_AMOUNT_MAX */
+} rl_requirement;
+
+typedef struct rl_actual {
+    const char *key;        /* NUL-terminated, borrowed */
+    uint64_t actual_amount; /* 0..RL_AMOUNT_MAX: 0 means the call used nothing */
+} rl_actual;
+
+typedef struct rl_reserve_request {
+    const char *lease_id; /* a valid ULID (rl_ulid_is_valid), borrowed */
+    const char *job_id;   /* optional (NULL), logs only */
+    const rl_requirement *requirements;
+    size_t requirement_count; /* 1..RL_MAX_REQUIREMENTS, no key twice */
+} rl_reserve_request;
+
+typedef struct rl_complete_request {
+    const char *lease_id;
+    const char *job_id;
+    const rl_actual *actuals; /* may be empty: concurrency is released anyway */
+    size_t actual_count;      /* 0..RL_MAX_REQUIREMENTS */
+} rl_complete_request;
+
+typedef struct rl_reserve_result {
+    bool allowed;
+    uint64_t retry_after_ms;      /* 0 when allowed or when retrying cannot help */
+    uint64_t reserved_at_unix_ms; /* wall clock; set only when allowed */
+    rl_status status;             /* RL_OK for a plain allow or deny */
+    /* The key named by status (unknown_limit_key, limit_decreasing,
+     * exceeds_capacity), or NULL. Points into the backend's own state or the
+     * request, valid until the next call on the same backend from this thread
+     * returns; encode it before then. */
+    const char *status_key;
+} rl_reserve_result;
+
+/* Live accounting of one limit, for the admin API: why is it denying? */
+typedef struct rl_limit_usage {
+    rl_limit_status status;
+    uint64_t capacity;            /* the capacity enforced now */
+    uint64_t pending_decrease_to; /* 0 unless status is RL_LIMIT_STATUS_DECREASING */
+    uint64_t used;                /* held by live reservations/holds, may exceed capacity by debt */
+    uint64_t available;           /* capacity - used, or 0 */
+    uint64_t active;              /* live reservations (rolling) or holds (concurrency) */
+    uint64_t debt;                /* used above capacity now (overage: debt) */
+    uint64_t debt_total;          /* all overage ever charged above capacity */
+    uint64_t overage_denied_total;/* overage not charged (overage: deny) */
+} rl_limit_usage;
+
+/* Checks a definition against api.md: key, kind, capacity 1..2^53, window
+ * only and > 0 for rolling, timeout only and > 0 for concurrency, overage.
+ * Pure, thread-safe. Returns true if valid; otherwise false with a human sentence in err. */
+bool rl_limit_def_validate(const rl_limit_def *def, char *err, size_t err_size);
+
+const char *rl_kind_name(rl_kind kind);             /* "rolling" | "concurrency" */
+const char *rl_overage_name(rl_overage overage);    /* "debt" | "deny" */
+const char *rl_limit_status_name(rl_limit_status);  /* "active" | "decreasing" */
+
+/* Parses the names above; false if name is none of them. */
+bool rl_kind_parse(const char *name, rl_kind *out);
+bool rl_overage_parse(const char *name, rl_overage *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

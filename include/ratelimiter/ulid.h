@@ -1,0 +1,29 @@
+/* ratelimiter/ulid.h — lease ids are ULIDs (spec §3.3).
+ *
+ * A ULID is 26 characters of Crockford base32 (0-9 A-Z without I L O U; lower
+ * case accepted as the spec of ULID allows), and its first character is at
+ * most '7' so that the 128-bit value does not overflow.
+ */
+#ifndef RATELIMITER_ULID_H
+#define RATELIMITER_ULID_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* True if text[0..len) is a valid ULID. Pure, thread-safe. */
+bool rl_ulid_is_valid(const char *text, size_t len);
+
+/* The 128-bit value of a valid ULID, big-endian halves (hi holds the 48-bit
+ * timestamp at its top). Case does not matter: "01j..." and "01J..." are the
+ * same lease. Returns false if text is not a valid ULID. */
+bool rl_ulid_decode(const char *text, size_t len, uint64_t *hi, uint64_t *lo);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,178 @@
+/* limit.c — accounting of one limit in the memory backend (see limit.h). */
+#include "backend/memory/limit.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ENTRY_OF(node) ((rl_mem_entry *)((char *)(node) - offsetof(rl_mem_entry, expiry)))
+
+void rl_mem_limit_release(rl_mem_entry *entry) {
+    rl_mem_limit *limit = entry->limit;
+    if (limit == NULL) return;
+    rl_heap_remove(&limit->entries, &entry->expiry);
+    limit->used -= entry->amount;
+    entry->limit = NULL;
+}
+
+void rl_mem_limit_try_decrease(rl_mem_limit *limit) {
+    if (limit->pending_decrease_to != 0 && limit->used <= limit->pending_decrease_to) {
+        limit->capacity_enforced = limit->pending_decrease_to;
+        limit->pending_decrease_to = 0;
+    }
+}
+
+void rl_mem_limit_expire(rl_mem_limit *limit, uint64_t now_ms) {
+    rl_heap_node *top;
+    while ((top = rl_heap_top(&limit->entries)) != NULL && top->at_ms <= now_ms)
+        rl_mem_limit_release(ENTRY_OF(top));
+    rl_mem_limit_try_decrease(limit);
+}
+
+typedef struct retry_walk {
+    uint64_t still_needed;
+} retry_walk;
+
+static bool visit_until_enough(const rl_heap_node *node, void *context) {
+    retry_walk *walk = context;
+    uint64_t amount = ENTRY_OF(node)->amount;
+    if (amount >= walk->still_needed) return true;
+    walk->still_needed -= amount;
+    return false;
+}
+
+uint64_t rl_mem_limit_retry_after_ms(const rl_mem_limit *limit, uint64_t amount, uint64_t now_ms,
+                                     uint32_t **scratch, uint32_t *scratch_capacity) {
+    /* used may exceed capacity by debt: all of that has to expire too. */
+    uint64_t capacity = limit->capacity_enforced;
+    if (limit->used + amount <= capacity) return 1;
+    retry_walk walk = {limit->used + amount - capacity};
+    const rl_heap_node *enough =
+        rl_heap_walk(&limit->entries, visit_until_enough, &walk, scratch, scratch_capacity);
+    uint64_t at_ms = 0;
+    if (enough != NULL) {
+        at_ms = enough->at_ms;
+    } else {
+        /* Only on allocation failure: the latest expiry frees everything. */
+        for (uint32_t i = 0; i < limit->entries.count; i++)
+            if (limit->entries.nodes[i]->at_ms > at_ms) at_ms = limit->entries.nodes[i]->at_ms;
+    }
+    return at_ms > now_ms ? at_ms - now_ms : 1;
+}
+
+rl_limit_status rl_mem_limit_apply(rl_mem_limit *limit, const rl_limit_def *def, uint64_t now_ms) {
+    limit->def = *def;
+    rl_mem_limit_expire(limit, now_ms);
+    if (def->capacity >= limit->capacity_enforced) {
+        limit->capacity_enforced = def->capacity;
+        limit->pending_decrease_to = 0;
+    } else {
+        limit->pending_decrease_to = def->capacity;
+        rl_mem_limit_try_decrease(limit);
+    }
+    return limit->pending_decrease_to != 0 ? RL_LIMIT_STATUS_DECREASING : RL_LIMIT_STATUS_ACTIVE;
+}
+
+void rl_mem_limit_usage(const rl_mem_limit *limit, rl_limit_usage *out) {
+    memset(out, 0, sizeof *out);
+    out->status = limit->pending_decrease_to != 0 ? RL_LIMIT_STATUS_DECREASING : RL_LIMIT_STATUS_ACTIVE;
+    out->capacity = limit->capacity_enforced;
+    out->pending_decrease_to = limit->pending_decrease_to;
+    out->used = limit->used;
+    out->available = limit->used < limit->capacity_enforced ? limit->capacity_enforced - limit->used : 0;
+    out->active = limit->entries.count;
+    out->debt = limit->used > limit->capacity_enforced ? limit->used - limit->capacity_enforced : 0;
+    out->debt_total = limit->debt_total;
+    out->overage_denied_total = limit->overage_denied_total;
+}
+
+/* ---- key -> limit table ---- */
+
+/* A fast string hash (8 bytes a step, then a final mix): keys are short and
+ * hashed on every requirement of every reserve. */
+static uint64_t hash_key(const char *key, size_t *len_out) {
+    size_t len = strlen(key);
+    *len_out = len;
+    uint64_t h = 0x9e3779b97f4a7c15u ^ (uint64_t)len;
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t word;
+        memcpy(&word, key + i, 8);
+        h = (h ^ word) * 0xff51afd7ed558ccdu;
+        h ^= h >> 32;
+    }
+    uint64_t tail = 0;
+    memcpy(&tail, key + i, len - i);
+    h = (h ^ tail) * 0xc4ceb9fe1a85ec53u;
+    h ^= h >> 29;
+    return h;
+}
+
+bool rl_mem_limit_table_init(rl_mem_limit_table *table) {
+    table->bucket_count = 64;
+    table->count = 0;
+    table->buckets = calloc(table->bucket_count, sizeof *table->buckets);
+    return table->buckets != NULL;
+}
+
+void rl_mem_limit_table_free(rl_mem_limit_table *table) {
+    if (table->buckets == NULL) return;
+    for (size_t b = 0; b < table->bucket_count; b++) {
+        rl_mem_limit *limit = table->buckets[b];
+        while (limit != NULL) {
+            rl_mem_limit *next = limit->next_in_bucket;
+            rl_heap_free(&limit->entries);
+            free(limit);
+            limit = next;
+        }
+    }
+    free(table->buckets);
+    table->buckets = NULL;
+    table->bucket_count = 0;
+    table->count = 0;
+}
+
+rl_mem_limit *rl_mem_limit_table_find(const rl_mem_limit_table *table, const char *key) {
+    size_t len;
+    uint64_t hash = hash_key(key, &len);
+    for (rl_mem_limit *limit = table->buckets[hash & (table->bucket_count - 1)]; limit != NULL;
+         limit = limit->next_in_bucket) {
+        if (limit->key_hash == hash && memcmp(limit->def.key, key, len + 1) == 0) return limit;
+    }
+    return NULL;
+}
+
+static void grow(rl_mem_limit_table *table) {
+    size_t bucket_count = table->bucket_count * 2;
+    rl_mem_limit **buckets = calloc(bucket_count, sizeof *buckets);
+    if (buckets == NULL) return; /* keep the longer chains: still correct */
+    for (size_t b = 0; b < table->bucket_count; b++) {
+        rl_mem_limit *limit = table->buckets[b];
+        while (limit != NULL) {
+            rl_mem_limit *next = limit->next_in_bucket;
+            size_t at = limit->key_hash & (bucket_count - 1);
+            limit->next_in_bucket = buckets[at];
+            buckets[at] = limit;
+            limit = next;
+        }
+    }
+    free(table->buckets);
+    table->buckets = buckets;
+    table->bucket_count = bucket_count;
+}
+
+rl_mem_limit *rl_mem_limit_table_add(rl_mem_limit_table *table, const rl_limit_def *def) {
+    rl_mem_limit *limit = calloc(1, sizeof *limit);
+    if (limit == NULL) return NULL;
+    size_t len;
+    limit->key_hash = hash_key(def->key, &len);
+    limit->def = *def;
+    limit->capacity_enforced = def->capacity;
+    rl_heap_init(&limit->entries);
+    if (table->count + 1 > table->bucket_count) grow(table);
+    size_t at = limit->key_hash & (table->bucket_count - 1);
+    limit->next_in_bucket = table->buckets[at];
+    table->buckets[at] = limit;
+    table->count++;
+    return limit;
+}

@@ -1,0 +1,78 @@
+/* memory/limit.h — one limit's live state in the memory backend, and the
+ * table that finds it by key.
+ *
+ * A limit holds its current definition, the capacity it enforces now (which
+ * lags the definition while a decrease waits for usage to fall), and a
+ * min-heap of its live reservations (rolling) or holds (concurrency) by
+ * expiry. `used` is always the sum of the live entries' amounts.
+ * Not thread-safe: the backend's mutex guards everything here.
+ */
+#ifndef RL_MEMORY_LIMIT_H
+#define RL_MEMORY_LIMIT_H
+
+#include "backend/memory/heap.h"
+#include "ratelimiter/types.h"
+
+struct rl_mem_lease;
+
+/* One requirement of an admitted lease, queued in its limit's heap. */
+typedef struct rl_mem_entry {
+    rl_heap_node expiry;         /* at_ms = when it frees itself */
+    struct rl_mem_limit *limit;  /* NULL once expired or released */
+    uint64_t amount;
+    rl_kind kind;                /* the kind when reserved: Complete follows it */
+} rl_mem_entry;
+
+typedef struct rl_mem_limit {
+    struct rl_mem_limit *next_in_bucket;
+    uint64_t key_hash;
+    rl_limit_def def;
+    uint64_t capacity_enforced;
+    uint64_t pending_decrease_to; /* 0: not decreasing */
+    uint64_t used;
+    uint64_t debt_total;
+    uint64_t overage_denied_total;
+    rl_heap entries;
+} rl_mem_limit;
+
+/* Frees every entry whose expiry is <= now_ms (used drops by their amount),
+ * then applies a pending decrease if usage now allows it. */
+void rl_mem_limit_expire(rl_mem_limit *limit, uint64_t now_ms);
+
+/* Takes a live entry out of its limit now (Complete, or forgetting a lease). */
+void rl_mem_limit_release(rl_mem_entry *entry);
+
+/* Applies a pending decrease if used <= the new capacity. */
+void rl_mem_limit_try_decrease(rl_mem_limit *limit);
+
+/* Milliseconds from now_ms until `amount` more would fit, walking expiries in
+ * order (DESIGN.md "retry_after_ms"); at least 1. scratch as in rl_heap_walk. */
+uint64_t rl_mem_limit_retry_after_ms(const rl_mem_limit *limit, uint64_t amount, uint64_t now_ms,
+                                     uint32_t **scratch, uint32_t *scratch_capacity);
+
+/* Installs a definition on a limit (new or existing): an increase applies at
+ * once and cancels a pending decrease; a decrease applies at once only if
+ * usage allows. Returns the resulting status. */
+rl_limit_status rl_mem_limit_apply(rl_mem_limit *limit, const rl_limit_def *def, uint64_t now_ms);
+
+void rl_mem_limit_usage(const rl_mem_limit *limit, rl_limit_usage *out);
+
+/* key -> limit. Limits are never removed, so pointers stay valid for the
+ * table's life. */
+typedef struct rl_mem_limit_table {
+    rl_mem_limit **buckets;
+    size_t bucket_count; /* a power of two */
+    size_t count;
+} rl_mem_limit_table;
+
+bool rl_mem_limit_table_init(rl_mem_limit_table *table);
+void rl_mem_limit_table_free(rl_mem_limit_table *table); /* frees the limits too */
+rl_mem_limit *rl_mem_limit_table_find(const rl_mem_limit_table *table, const char *key);
+/* Creates the limit for def->key (which must not exist yet). NULL on OOM. */
+rl_mem_limit *rl_mem_limit_table_add(rl_mem_limit_table *table, const rl_limit_def *def);
+
+#define RL_MEM_FOR_EACH_LIMIT(table, var)                               \
+    for (size_t var##_bucket = 0; var##_bucket < (table)->bucket_count; var##_bucket++) \
+        for (rl_mem_limit *var = (table)->buckets[var##_bucket]; var != NULL; var = var->next_in_bucket)
+
+#endif

@@ -1,0 +1,406 @@
+/* memory_backend.c — the in-memory backend (spec §10, DESIGN.md semantics).
+ *
+ * One mutex guards all state (spec §10.1 "single mutex, correct and easy");
+ * a batch takes it once. Expired state is dropped lazily whenever a limit is
+ * touched, a few due leases are forgotten on every reserve, and an optional
+ * sweeper thread does the rest, so memory stays bounded under any load.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend/memory/lease.h"
+#include "backend/memory/limit.h"
+#include "ratelimiter/memory.h"
+#include "ratelimiter/ulid.h"
+
+/* Due leases forgotten per reserve: enough to keep up with any arrival rate
+ * (each reserve adds at most one), small enough to keep latency flat. */
+#define FORGET_PER_RESERVE 4
+
+typedef struct memory_backend {
+    rl_backend base;
+    pthread_mutex_t lock;
+    const rl_clock *clock;
+    uint64_t lease_memory_ms;
+    uint64_t max_leases;
+    rl_mem_limit_table limits;
+    rl_mem_lease_table leases;
+    uint32_t *walk_scratch; /* for retry_after walks, under lock */
+    uint32_t walk_scratch_capacity;
+
+    uint32_t sweep_interval_ms;
+    bool sweeper_running;
+    bool stopping;
+    pthread_t sweeper;
+    pthread_cond_t sweeper_wake;
+} memory_backend;
+
+static inline memory_backend *from_base(rl_backend *base) { return (memory_backend *)base; }
+
+void rl_memory_options_default(rl_memory_options *options) {
+    options->clock = NULL;
+    options->sweep_interval_ms = RL_MEMORY_DEFAULT_SWEEP_INTERVAL_MS;
+    options->lease_memory_ms = RL_MEMORY_DEFAULT_LEASE_MEMORY_MS;
+    options->max_leases = RL_MEMORY_DEFAULT_MAX_LEASES;
+}
+
+static rl_status apply_definition(rl_backend *base, const rl_limit_def *def,
+                                  rl_limit_status *out_status) {
+    memory_backend *backend = from_base(base);
+    rl_status result = RL_OK;
+    rl_limit_status status = RL_LIMIT_STATUS_ACTIVE;
+    pthread_mutex_lock(&backend->lock);
+    rl_mem_limit *limit = rl_mem_limit_table_find(&backend->limits, def->key);
+    if (limit == NULL) {
+        if (rl_mem_limit_table_add(&backend->limits, def) == NULL) result = RL_NO_MEMORY;
+    } else {
+        status = rl_mem_limit_apply(limit, def, backend->clock->monotonic_ms(backend->clock));
+    }
+    pthread_mutex_unlock(&backend->lock);
+    if (out_status != NULL) *out_status = status;
+    return result;
+}
+
+static void deny(rl_reserve_result *result, rl_status status, const char *key, uint64_t retry_after_ms) {
+    result->allowed = false;
+    result->retry_after_ms = retry_after_ms;
+    result->reserved_at_unix_ms = 0;
+    result->status = status;
+    result->status_key = key;
+}
+
+static void replay(const rl_mem_lease *lease, rl_reserve_result *result) {
+    result->allowed = lease->allowed;
+    result->retry_after_ms = lease->retry_after_ms;
+    result->reserved_at_unix_ms = lease->reserved_at_unix_ms;
+    result->status = lease->status;
+    result->status_key = lease->status_key;
+}
+
+static uint64_t entry_lifetime_ms(const rl_limit_def *def) {
+    return (uint64_t)(def->kind == RL_KIND_ROLLING ? def->window_seconds : def->timeout_seconds) * 1000u;
+}
+
+/* The decision for one lease whose limits are resolved and expired:
+ * exceeds_capacity beats limit_decreasing beats a plain deny, because a
+ * client must not retry what can never fit. */
+static void decide(memory_backend *backend, const rl_reserve_request *request,
+                   rl_mem_limit *const *limits, uint64_t now_ms, rl_reserve_result *result) {
+    const char *decreasing_key = NULL;
+    uint64_t retry_after_ms = 0;
+    bool fits = true;
+    for (size_t i = 0; i < request->requirement_count; i++) {
+        const rl_mem_limit *limit = limits[i];
+        uint64_t amount = request->requirements[i].amount;
+        if (amount > limit->capacity_enforced) {
+            deny(result, RL_EXCEEDS_CAPACITY, limit->def.key, 0);
+            return;
+        }
+        if (limit->pending_decrease_to != 0) {
+            if (decreasing_key == NULL) decreasing_key = limit->def.key;
+            continue;
+        }
+        if (limit->used + amount > limit->capacity_enforced) {
+            fits = false;
+            uint64_t wait_ms = rl_mem_limit_retry_after_ms(limit, amount, now_ms, &backend->walk_scratch,
+                                                           &backend->walk_scratch_capacity);
+            if (wait_ms > retry_after_ms) retry_after_ms = wait_ms;
+        }
+    }
+    if (decreasing_key != NULL) {
+        deny(result, RL_LIMIT_DECREASING, decreasing_key, RL_DECREASING_RETRY_AFTER_MS);
+    } else if (!fits) {
+        deny(result, RL_OK, NULL, retry_after_ms);
+    } else {
+        result->allowed = true;
+        result->retry_after_ms = 0;
+        result->status = RL_OK;
+        result->status_key = NULL;
+    }
+}
+
+/* Records an admitted lease: one entry per requirement, all or nothing. */
+static bool admit(memory_backend *backend, rl_mem_lease *lease, const rl_reserve_request *request,
+                  rl_mem_limit *const *limits, uint64_t now_ms) {
+    /* Grow every heap first, so that no push below can fail half-way. */
+    for (size_t i = 0; i < request->requirement_count; i++)
+        if (!rl_heap_reserve_one(&limits[i]->entries)) return false;
+    for (size_t i = 0; i < request->requirement_count; i++) {
+        rl_mem_entry *entry = &lease->entries[i];
+        rl_mem_limit *limit = limits[i];
+        entry->limit = limit;
+        entry->amount = request->requirements[i].amount;
+        entry->kind = limit->def.kind;
+        entry->expiry.at_ms = now_ms + entry_lifetime_ms(&limit->def);
+        rl_heap_push(&limit->entries, &entry->expiry);
+        limit->used += entry->amount;
+    }
+    (void)backend;
+    return true;
+}
+
+static void reserve_one(memory_backend *backend, const rl_reserve_request *request, uint64_t now_ms,
+                        uint64_t now_unix_ms, rl_reserve_result *result) {
+    uint64_t id_hi, id_lo;
+    size_t count = request->requirement_count;
+    if (request->lease_id == NULL ||
+        !rl_ulid_decode(request->lease_id, strlen(request->lease_id), &id_hi, &id_lo) || count == 0 ||
+        count > RL_MAX_REQUIREMENTS) {
+        deny(result, RL_INVALID_REQUEST, NULL, 0);
+        return;
+    }
+    rl_mem_lease *lease = rl_mem_lease_find(&backend->leases, id_hi, id_lo);
+    if (lease != NULL) {
+        replay(lease, result);
+        return;
+    }
+
+    rl_mem_limit *limits[RL_MAX_REQUIREMENTS];
+    uint64_t forget_at_ms = now_ms;
+    for (size_t i = 0; i < count; i++) {
+        rl_mem_limit *limit = rl_mem_limit_table_find(&backend->limits, request->requirements[i].key);
+        if (limit == NULL) {
+            /* Not remembered: the key may be defined before the retry. */
+            deny(result, RL_UNKNOWN_LIMIT_KEY, request->requirements[i].key, 0);
+            return;
+        }
+        uint64_t amount = request->requirements[i].amount;
+        if (amount < 1 || amount > RL_AMOUNT_MAX) {
+            deny(result, RL_INVALID_REQUEST, NULL, 0);
+            return;
+        }
+        for (size_t j = 0; j < i; j++) {
+            if (limits[j] == limit) { /* one limit twice would be checked twice, applied twice */
+                deny(result, RL_INVALID_REQUEST, NULL, 0);
+                return;
+            }
+        }
+        limits[i] = limit;
+        rl_mem_limit_expire(limit, now_ms);
+        uint64_t expires_at_ms = now_ms + entry_lifetime_ms(&limit->def);
+        if (expires_at_ms > forget_at_ms) forget_at_ms = expires_at_ms;
+    }
+
+    decide(backend, request, limits, now_ms, result);
+    rl_mem_lease_forget_due(&backend->leases, now_ms, FORGET_PER_RESERVE);
+    if (!rl_mem_lease_make_room(&backend->leases, backend->max_leases, now_ms)) {
+        /* Full of leases that hold capacity: admitting without remembering
+         * would break idempotency, so fail closed. */
+        deny(result, RL_BACKEND_ERROR, NULL, 0);
+        return;
+    }
+    uint16_t entry_count = result->allowed ? (uint16_t)count : 0;
+    lease = rl_mem_lease_add(&backend->leases, id_hi, id_lo, entry_count,
+                             forget_at_ms + backend->lease_memory_ms);
+    if (lease == NULL) {
+        deny(result, RL_NO_MEMORY, NULL, 0);
+        return;
+    }
+    if (result->allowed) {
+        if (!admit(backend, lease, request, limits, now_ms)) {
+            lease->entry_count = 0; /* nothing was pushed */
+            rl_mem_lease_forget(&backend->leases, lease);
+            deny(result, RL_NO_MEMORY, NULL, 0);
+            return;
+        }
+        result->reserved_at_unix_ms = now_unix_ms;
+    }
+    lease->allowed = result->allowed;
+    lease->status = result->status;
+    lease->status_key = result->status_key;
+    lease->retry_after_ms = result->retry_after_ms;
+    lease->reserved_at_unix_ms = result->reserved_at_unix_ms;
+}
+
+static void reserve_batch(rl_backend *base, const rl_reserve_request *requests, size_t count,
+                          rl_reserve_result *results) {
+    memory_backend *backend = from_base(base);
+    pthread_mutex_lock(&backend->lock);
+    uint64_t now_ms = backend->clock->monotonic_ms(backend->clock);
+    uint64_t now_unix_ms = backend->clock->unix_ms(backend->clock);
+    for (size_t i = 0; i < count; i++) reserve_one(backend, &requests[i], now_ms, now_unix_ms, &results[i]);
+    pthread_mutex_unlock(&backend->lock);
+}
+
+/* Overage: the call used more than it reserved (DESIGN.md "Overage"). The
+ * entry keeps its expiry: the excess is charged for the rest of the window. */
+static void charge_overage(rl_mem_entry *entry, uint64_t extra) {
+    rl_mem_limit *limit = entry->limit;
+    uint64_t capacity = limit->capacity_enforced;
+    if (limit->def.overage == RL_OVERAGE_DEBT) {
+        uint64_t above_before = limit->used > capacity ? limit->used - capacity : 0;
+        entry->amount += extra;
+        limit->used += extra;
+        uint64_t above_after = limit->used > capacity ? limit->used - capacity : 0;
+        limit->debt_total += above_after - above_before;
+    } else {
+        uint64_t room = limit->used < capacity ? capacity - limit->used : 0;
+        uint64_t charged = extra < room ? extra : room;
+        entry->amount += charged;
+        limit->used += charged;
+        limit->overage_denied_total += extra - charged;
+    }
+}
+
+static void reconcile(rl_mem_lease *lease, const rl_mem_limit *limit, uint64_t actual_amount) {
+    for (uint16_t i = 0; i < lease->entry_count; i++) {
+        rl_mem_entry *entry = &lease->entries[i];
+        if (entry->limit != limit || entry->kind != RL_KIND_ROLLING) continue;
+        if (actual_amount == 0) {
+            rl_mem_limit_release(entry);
+        } else if (actual_amount < entry->amount) {
+            entry->limit->used -= entry->amount - actual_amount;
+            entry->amount = actual_amount;
+        } else if (actual_amount > entry->amount) {
+            charge_overage(entry, actual_amount - entry->amount);
+        }
+        return;
+    }
+}
+
+static void complete_one(memory_backend *backend, const rl_complete_request *request, uint64_t now_ms) {
+    uint64_t id_hi, id_lo;
+    if (request->lease_id == NULL ||
+        !rl_ulid_decode(request->lease_id, strlen(request->lease_id), &id_hi, &id_lo))
+        return;
+    rl_mem_lease *lease = rl_mem_lease_find(&backend->leases, id_hi, id_lo);
+    /* Unknown, denied or already completed: nothing to release (idempotent). */
+    if (lease == NULL || !lease->allowed || lease->completed) return;
+    lease->completed = true;
+
+    rl_mem_limit *touched[RL_MAX_REQUIREMENTS];
+    size_t touched_count = 0;
+    for (uint16_t i = 0; i < lease->entry_count; i++) {
+        rl_mem_entry *entry = &lease->entries[i];
+        if (entry->limit == NULL) continue;
+        touched[touched_count++] = entry->limit;
+        rl_mem_limit_expire(entry->limit, now_ms);
+        if (entry->limit != NULL && entry->kind == RL_KIND_CONCURRENCY) rl_mem_limit_release(entry);
+    }
+    for (size_t a = 0; a < request->actual_count; a++) {
+        const rl_mem_limit *limit = rl_mem_limit_table_find(&backend->limits, request->actuals[a].key);
+        if (limit != NULL) reconcile(lease, limit, request->actuals[a].actual_amount);
+    }
+    /* Released capacity may let a pending decrease through. */
+    for (size_t i = 0; i < touched_count; i++) rl_mem_limit_try_decrease(touched[i]);
+}
+
+static void complete_batch(rl_backend *base, const rl_complete_request *requests, size_t count,
+                           rl_status *statuses) {
+    memory_backend *backend = from_base(base);
+    pthread_mutex_lock(&backend->lock);
+    uint64_t now_ms = backend->clock->monotonic_ms(backend->clock);
+    for (size_t i = 0; i < count; i++) {
+        complete_one(backend, &requests[i], now_ms);
+        statuses[i] = RL_OK;
+    }
+    pthread_mutex_unlock(&backend->lock);
+}
+
+static rl_status limit_usage(rl_backend *base, const char *key, rl_limit_usage *out) {
+    memory_backend *backend = from_base(base);
+    rl_status status = RL_OK;
+    pthread_mutex_lock(&backend->lock);
+    rl_mem_limit *limit = rl_mem_limit_table_find(&backend->limits, key);
+    if (limit == NULL) {
+        status = RL_UNKNOWN_LIMIT_KEY;
+    } else {
+        rl_mem_limit_expire(limit, backend->clock->monotonic_ms(backend->clock));
+        rl_mem_limit_usage(limit, out);
+    }
+    pthread_mutex_unlock(&backend->lock);
+    return status;
+}
+
+static void sweep_locked(memory_backend *backend) {
+    uint64_t now_ms = backend->clock->monotonic_ms(backend->clock);
+    rl_mem_lease_forget_due(&backend->leases, now_ms, 0);
+    RL_MEM_FOR_EACH_LIMIT(&backend->limits, limit) rl_mem_limit_expire(limit, now_ms);
+}
+
+static void sweep(rl_backend *base) {
+    memory_backend *backend = from_base(base);
+    pthread_mutex_lock(&backend->lock);
+    sweep_locked(backend);
+    pthread_mutex_unlock(&backend->lock);
+}
+
+static void *sweeper_main(void *arg) {
+    memory_backend *backend = arg;
+    pthread_mutex_lock(&backend->lock);
+    while (!backend->stopping) {
+        struct timespec deadline;
+        clock_gettime(CLOCK_MONOTONIC, &deadline);
+        uint64_t ns = (uint64_t)deadline.tv_nsec + (uint64_t)backend->sweep_interval_ms * 1000000u;
+        deadline.tv_sec += (time_t)(ns / 1000000000u);
+        deadline.tv_nsec = (long)(ns % 1000000000u);
+        int rc = pthread_cond_timedwait(&backend->sweeper_wake, &backend->lock, &deadline);
+        if (rc == ETIMEDOUT && !backend->stopping) sweep_locked(backend);
+    }
+    pthread_mutex_unlock(&backend->lock);
+    return NULL;
+}
+
+static void destroy(rl_backend *base) {
+    memory_backend *backend = from_base(base);
+    if (backend->sweeper_running) {
+        pthread_mutex_lock(&backend->lock);
+        backend->stopping = true;
+        pthread_cond_signal(&backend->sweeper_wake);
+        pthread_mutex_unlock(&backend->lock);
+        pthread_join(backend->sweeper, NULL);
+    }
+    pthread_cond_destroy(&backend->sweeper_wake);
+    pthread_mutex_destroy(&backend->lock);
+    rl_mem_lease_table_free(&backend->leases);
+    rl_mem_limit_table_free(&backend->limits);
+    free(backend->walk_scratch);
+    free(backend);
+}
+
+static const rl_backend_ops memory_ops = {
+    .abi_version = RL_BACKEND_ABI_VERSION,
+    .name = "memory",
+    .apply_definition = apply_definition,
+    .reserve_batch = reserve_batch,
+    .complete_batch = complete_batch,
+    .limit_usage = limit_usage,
+    .sweep = sweep,
+    .destroy = destroy,
+};
+
+rl_status rl_memory_backend_create(const rl_memory_options *options, rl_backend **out) {
+    *out = NULL;
+    rl_memory_options defaults;
+    rl_memory_options_default(&defaults);
+    if (options == NULL) options = &defaults;
+    memory_backend *backend = calloc(1, sizeof *backend);
+    if (backend == NULL) return RL_NO_MEMORY;
+    backend->base.ops = &memory_ops;
+    backend->clock = options->clock != NULL ? options->clock : rl_clock_system();
+    backend->lease_memory_ms = options->lease_memory_ms;
+    backend->max_leases = options->max_leases != 0 ? options->max_leases : RL_MEMORY_DEFAULT_MAX_LEASES;
+    backend->sweep_interval_ms = options->sweep_interval_ms;
+    pthread_mutex_init(&backend->lock, NULL);
+    pthread_condattr_t cond_attr;
+    pthread_condattr_init(&cond_attr);
+    pthread_condattr_setclock(&cond_attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&backend->sweeper_wake, &cond_attr);
+    pthread_condattr_destroy(&cond_attr);
+    if (!rl_mem_limit_table_init(&backend->limits) || !rl_mem_lease_table_init(&backend->leases)) {
+        destroy(&backend->base);
+        return RL_NO_MEMORY;
+    }
+    if (backend->sweep_interval_ms > 0) {
+        if (pthread_create(&backend->sweeper, NULL, sweeper_main, backend) != 0) {
+            destroy(&backend->base);
+            return RL_NO_MEMORY;
+        }
+        backend->sweeper_running = true;
+    }
+    *out = &backend->base;
+    return RL_OK;
+}

@@ -1,0 +1,56 @@
+/* keys.c — limit key validation and the spec's key builders (spec §3.1). */
+#include "ratelimiter/keys.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "ratelimiter/types.h"
+
+bool rl_key_is_valid(const char *key, size_t len) {
+    if (key == NULL || len == 0 || len > RL_KEY_MAX_LEN) return false;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)key[i];
+        if (c < 0x21 || c > 0x7e) return false;
+    }
+    return true;
+}
+
+/* A part of a key: non-empty, valid key characters, and no ':' so that it
+ * cannot reach into another segment. */
+static bool key_part_is_valid(const char *part) {
+    if (part == NULL) return false;
+    size_t len = strlen(part);
+    return len > 0 && rl_key_is_valid(part, len) && memchr(part, ':', len) == NULL;
+}
+
+static int finish(char *out, size_t out_size, int written) {
+    if (written < 0 || (size_t)written >= out_size || !rl_key_is_valid(out, (size_t)written)) {
+        if (out_size > 0) out[0] = '\0';
+        return -1;
+    }
+    return written;
+}
+
+int rl_key_llm_global(char *out, size_t out_size, const char *provider, const char *model,
+                      rl_llm_dimension dimension) {
+    static const char *const dimension_names[] = {"rpm", "tpm", "concurrency"};
+    if (out == NULL || out_size == 0) return -1;
+    if (!key_part_is_valid(provider) || !key_part_is_valid(model) ||
+        (unsigned)dimension > RL_LLM_CONCURRENCY) {
+        out[0] = '\0';
+        return -1;
+    }
+    int written = snprintf(out, out_size, "global:llm:%s:%s:%s", provider, model,
+                           dimension_names[dimension]);
+    return finish(out, out_size, written);
+}
+
+int rl_key_tenant_daily_tokens(char *out, size_t out_size, const char *tenant_id) {
+    if (out == NULL || out_size == 0) return -1;
+    if (!key_part_is_valid(tenant_id)) {
+        out[0] = '\0';
+        return -1;
+    }
+    int written = snprintf(out, out_size, "tenant:%s:llm:daily_tokens", tenant_id);
+    return finish(out, out_size, written);
+}

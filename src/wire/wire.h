@@ -1,0 +1,76 @@
+/* wire/wire.h — the JSON of spec/api.md: request decoders, response encoders.
+ *
+ * Decoders take a body that need not be NUL-terminated, validate everything
+ * DESIGN.md asks (ULID lease ids, keys, integer amounts 1..2^53, counts, no
+ * key twice in one lease, valid UTF-8, no field twice, nothing after the
+ * value) and on failure return RL_INVALID_REQUEST with a human sentence in
+ * `detail`. Unknown fields are ignored. A decoded message owns its memory
+ * (the strings its requests point to): free it with its _free function.
+ *
+ * Encoders append to an rl_buf the exact shapes of api.md. All functions are
+ * reentrant; a message is owned by one thread at a time.
+ */
+#ifndef RL_WIRE_H
+#define RL_WIRE_H
+
+#include <cjson/cJSON.h>
+
+#include "ratelimiter/types.h"
+#include "wire/buf.h"
+
+#define RL_WIRE_DETAIL_SIZE 200
+#define RL_WIRE_DEFAULT_MAX_BATCH 256u
+
+/* One or many reserve requests. For a batch, an item that is itself invalid
+ * does not fail the payload: item_status[i] is RL_INVALID_REQUEST (with
+ * item_detail) and requests[i] must not be passed to a backend. */
+typedef struct rl_wire_reserves {
+    rl_reserve_request *requests;
+    rl_status *item_status;
+    size_t count;
+    void *storage_; /* private: the parsed tree and arrays */
+} rl_wire_reserves;
+
+typedef struct rl_wire_completes {
+    rl_complete_request *requests;
+    rl_status *item_status;
+    size_t count;
+    void *storage_;
+} rl_wire_completes;
+
+/* POST /v1/reserve: exactly one request (count 1, item_status[0] RL_OK). */
+rl_status rl_wire_decode_reserve(const char *body, size_t len, rl_wire_reserves *out,
+                                 char detail[RL_WIRE_DETAIL_SIZE]);
+/* POST /v1/reserve/batch: {"requests":[...]} with 1..max_batch items. */
+rl_status rl_wire_decode_reserve_batch(const char *body, size_t len, size_t max_batch,
+                                       rl_wire_reserves *out, char detail[RL_WIRE_DETAIL_SIZE]);
+void rl_wire_reserves_free(rl_wire_reserves *msg);
+
+rl_status rl_wire_decode_complete(const char *body, size_t len, rl_wire_completes *out,
+                                  char detail[RL_WIRE_DETAIL_SIZE]);
+rl_status rl_wire_decode_complete_batch(const char *body, size_t len, size_t max_batch,
+                                        rl_wire_completes *out, char detail[RL_WIRE_DETAIL_SIZE]);
+void rl_wire_completes_free(rl_wire_completes *msg);
+
+/* PUT /v1/admin/limits body: one definition, defaults applied (overage debt,
+ * unit and description empty, the unused of window/timeout 0), validated. */
+rl_status rl_wire_decode_limit_def(const char *body, size_t len, rl_limit_def *out,
+                                   char detail[RL_WIRE_DETAIL_SIZE]);
+/* The same from an already parsed object (the registry file's items). */
+rl_status rl_wire_limit_def_from_json(const cJSON *object, rl_limit_def *out,
+                                      char detail[RL_WIRE_DETAIL_SIZE]);
+
+/* {"allowed":..,"retry_after_ms":..,"reserved_at_unix_ms":..,"error":".."} */
+void rl_wire_encode_reserve_result(rl_buf *buf, const rl_reserve_result *result);
+/* {"ok":true,"error":""} or {"ok":false,"error":"<status>"} */
+void rl_wire_encode_complete_result(rl_buf *buf, rl_status status);
+/* The error string of a status: "", "invalid_request", "<name>:<key>". */
+void rl_wire_encode_error_string(rl_buf *buf, rl_status status, const char *status_key);
+/* A LimitDefinition object: every field of api.md, in its order. */
+void rl_wire_encode_limit_def(rl_buf *buf, const rl_limit_def *def);
+/* A LimitInfo object: {"definition":..,"status":..,"pending_decrease_to":..,
+ * "usage":{"capacity","used","available","active","debt","debt_total",
+ * "overage_denied_total"}}. */
+void rl_wire_encode_limit_info(rl_buf *buf, const rl_limit_def *def, const rl_limit_usage *usage);
+
+#endif
