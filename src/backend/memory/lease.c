@@ -1,75 +1,115 @@
 /* lease.c — the table of remembered leases (see lease.h). */
 #include "backend/memory/lease.h"
 
-#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
-#define LEASE_OF(node) ((rl_mem_lease *)((char *)(node) - offsetof(rl_mem_lease, forget)))
+#define INITIAL_SLOTS 1024u
 
-static inline size_t bucket_of(const rl_mem_lease_table *table, uint64_t id_hi, uint64_t id_lo) {
+static inline uint64_t home_of(const rl_mem_lease_table *table, uint64_t id_hi, uint64_t id_lo) {
     /* The low 80 bits of a ULID are random, but the mix keeps ids made by a
      * poor generator (counters) spread too. */
     uint64_t h = (id_lo ^ (id_hi * 0x9e3779b97f4a7c15u)) * 0xff51afd7ed558ccdu;
-    return (size_t)(h ^ (h >> 33)) & (table->bucket_count - 1);
+    return (h ^ (h >> 33)) & table->mask;
+}
+
+static rl_mem_lease *lease_alloc(rl_mem_lease_table *table, uint16_t entry_count) {
+    rl_mem_lease_recycler *recycler = &table->recycler;
+    rl_mem_lease *lease = recycler->lists[entry_count];
+    if (lease != NULL) {
+        recycler->lists[entry_count] = (rl_mem_lease *)(uintptr_t)lease->status_key;
+        recycler->lengths[entry_count]--;
+        return lease;
+    }
+    return malloc(sizeof *lease + (size_t)entry_count * sizeof(rl_mem_entry));
+}
+
+static void lease_free(rl_mem_lease_table *table, rl_mem_lease *lease) {
+    rl_mem_lease_recycler *recycler = &table->recycler;
+    uint16_t entry_count = lease->entry_count;
+    if (entry_count <= RL_MAX_REQUIREMENTS && recycler->lengths[entry_count] < RL_MEM_LEASE_RECYCLE_MAX) {
+        lease->status_key = (const char *)(uintptr_t)recycler->lists[entry_count];
+        recycler->lists[entry_count] = lease;
+        recycler->lengths[entry_count]++;
+    } else {
+        free(lease);
+    }
 }
 
 bool rl_mem_lease_table_init(rl_mem_lease_table *table) {
-    table->bucket_count = 1024;
+    memset(&table->recycler, 0, sizeof table->recycler);
     table->count = 0;
-    rl_heap_init(&table->by_forget_at);
-    table->buckets = calloc(table->bucket_count, sizeof *table->buckets);
-    return table->buckets != NULL;
+    table->mask = INITIAL_SLOTS - 1;
+    rl_due_heap_init(&table->by_forget_at);
+    table->slots = calloc(INITIAL_SLOTS, sizeof *table->slots);
+    return table->slots != NULL;
 }
 
 void rl_mem_lease_table_free(rl_mem_lease_table *table) {
-    if (table->buckets == NULL) return;
-    for (size_t b = 0; b < table->bucket_count; b++) {
-        rl_mem_lease *lease = table->buckets[b];
-        while (lease != NULL) {
-            rl_mem_lease *next = lease->next_in_bucket;
-            free(lease);
-            lease = next;
+    if (table->slots != NULL) {
+        for (uint64_t i = 0; i <= table->mask; i++) free(table->slots[i].lease);
+    }
+    free(table->slots);
+    table->slots = NULL;
+    for (uint32_t n = 0; n <= RL_MAX_REQUIREMENTS; n++) {
+        while (table->recycler.lists[n] != NULL) {
+            rl_mem_lease *next = (rl_mem_lease *)(uintptr_t)table->recycler.lists[n]->status_key;
+            free(table->recycler.lists[n]);
+            table->recycler.lists[n] = next;
         }
     }
-    free(table->buckets);
-    rl_heap_free(&table->by_forget_at);
-    table->buckets = NULL;
-    table->bucket_count = 0;
+    rl_due_heap_free(&table->by_forget_at);
     table->count = 0;
 }
 
 rl_mem_lease *rl_mem_lease_find(const rl_mem_lease_table *table, uint64_t id_hi, uint64_t id_lo) {
-    for (rl_mem_lease *lease = table->buckets[bucket_of(table, id_hi, id_lo)]; lease != NULL;
-         lease = lease->next_in_bucket) {
-        if (lease->id_lo == id_lo && lease->id_hi == id_hi) return lease;
+    for (uint64_t i = home_of(table, id_hi, id_lo);; i = (i + 1) & table->mask) {
+        const rl_mem_lease_slot *slot = &table->slots[i];
+        if (slot->lease == NULL) return NULL;
+        if (slot->id_lo == id_lo && slot->lease->id_hi == id_hi) return slot->lease;
     }
-    return NULL;
 }
 
-static void grow(rl_mem_lease_table *table) {
-    size_t old_count = table->bucket_count;
-    rl_mem_lease **old = table->buckets;
-    rl_mem_lease **buckets = calloc(old_count * 2, sizeof *buckets);
-    if (buckets == NULL) return; /* longer chains, still correct */
-    table->buckets = buckets;
-    table->bucket_count = old_count * 2;
-    for (size_t b = 0; b < old_count; b++) {
-        rl_mem_lease *lease = old[b];
-        while (lease != NULL) {
-            rl_mem_lease *next = lease->next_in_bucket;
-            size_t at = bucket_of(table, lease->id_hi, lease->id_lo);
-            lease->next_in_bucket = buckets[at];
-            buckets[at] = lease;
-            lease = next;
+static void insert_slot(rl_mem_lease_table *table, rl_mem_lease *lease) {
+    uint64_t i = home_of(table, lease->id_hi, lease->id_lo);
+    while (table->slots[i].lease != NULL) i = (i + 1) & table->mask;
+    table->slots[i] = (rl_mem_lease_slot){lease->id_lo, lease};
+}
+
+static bool resize(rl_mem_lease_table *table, uint64_t slot_count) {
+    rl_mem_lease_slot *old = table->slots;
+    uint64_t old_count = table->mask + 1;
+    rl_mem_lease_slot *slots = calloc(slot_count, sizeof *slots);
+    if (slots == NULL) return false;
+    table->slots = slots;
+    table->mask = slot_count - 1;
+    for (uint64_t i = 0; i < old_count; i++)
+        if (old[i].lease != NULL) insert_slot(table, old[i].lease);
+    free(old);
+    return true;
+}
+
+/* Backward-shift deletion keeps every probe chain unbroken without tombstones. */
+static void remove_slot(rl_mem_lease_table *table, const rl_mem_lease *lease) {
+    uint64_t hole = home_of(table, lease->id_hi, lease->id_lo);
+    while (table->slots[hole].lease != lease) hole = (hole + 1) & table->mask;
+    for (uint64_t i = (hole + 1) & table->mask; table->slots[i].lease != NULL; i = (i + 1) & table->mask) {
+        uint64_t home = home_of(table, table->slots[i].lease->id_hi, table->slots[i].id_lo);
+        /* Move slot i into the hole if its home is not within (hole, i]. */
+        if (((i - home) & table->mask) >= ((i - hole) & table->mask)) {
+            table->slots[hole] = table->slots[i];
+            hole = i;
         }
     }
-    free(old);
+    table->slots[hole] = (rl_mem_lease_slot){0, NULL};
 }
 
 rl_mem_lease *rl_mem_lease_add(rl_mem_lease_table *table, uint64_t id_hi, uint64_t id_lo,
                                uint16_t entry_count, uint64_t forget_at_ms) {
-    if (!rl_heap_reserve_one(&table->by_forget_at)) return NULL;
-    rl_mem_lease *lease = malloc(sizeof *lease + (size_t)entry_count * sizeof(rl_mem_entry));
+    if ((table->count + 1) * 2 > table->mask + 1 && !resize(table, (table->mask + 1) * 2)) return NULL;
+    if (!rl_due_heap_reserve_one(&table->by_forget_at)) return NULL;
+    rl_mem_lease *lease = lease_alloc(table, entry_count);
     if (lease == NULL) return NULL;
     lease->id_hi = id_hi;
     lease->id_lo = id_lo;
@@ -80,32 +120,34 @@ rl_mem_lease *rl_mem_lease_add(rl_mem_lease_table *table, uint64_t id_hi, uint64
     lease->status_key = NULL;
     lease->retry_after_ms = 0;
     lease->reserved_at_unix_ms = 0;
-    lease->forget.at_ms = forget_at_ms;
-    rl_heap_push(&table->by_forget_at, &lease->forget); /* cannot fail: reserved above */
-    if (table->count + 1 > table->bucket_count) grow(table);
-    size_t at = bucket_of(table, id_hi, id_lo);
-    lease->next_in_bucket = table->buckets[at];
-    table->buckets[at] = lease;
+    insert_slot(table, lease);
+    rl_due_heap_push(&table->by_forget_at, lease, forget_at_ms);
     table->count++;
     return lease;
 }
 
-void rl_mem_lease_forget(rl_mem_lease_table *table, rl_mem_lease *lease) {
+static void forget_first_due(rl_mem_lease_table *table) {
+    rl_mem_lease *lease = rl_due_heap_top(&table->by_forget_at)->item;
+    rl_due_heap_pop(&table->by_forget_at);
+    /* The next lease to forget was made long ago and is out of cache: ask
+     * for it now, the next reserve will find it there. */
+    const rl_due_slot *next = rl_due_heap_top(&table->by_forget_at);
+    if (next != NULL) __builtin_prefetch(next->item, 1);
     for (uint16_t i = 0; i < lease->entry_count; i++) rl_mem_limit_release(&lease->entries[i]);
-    rl_heap_remove(&table->by_forget_at, &lease->forget);
-    rl_mem_lease **link = &table->buckets[bucket_of(table, lease->id_hi, lease->id_lo)];
-    while (*link != lease) link = &(*link)->next_in_bucket;
-    *link = lease->next_in_bucket;
+    remove_slot(table, lease);
     table->count--;
-    free(lease);
+    /* Shrink after a burst so that memory follows the live load. */
+    if (table->mask + 1 > INITIAL_SLOTS && table->count * 8 < table->mask + 1)
+        resize(table, (table->mask + 1) / 2);
+    lease_free(table, lease);
 }
 
 size_t rl_mem_lease_forget_due(rl_mem_lease_table *table, uint64_t now_ms, size_t max_count) {
     size_t forgotten = 0;
-    rl_heap_node *top;
-    while ((max_count == 0 || forgotten < max_count) &&
-           (top = rl_heap_top(&table->by_forget_at)) != NULL && top->at_ms <= now_ms) {
-        rl_mem_lease_forget(table, LEASE_OF(top));
+    const rl_due_slot *top;
+    while ((max_count == 0 || forgotten < max_count) && (top = rl_due_heap_top(&table->by_forget_at)) != NULL &&
+           top->at_ms <= now_ms) {
+        forget_first_due(table);
         forgotten++;
     }
     return forgotten;
@@ -114,15 +156,15 @@ size_t rl_mem_lease_forget_due(rl_mem_lease_table *table, uint64_t now_ms, size_
 static bool holds_live_entries(const rl_mem_lease *lease, uint64_t now_ms) {
     for (uint16_t i = 0; i < lease->entry_count; i++) {
         const rl_mem_entry *entry = &lease->entries[i];
-        if (entry->limit != NULL && entry->expiry.at_ms > now_ms) return true;
+        if (entry->expiry.at_ms > now_ms && rl_mem_entry_is_live(entry)) return true;
     }
     return false;
 }
 
 bool rl_mem_lease_make_room(rl_mem_lease_table *table, uint64_t max_leases, uint64_t now_ms) {
     if (table->count < max_leases) return true;
-    rl_heap_node *top = rl_heap_top(&table->by_forget_at);
-    if (top == NULL || holds_live_entries(LEASE_OF(top), now_ms)) return false;
-    rl_mem_lease_forget(table, LEASE_OF(top));
+    const rl_due_slot *top = rl_due_heap_top(&table->by_forget_at);
+    if (top == NULL || holds_live_entries(top->item, now_ms)) return false;
+    forget_first_due(table);
     return true;
 }

@@ -2,21 +2,21 @@
  * and the entries an admitted lease holds.
  *
  * A lease is remembered so that a retried lease id gets its first outcome
- * (DESIGN.md "Idempotency") until forget_at_ms: its last entry's expiry plus
- * the configured lease memory. The table is bounded: when full, the lease
- * that is due to be forgotten first goes early, if it holds nothing live.
+ * (DESIGN.md "Idempotency") until it is due to be forgotten: its last
+ * entry's expiry plus the configured lease memory. The table is bounded: when
+ * full, the lease due first goes early, if it holds nothing live.
+ * Lookups go through an open-addressing index of (id, lease) pairs so that a
+ * new lease id costs one cache line; leases leave only in due order.
  * Not thread-safe: the backend's mutex guards everything here.
  */
 #ifndef RL_MEMORY_LEASE_H
 #define RL_MEMORY_LEASE_H
 
-#include "backend/memory/heap.h"
+#include "backend/memory/due_heap.h"
 #include "backend/memory/limit.h"
 
 typedef struct rl_mem_lease {
-    struct rl_mem_lease *next_in_bucket;
     uint64_t id_hi, id_lo;       /* the ULID's 128-bit value: case-insensitive */
-    rl_heap_node forget;         /* at_ms = when the table may drop it */
     bool allowed;
     bool completed;
     uint16_t entry_count;        /* 0 for a denied lease */
@@ -27,30 +27,43 @@ typedef struct rl_mem_lease {
     rl_mem_entry entries[];
 } rl_mem_lease;
 
+typedef struct rl_mem_lease_slot {
+    uint64_t id_lo;
+    rl_mem_lease *lease; /* NULL: empty */
+} rl_mem_lease_slot;
+
+/* Forgotten leases kept for reuse, one list per entry count: in a steady
+ * state every forgotten lease is replaced by a new one, and recycling them
+ * saves malloc, free and the page faults of fresh memory. */
+#define RL_MEM_LEASE_RECYCLE_MAX 1024u
+
+typedef struct rl_mem_lease_recycler {
+    rl_mem_lease *lists[RL_MAX_REQUIREMENTS + 1]; /* linked through status_key */
+    uint32_t lengths[RL_MAX_REQUIREMENTS + 1];
+} rl_mem_lease_recycler;
+
 typedef struct rl_mem_lease_table {
-    rl_mem_lease **buckets;
-    size_t bucket_count; /* a power of two */
-    size_t count;
-    rl_heap by_forget_at;
+    rl_mem_lease_recycler recycler;
+    rl_mem_lease_slot *slots;
+    uint64_t mask; /* slot count - 1, a power of two; kept at most half full */
+    uint64_t count;
+    rl_due_heap by_forget_at;
 } rl_mem_lease_table;
 
 bool rl_mem_lease_table_init(rl_mem_lease_table *table);
-/* Frees every lease (their entries must already be out of their limits, or
- * the limits freed). */
+/* Frees every lease without touching limits (they are freed too). */
 void rl_mem_lease_table_free(rl_mem_lease_table *table);
 
 rl_mem_lease *rl_mem_lease_find(const rl_mem_lease_table *table, uint64_t id_hi, uint64_t id_lo);
 
-/* Allocates a lease with room for entry_count entries (uninitialised) and
- * links it into the table and the forget heap. NULL on allocation failure. */
+/* Allocates a lease with room for entry_count entries (uninitialised), to be
+ * forgotten at forget_at_ms, and links it in. NULL on allocation failure
+ * (nothing changed). */
 rl_mem_lease *rl_mem_lease_add(rl_mem_lease_table *table, uint64_t id_hi, uint64_t id_lo,
                                uint16_t entry_count, uint64_t forget_at_ms);
 
-/* Drops a lease: releases its live entries from their limits, unlinks, frees. */
-void rl_mem_lease_forget(rl_mem_lease_table *table, rl_mem_lease *lease);
-
-/* Forgets leases due at or before now_ms, at most max_count of them (0: all).
- * Returns how many were forgotten. */
+/* Forgets leases due at or before now_ms, at most max_count (0: all); each
+ * releases whatever it still holds. Returns how many were forgotten. */
 size_t rl_mem_lease_forget_due(rl_mem_lease_table *table, uint64_t now_ms, size_t max_count);
 
 /* Makes room for one more lease under max_leases by forgetting the lease due

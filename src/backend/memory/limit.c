@@ -7,12 +7,68 @@
 
 #define ENTRY_OF(node) ((rl_mem_entry *)((char *)(node) - offsetof(rl_mem_entry, expiry)))
 
+static uint64_t lifetime_ms(const rl_limit_def *def) {
+    return (uint64_t)(def->kind == RL_KIND_ROLLING ? def->window_seconds : def->timeout_seconds) * 1000u;
+}
+
+bool rl_mem_limit_reserve_room(rl_mem_limit *limit) {
+    return limit->def.kind == RL_KIND_ROLLING ? rl_expiry_ring_reserve_one(&limit->reservations)
+                                              : rl_heap_reserve_one(&limit->holds);
+}
+
+uint64_t rl_mem_limit_next_expiry_ms(const rl_mem_limit *limit, uint64_t now_ms) {
+    uint64_t at_ms = now_ms + lifetime_ms(&limit->def);
+    if (limit->def.kind == RL_KIND_ROLLING) {
+        uint64_t tail_ms = rl_expiry_ring_tail_ms(&limit->reservations);
+        if (at_ms < tail_ms) at_ms = tail_ms;
+    }
+    return at_ms;
+}
+
+void rl_mem_limit_hold(rl_mem_limit *limit, rl_mem_entry *entry, uint64_t amount, uint64_t now_ms) {
+    entry->limit = limit;
+    entry->kind = limit->def.kind;
+    entry->amount = amount;
+    entry->expiry.at_ms = rl_mem_limit_next_expiry_ms(limit, now_ms);
+    if (entry->kind == RL_KIND_ROLLING)
+        entry->ring_seq = rl_expiry_ring_push(&limit->reservations, amount, entry->expiry.at_ms);
+    else
+        rl_heap_push(&limit->holds, &entry->expiry);
+    limit->used += amount;
+}
+
+bool rl_mem_entry_is_live(const rl_mem_entry *entry) {
+    if (entry->limit == NULL) return false;
+    return entry->kind != RL_KIND_ROLLING || rl_expiry_ring_holds(&entry->limit->reservations, entry->ring_seq);
+}
+
+uint64_t rl_mem_entry_amount(const rl_mem_entry *entry) {
+    if (entry->kind == RL_KIND_ROLLING) return rl_expiry_ring_at(&entry->limit->reservations, entry->ring_seq)->amount;
+    return entry->amount;
+}
+
 void rl_mem_limit_release(rl_mem_entry *entry) {
+    if (!rl_mem_entry_is_live(entry)) {
+        entry->limit = NULL;
+        return;
+    }
     rl_mem_limit *limit = entry->limit;
-    if (limit == NULL) return;
-    rl_heap_remove(&limit->entries, &entry->expiry);
-    limit->used -= entry->amount;
+    limit->used -= rl_mem_entry_amount(entry);
+    if (entry->kind == RL_KIND_ROLLING)
+        rl_expiry_ring_remove(&limit->reservations, entry->ring_seq);
+    else
+        rl_heap_remove(&limit->holds, &entry->expiry);
     entry->limit = NULL;
+}
+
+void rl_mem_limit_resize(rl_mem_entry *entry, uint64_t amount) {
+    if (amount == 0) {
+        rl_mem_limit_release(entry);
+        return;
+    }
+    rl_expiry_slot *slot = rl_expiry_ring_at(&entry->limit->reservations, entry->ring_seq);
+    entry->limit->used = entry->limit->used - slot->amount + amount;
+    slot->amount = amount;
 }
 
 void rl_mem_limit_try_decrease(rl_mem_limit *limit) {
@@ -23,22 +79,71 @@ void rl_mem_limit_try_decrease(rl_mem_limit *limit) {
 }
 
 void rl_mem_limit_expire(rl_mem_limit *limit, uint64_t now_ms) {
+    const rl_expiry_slot *slot;
+    while ((slot = rl_expiry_ring_front(&limit->reservations)) != NULL && slot->at_ms <= now_ms) {
+        limit->used -= slot->amount; /* the entry learns it through rl_mem_entry_is_live */
+        rl_expiry_ring_pop(&limit->reservations);
+    }
     rl_heap_node *top;
-    while ((top = rl_heap_top(&limit->entries)) != NULL && top->at_ms <= now_ms)
+    while ((top = rl_heap_top(&limit->holds)) != NULL && top->at_ms <= now_ms)
         rl_mem_limit_release(ENTRY_OF(top));
     rl_mem_limit_try_decrease(limit);
 }
+
+/* ---- retry_after: walk expiries in order until enough is freed ---- */
 
 typedef struct retry_walk {
     uint64_t still_needed;
 } retry_walk;
 
-static bool visit_until_enough(const rl_heap_node *node, void *context) {
-    retry_walk *walk = context;
-    uint64_t amount = ENTRY_OF(node)->amount;
+static bool take(retry_walk *walk, uint64_t amount) {
     if (amount >= walk->still_needed) return true;
     walk->still_needed -= amount;
     return false;
+}
+
+static bool visit_until_enough(const rl_heap_node *node, void *context) {
+    return take(context, ENTRY_OF(node)->amount);
+}
+
+static int by_expiry(const void *a, const void *b) {
+    uint64_t x = (*(const rl_heap_node *const *)a)->at_ms, y = (*(const rl_heap_node *const *)b)->at_ms;
+    return x < y ? -1 : x > y;
+}
+
+/* Both queues hold entries only after a limit changed kind: merge them
+ * (rare, so a sorted copy of the heap is fine). Returns the expiry at which
+ * enough is free, or 0 if the copy could not be made. */
+static uint64_t walk_both(const rl_mem_limit *limit, retry_walk *walk) {
+    const rl_heap *holds = &limit->holds;
+    rl_heap_node **sorted = malloc(holds->count * sizeof *sorted);
+    if (sorted == NULL) return 0;
+    for (uint32_t i = 0; i < holds->count; i++) sorted[i] = holds->nodes[i];
+    qsort(sorted, holds->count, sizeof *sorted, by_expiry);
+    const rl_expiry_ring *ring = &limit->reservations;
+    uint64_t seq = ring->head_seq, at_ms = 0;
+    uint32_t h = 0;
+    for (;;) {
+        while (seq < ring->tail_seq && rl_expiry_ring_at(ring, seq)->amount == 0) seq++;
+        bool ring_next = seq < ring->tail_seq &&
+                         (h == holds->count || rl_expiry_ring_at(ring, seq)->at_ms <= sorted[h]->at_ms);
+        if (!ring_next && h == holds->count) break;
+        uint64_t amount, expires_at_ms;
+        if (ring_next) {
+            const rl_expiry_slot *slot = rl_expiry_ring_at(ring, seq++);
+            amount = slot->amount;
+            expires_at_ms = slot->at_ms;
+        } else {
+            amount = ENTRY_OF(sorted[h])->amount;
+            expires_at_ms = sorted[h++]->at_ms;
+        }
+        if (take(walk, amount)) {
+            at_ms = expires_at_ms;
+            break;
+        }
+    }
+    free(sorted);
+    return at_ms;
 }
 
 uint64_t rl_mem_limit_retry_after_ms(const rl_mem_limit *limit, uint64_t amount, uint64_t now_ms,
@@ -47,15 +152,28 @@ uint64_t rl_mem_limit_retry_after_ms(const rl_mem_limit *limit, uint64_t amount,
     uint64_t capacity = limit->capacity_enforced;
     if (limit->used + amount <= capacity) return 1;
     retry_walk walk = {limit->used + amount - capacity};
-    const rl_heap_node *enough =
-        rl_heap_walk(&limit->entries, visit_until_enough, &walk, scratch, scratch_capacity);
     uint64_t at_ms = 0;
-    if (enough != NULL) {
-        at_ms = enough->at_ms;
+    const rl_expiry_ring *ring = &limit->reservations;
+    if (limit->holds.count == 0) {
+        for (uint64_t seq = ring->head_seq; seq < ring->tail_seq; seq++) {
+            const rl_expiry_slot *slot = rl_expiry_ring_at(ring, seq);
+            if (slot->amount != 0 && take(&walk, slot->amount)) {
+                at_ms = slot->at_ms;
+                break;
+            }
+        }
+    } else if (ring->live == 0) {
+        const rl_heap_node *enough =
+            rl_heap_walk(&limit->holds, visit_until_enough, &walk, scratch, scratch_capacity);
+        if (enough != NULL) at_ms = enough->at_ms;
     } else {
+        at_ms = walk_both(limit, &walk);
+    }
+    if (at_ms == 0) {
         /* Only on allocation failure: the latest expiry frees everything. */
-        for (uint32_t i = 0; i < limit->entries.count; i++)
-            if (limit->entries.nodes[i]->at_ms > at_ms) at_ms = limit->entries.nodes[i]->at_ms;
+        at_ms = rl_expiry_ring_tail_ms(ring);
+        for (uint32_t i = 0; i < limit->holds.count; i++)
+            if (limit->holds.nodes[i]->at_ms > at_ms) at_ms = limit->holds.nodes[i]->at_ms;
     }
     return at_ms > now_ms ? at_ms - now_ms : 1;
 }
@@ -80,7 +198,7 @@ void rl_mem_limit_usage(const rl_mem_limit *limit, rl_limit_usage *out) {
     out->pending_decrease_to = limit->pending_decrease_to;
     out->used = limit->used;
     out->available = limit->used < limit->capacity_enforced ? limit->capacity_enforced - limit->used : 0;
-    out->active = limit->entries.count;
+    out->active = rl_mem_limit_active(limit);
     out->debt = limit->used > limit->capacity_enforced ? limit->used - limit->capacity_enforced : 0;
     out->debt_total = limit->debt_total;
     out->overage_denied_total = limit->overage_denied_total;
@@ -121,7 +239,8 @@ void rl_mem_limit_table_free(rl_mem_limit_table *table) {
         rl_mem_limit *limit = table->buckets[b];
         while (limit != NULL) {
             rl_mem_limit *next = limit->next_in_bucket;
-            rl_heap_free(&limit->entries);
+            rl_expiry_ring_free(&limit->reservations);
+            rl_heap_free(&limit->holds);
             free(limit);
             limit = next;
         }
@@ -168,7 +287,8 @@ rl_mem_limit *rl_mem_limit_table_add(rl_mem_limit_table *table, const rl_limit_d
     limit->key_hash = hash_key(def->key, &len);
     limit->def = *def;
     limit->capacity_enforced = def->capacity;
-    rl_heap_init(&limit->entries);
+    rl_expiry_ring_init(&limit->reservations);
+    rl_heap_init(&limit->holds);
     if (table->count + 1 > table->bucket_count) grow(table);
     size_t at = limit->key_hash & (table->bucket_count - 1);
     limit->next_in_bucket = table->buckets[at];

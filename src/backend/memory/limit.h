@@ -2,24 +2,28 @@
  * table that finds it by key.
  *
  * A limit holds its current definition, the capacity it enforces now (which
- * lags the definition while a decrease waits for usage to fall), and a
- * min-heap of its live reservations (rolling) or holds (concurrency) by
- * expiry. `used` is always the sum of the live entries' amounts.
+ * lags the definition while a decrease waits for usage to fall), and its
+ * live entries in expiry order: rolling reservations in a ring, concurrency
+ * holds in a min-heap. `used` is always the sum of the live entries' amounts.
  * Not thread-safe: the backend's mutex guards everything here.
  */
 #ifndef RL_MEMORY_LIMIT_H
 #define RL_MEMORY_LIMIT_H
 
+#include "backend/memory/expiry_ring.h"
 #include "backend/memory/heap.h"
 #include "ratelimiter/types.h"
 
 struct rl_mem_lease;
 
-/* One requirement of an admitted lease, queued in its limit's heap. */
+/* One requirement of an admitted lease, queued in its limit: a rolling
+ * reservation in the limit's expiry ring, a concurrency hold in its heap
+ * (holds mostly leave early, on Complete, which a heap does in O(log n)). */
 typedef struct rl_mem_entry {
-    rl_heap_node expiry;         /* at_ms = when it frees itself */
-    struct rl_mem_limit *limit;  /* NULL once expired or released */
-    uint64_t amount;
+    rl_heap_node expiry;         /* at_ms = when it frees itself; index for holds */
+    uint64_t ring_seq;           /* place in the ring, for reservations */
+    struct rl_mem_limit *limit;  /* NULL once released (a hold also when it expires) */
+    uint64_t amount;             /* holds only: a reservation's amount is in its ring slot */
     rl_kind kind;                /* the kind when reserved: Complete follows it */
 } rl_mem_entry;
 
@@ -32,15 +36,45 @@ typedef struct rl_mem_limit {
     uint64_t used;
     uint64_t debt_total;
     uint64_t overage_denied_total;
-    rl_heap entries;
+    rl_expiry_ring reservations; /* rolling entries, in expiry order */
+    rl_heap holds;               /* concurrency entries */
 } rl_mem_limit;
 
 /* Frees every entry whose expiry is <= now_ms (used drops by their amount),
  * then applies a pending decrease if usage now allows it. */
 void rl_mem_limit_expire(rl_mem_limit *limit, uint64_t now_ms);
 
-/* Takes a live entry out of its limit now (Complete, or forgetting a lease). */
+/* Makes room for one more entry of the limit's current kind, so that
+ * rl_mem_limit_hold cannot fail. False on allocation failure. */
+bool rl_mem_limit_reserve_room(rl_mem_limit *limit);
+
+/* When an entry queued now would expire (see rl_mem_limit_hold). */
+uint64_t rl_mem_limit_next_expiry_ms(const rl_mem_limit *limit, uint64_t now_ms);
+
+/* Queues entry, holding amount, for the limit's current kind and definition.
+ * A rolling entry expires at now + window, or with the latest queued one if
+ * that is later (only after a window was shortened: erring long never
+ * over-admits, and it keeps the ring in order). Room must be reserved. */
+void rl_mem_limit_hold(rl_mem_limit *limit, rl_mem_entry *entry, uint64_t amount, uint64_t now_ms);
+
+/* Live entries (reservations + holds). */
+static inline uint64_t rl_mem_limit_active(const rl_mem_limit *limit) {
+    return limit->reservations.live + limit->holds.count;
+}
+
+/* True while the entry still counts in its limit's usage. */
+bool rl_mem_entry_is_live(const rl_mem_entry *entry);
+
+/* Takes an entry out of its limit now, if still live (Complete, or
+ * forgetting a lease). */
 void rl_mem_limit_release(rl_mem_entry *entry);
+
+/* Changes a live rolling reservation's amount (Complete's reconcile and
+ * overage); 0 releases it. */
+void rl_mem_limit_resize(rl_mem_entry *entry, uint64_t amount);
+
+/* The amount a live entry holds. */
+uint64_t rl_mem_entry_amount(const rl_mem_entry *entry);
 
 /* Applies a pending decrease if used <= the new capacity. */
 void rl_mem_limit_try_decrease(rl_mem_limit *limit);

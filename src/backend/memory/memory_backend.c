@@ -80,10 +80,6 @@ static void replay(const rl_mem_lease *lease, rl_reserve_result *result) {
     result->status_key = lease->status_key;
 }
 
-static uint64_t entry_lifetime_ms(const rl_limit_def *def) {
-    return (uint64_t)(def->kind == RL_KIND_ROLLING ? def->window_seconds : def->timeout_seconds) * 1000u;
-}
-
 /* The decision for one lease whose limits are resolved and expired:
  * exceeds_capacity beats limit_decreasing beats a plain deny, because a
  * client must not retry what can never fit. */
@@ -120,26 +116,6 @@ static void decide(memory_backend *backend, const rl_reserve_request *request,
         result->status = RL_OK;
         result->status_key = NULL;
     }
-}
-
-/* Records an admitted lease: one entry per requirement, all or nothing. */
-static bool admit(memory_backend *backend, rl_mem_lease *lease, const rl_reserve_request *request,
-                  rl_mem_limit *const *limits, uint64_t now_ms) {
-    /* Grow every heap first, so that no push below can fail half-way. */
-    for (size_t i = 0; i < request->requirement_count; i++)
-        if (!rl_heap_reserve_one(&limits[i]->entries)) return false;
-    for (size_t i = 0; i < request->requirement_count; i++) {
-        rl_mem_entry *entry = &lease->entries[i];
-        rl_mem_limit *limit = limits[i];
-        entry->limit = limit;
-        entry->amount = request->requirements[i].amount;
-        entry->kind = limit->def.kind;
-        entry->expiry.at_ms = now_ms + entry_lifetime_ms(&limit->def);
-        rl_heap_push(&limit->entries, &entry->expiry);
-        limit->used += entry->amount;
-    }
-    (void)backend;
-    return true;
 }
 
 static void reserve_one(memory_backend *backend, const rl_reserve_request *request, uint64_t now_ms,
@@ -180,7 +156,7 @@ static void reserve_one(memory_backend *backend, const rl_reserve_request *reque
         }
         limits[i] = limit;
         rl_mem_limit_expire(limit, now_ms);
-        uint64_t expires_at_ms = now_ms + entry_lifetime_ms(&limit->def);
+        uint64_t expires_at_ms = rl_mem_limit_next_expiry_ms(limit, now_ms);
         if (expires_at_ms > forget_at_ms) forget_at_ms = expires_at_ms;
     }
 
@@ -192,6 +168,15 @@ static void reserve_one(memory_backend *backend, const rl_reserve_request *reque
         deny(result, RL_BACKEND_ERROR, NULL, 0);
         return;
     }
+    if (result->allowed) {
+        /* Grow every queue first, so that nothing below can fail half-way. */
+        for (size_t i = 0; i < count; i++) {
+            if (!rl_mem_limit_reserve_room(limits[i])) {
+                deny(result, RL_NO_MEMORY, NULL, 0);
+                return;
+            }
+        }
+    }
     uint16_t entry_count = result->allowed ? (uint16_t)count : 0;
     lease = rl_mem_lease_add(&backend->leases, id_hi, id_lo, entry_count,
                              forget_at_ms + backend->lease_memory_ms);
@@ -200,12 +185,8 @@ static void reserve_one(memory_backend *backend, const rl_reserve_request *reque
         return;
     }
     if (result->allowed) {
-        if (!admit(backend, lease, request, limits, now_ms)) {
-            lease->entry_count = 0; /* nothing was pushed */
-            rl_mem_lease_forget(&backend->leases, lease);
-            deny(result, RL_NO_MEMORY, NULL, 0);
-            return;
-        }
+        for (size_t i = 0; i < count; i++)
+            rl_mem_limit_hold(limits[i], &lease->entries[i], request->requirements[i].amount, now_ms);
         result->reserved_at_unix_ms = now_unix_ms;
     }
     lease->allowed = result->allowed;
@@ -227,20 +208,18 @@ static void reserve_batch(rl_backend *base, const rl_reserve_request *requests, 
 
 /* Overage: the call used more than it reserved (DESIGN.md "Overage"). The
  * entry keeps its expiry: the excess is charged for the rest of the window. */
-static void charge_overage(rl_mem_entry *entry, uint64_t extra) {
+static void charge_overage(rl_mem_entry *entry, uint64_t reserved, uint64_t extra) {
     rl_mem_limit *limit = entry->limit;
     uint64_t capacity = limit->capacity_enforced;
     if (limit->def.overage == RL_OVERAGE_DEBT) {
         uint64_t above_before = limit->used > capacity ? limit->used - capacity : 0;
-        entry->amount += extra;
-        limit->used += extra;
+        rl_mem_limit_resize(entry, reserved + extra);
         uint64_t above_after = limit->used > capacity ? limit->used - capacity : 0;
         limit->debt_total += above_after - above_before;
     } else {
         uint64_t room = limit->used < capacity ? capacity - limit->used : 0;
         uint64_t charged = extra < room ? extra : room;
-        entry->amount += charged;
-        limit->used += charged;
+        rl_mem_limit_resize(entry, reserved + charged);
         limit->overage_denied_total += extra - charged;
     }
 }
@@ -249,14 +228,12 @@ static void reconcile(rl_mem_lease *lease, const rl_mem_limit *limit, uint64_t a
     for (uint16_t i = 0; i < lease->entry_count; i++) {
         rl_mem_entry *entry = &lease->entries[i];
         if (entry->limit != limit || entry->kind != RL_KIND_ROLLING) continue;
-        if (actual_amount == 0) {
-            rl_mem_limit_release(entry);
-        } else if (actual_amount < entry->amount) {
-            entry->limit->used -= entry->amount - actual_amount;
-            entry->amount = actual_amount;
-        } else if (actual_amount > entry->amount) {
-            charge_overage(entry, actual_amount - entry->amount);
-        }
+        if (!rl_mem_entry_is_live(entry)) return; /* its window is over: nothing left to adjust */
+        uint64_t reserved = rl_mem_entry_amount(entry);
+        if (actual_amount < reserved)
+            rl_mem_limit_resize(entry, actual_amount);
+        else if (actual_amount > reserved)
+            charge_overage(entry, reserved, actual_amount - reserved);
         return;
     }
 }
@@ -278,7 +255,7 @@ static void complete_one(memory_backend *backend, const rl_complete_request *req
         if (entry->limit == NULL) continue;
         touched[touched_count++] = entry->limit;
         rl_mem_limit_expire(entry->limit, now_ms);
-        if (entry->limit != NULL && entry->kind == RL_KIND_CONCURRENCY) rl_mem_limit_release(entry);
+        if (entry->kind == RL_KIND_CONCURRENCY) rl_mem_limit_release(entry);
     }
     for (size_t a = 0; a < request->actual_count; a++) {
         const rl_mem_limit *limit = rl_mem_limit_table_find(&backend->limits, request->actuals[a].key);

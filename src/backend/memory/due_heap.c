@@ -1,0 +1,58 @@
+/* due_heap.c — array min-heap of due times (see due_heap.h). */
+#include "backend/memory/due_heap.h"
+
+#include <stdlib.h>
+
+void rl_due_heap_init(rl_due_heap *heap) {
+    heap->slots = NULL;
+    heap->count = 0;
+    heap->capacity = 0;
+}
+
+void rl_due_heap_free(rl_due_heap *heap) {
+    free(heap->slots);
+    rl_due_heap_init(heap);
+}
+
+bool rl_due_heap_reserve_one(rl_due_heap *heap) {
+    if (heap->count < heap->capacity) return true;
+    uint64_t capacity = heap->capacity == 0 ? 1024 : heap->capacity * 2;
+    rl_due_slot *slots = realloc(heap->slots, capacity * sizeof *slots);
+    if (slots == NULL) return false;
+    heap->slots = slots;
+    heap->capacity = capacity;
+    return true;
+}
+
+void rl_due_heap_push(rl_due_heap *heap, void *item, uint64_t at_ms) {
+    uint64_t at = heap->count++;
+    while (at > 0) {
+        uint64_t parent = (at - 1) / 2;
+        if (heap->slots[parent].at_ms <= at_ms) break;
+        heap->slots[at] = heap->slots[parent];
+        at = parent;
+    }
+    heap->slots[at] = (rl_due_slot){at_ms, item};
+}
+
+void rl_due_heap_pop(rl_due_heap *heap) {
+    rl_due_slot last = heap->slots[--heap->count];
+    uint64_t at = 0;
+    for (;;) {
+        uint64_t child = 2 * at + 1;
+        if (child >= heap->count) break;
+        if (child + 1 < heap->count && heap->slots[child + 1].at_ms < heap->slots[child].at_ms) child++;
+        if (last.at_ms <= heap->slots[child].at_ms) break;
+        heap->slots[at] = heap->slots[child];
+        at = child;
+    }
+    if (heap->count > 0) heap->slots[at] = last;
+    /* Give memory back after a burst. */
+    if (heap->capacity > 4096 && heap->count < heap->capacity / 8) {
+        rl_due_slot *smaller = realloc(heap->slots, (heap->capacity / 4) * sizeof *smaller);
+        if (smaller != NULL) {
+            heap->slots = smaller;
+            heap->capacity /= 4;
+        }
+    }
+}

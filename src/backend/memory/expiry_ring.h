@@ -1,0 +1,65 @@
+/* memory/expiry_ring.h — a FIFO of rolling reservations in expiry order.
+ *
+ * Every reservation of a rolling limit lives for the same window, and time
+ * only moves forward, so they expire in the order they were made: a ring
+ * (push at the tail, expire from the head) replaces a heap, with O(1) work
+ * and sequential memory instead of O(log n) cache misses. A slot carries the
+ * amount itself, so expiring never touches the reservation it stands for.
+ * The rare entry that leaves early (Complete with actual 0) becomes a
+ * tombstone (amount 0), addressed by the sequence number it was given. The caller keeps expiries
+ * non-decreasing (see rl_expiry_ring_tail_ms). Not thread-safe.
+ */
+#ifndef RL_MEMORY_EXPIRY_RING_H
+#define RL_MEMORY_EXPIRY_RING_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct rl_expiry_slot {
+    uint64_t at_ms;
+    uint64_t amount; /* 0: a tombstone */
+} rl_expiry_slot;
+
+typedef struct rl_expiry_ring {
+    rl_expiry_slot *slots;
+    uint64_t mask;     /* capacity - 1, capacity a power of two (0 when empty) */
+    uint64_t head_seq; /* sequence number of the oldest slot */
+    uint64_t tail_seq; /* sequence number the next push gets */
+    uint64_t live;     /* slots that are not tombstones */
+} rl_expiry_ring;
+
+void rl_expiry_ring_init(rl_expiry_ring *ring);
+void rl_expiry_ring_free(rl_expiry_ring *ring);
+
+/* Makes room so that the next push cannot fail; false on allocation failure. */
+bool rl_expiry_ring_reserve_one(rl_expiry_ring *ring);
+
+/* The latest expiry queued (0 if empty): a push must not go below it. */
+uint64_t rl_expiry_ring_tail_ms(const rl_expiry_ring *ring);
+
+/* Appends amount (>= 1) expiring at at_ms (>= tail). Room must have been
+ * reserved. Returns the slot's sequence number. */
+uint64_t rl_expiry_ring_push(rl_expiry_ring *ring, uint64_t amount, uint64_t at_ms);
+
+/* True while the slot of seq has neither expired out nor been removed. */
+static inline bool rl_expiry_ring_holds(const rl_expiry_ring *ring, uint64_t seq);
+
+/* Turns a held slot into a tombstone. */
+void rl_expiry_ring_remove(rl_expiry_ring *ring, uint64_t seq);
+
+/* The oldest live slot, dropping tombstones in front of it; NULL if none. */
+const rl_expiry_slot *rl_expiry_ring_front(rl_expiry_ring *ring);
+
+/* Drops the front slot (after rl_expiry_ring_front returned it). */
+void rl_expiry_ring_pop(rl_expiry_ring *ring);
+
+/* The slot at a sequence number in [head_seq, tail_seq). */
+static inline rl_expiry_slot *rl_expiry_ring_at(const rl_expiry_ring *ring, uint64_t seq) {
+    return &ring->slots[seq & ring->mask];
+}
+
+static inline bool rl_expiry_ring_holds(const rl_expiry_ring *ring, uint64_t seq) {
+    return seq >= ring->head_seq && seq < ring->tail_seq && rl_expiry_ring_at(ring, seq)->amount != 0;
+}
+
+#endif
