@@ -120,6 +120,7 @@ rl_mem_lease *rl_mem_lease_add(rl_mem_lease_table *table, uint64_t id_hi, uint64
     lease->status_key = NULL;
     lease->retry_after_ms = 0;
     lease->reserved_at_unix_ms = 0;
+    for (uint16_t i = 0; i < entry_count; i++) lease->entries[i].limit = NULL; /* nothing held yet */
     insert_slot(table, lease);
     rl_due_heap_push(&table->by_forget_at, lease, forget_at_ms);
     table->count++;

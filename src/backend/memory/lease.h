@@ -56,7 +56,7 @@ void rl_mem_lease_table_free(rl_mem_lease_table *table);
 
 rl_mem_lease *rl_mem_lease_find(const rl_mem_lease_table *table, uint64_t id_hi, uint64_t id_lo);
 
-/* Allocates a lease with room for entry_count entries (uninitialised), to be
+/* Allocates a lease with room for entry_count entries (holding nothing), to be
  * forgotten at forget_at_ms, and links it in. NULL on allocation failure
  * (nothing changed). */
 rl_mem_lease *rl_mem_lease_add(rl_mem_lease_table *table, uint64_t id_hi, uint64_t id_lo,
