@@ -7,7 +7,9 @@
  * crash at any moment leaves either the old file or the new one.
  *
  * All functions are thread-safe (one internal mutex). A failed call changes
- * nothing, in memory or on disk.
+ * nothing, in memory or on disk, with one exception: if only the last step,
+ * the fsync of the directory after the rename, fails, the new file is in
+ * place and memory follows it, and the call still reports RL_IO_ERROR.
  */
 #ifndef RATELIMITER_REGISTRY_H
 #define RATELIMITER_REGISTRY_H

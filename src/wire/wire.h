@@ -22,8 +22,9 @@
 #define RL_WIRE_DEFAULT_MAX_BATCH 256u
 
 /* One or many reserve requests. For a batch, an item that is itself invalid
- * does not fail the payload: item_status[i] is RL_INVALID_REQUEST (with
- * item_detail) and requests[i] must not be passed to a backend. */
+ * does not fail the payload: item_status[i] is RL_INVALID_REQUEST (see
+ * rl_wire_reserves_item_detail), requests[i] is zeroed and must not be
+ * passed to a backend. */
 typedef struct rl_wire_reserves {
     rl_reserve_request *requests;
     rl_status *item_status;
@@ -46,11 +47,18 @@ rl_status rl_wire_decode_reserve_batch(const char *body, size_t len, size_t max_
                                        rl_wire_reserves *out, char detail[RL_WIRE_DETAIL_SIZE]);
 void rl_wire_reserves_free(rl_wire_reserves *msg);
 
+/* Why batch item index was refused (item_status[index] RL_INVALID_REQUEST),
+ * in the same kind of sentence as the call's detail: "requests[3].
+ * requirements[1].amount must be ...". Lives as long as the message; "" for a
+ * valid item or an index out of range. */
+const char *rl_wire_reserves_item_detail(const rl_wire_reserves *msg, size_t index);
+
 rl_status rl_wire_decode_complete(const char *body, size_t len, rl_wire_completes *out,
                                   char detail[RL_WIRE_DETAIL_SIZE]);
 rl_status rl_wire_decode_complete_batch(const char *body, size_t len, size_t max_batch,
                                         rl_wire_completes *out, char detail[RL_WIRE_DETAIL_SIZE]);
 void rl_wire_completes_free(rl_wire_completes *msg);
+const char *rl_wire_completes_item_detail(const rl_wire_completes *msg, size_t index);
 
 /* PUT /v1/admin/limits body: one definition, defaults applied (overage debt,
  * unit and description empty, the unused of window/timeout 0), validated. */

@@ -1,0 +1,197 @@
+/* registry.c — the limit registry: a key-sorted array of definitions behind
+ * one mutex, persisted through registry_file.c on every put.
+ *
+ * A sorted array of pointers keeps lookups O(log n) and list() a copy in
+ * order; a put is O(n) anyway because it rewrites the whole file.
+ */
+#include "ratelimiter/registry.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "registry/registry_file.h"
+
+struct rl_registry {
+    pthread_mutex_t mutex;
+    char *path;
+    size_t max_limits;
+    rl_limit_def **defs; /* sorted by key, each malloc'd */
+    size_t count;
+};
+
+static rl_status fail(rl_status status, char *err, size_t err_size, const char *format, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static rl_status fail(rl_status status, char *err, size_t err_size, const char *format, ...) {
+    if (err != NULL && err_size > 0) {
+        va_list args;
+        va_start(args, format);
+        vsnprintf(err, err_size, format, args);
+        va_end(args);
+    }
+    return status;
+}
+
+/* Index of key, or where it would go; *found says which. Caller holds the mutex. */
+static size_t find(const rl_registry *registry, const char *key, bool *found) {
+    size_t lo = 0, hi = registry->count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(registry->defs[mid]->key, key);
+        if (c == 0) {
+            *found = true;
+            return mid;
+        }
+        if (c < 0) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    *found = false;
+    return lo;
+}
+
+static void free_defs(rl_limit_def **defs, size_t count) {
+    for (size_t i = 0; i < count; i++) free(defs[i]);
+    free(defs);
+}
+
+rl_status rl_registry_open(const char *path, size_t max_limits, rl_registry **out, char *err,
+                           size_t err_size) {
+    *out = NULL;
+    if (err != NULL && err_size > 0) err[0] = '\0';
+    if (path == NULL || path[0] == '\0')
+        return fail(RL_INVALID_REQUEST, err, err_size, "registry path is empty");
+    if (max_limits == 0) max_limits = RL_REGISTRY_DEFAULT_MAX_LIMITS;
+
+    rl_registry *registry = calloc(1, sizeof *registry);
+    if (registry == NULL || (registry->path = strdup(path)) == NULL) {
+        free(registry);
+        return fail(RL_NO_MEMORY, err, err_size, "%s: out of memory", path);
+    }
+    registry->max_limits = max_limits;
+    rl_status status = rl__registry_file_load(path, max_limits, &registry->defs, &registry->count,
+                                              err, err_size);
+    if (status == RL_OK && pthread_mutex_init(&registry->mutex, NULL) != 0)
+        status = fail(RL_NO_MEMORY, err, err_size, "%s: cannot create a mutex", path);
+    if (status != RL_OK) {
+        free_defs(registry->defs, registry->count);
+        free(registry->path);
+        free(registry);
+        return status;
+    }
+    *out = registry;
+    return RL_OK;
+}
+
+void rl_registry_close(rl_registry *registry) {
+    if (registry == NULL) return;
+    pthread_mutex_destroy(&registry->mutex);
+    free_defs(registry->defs, registry->count);
+    free(registry->path);
+    free(registry);
+}
+
+size_t rl_registry_count(rl_registry *registry) {
+    pthread_mutex_lock(&registry->mutex);
+    size_t count = registry->count;
+    pthread_mutex_unlock(&registry->mutex);
+    return count;
+}
+
+bool rl_registry_get(rl_registry *registry, const char *key, rl_limit_def *out) {
+    if (key == NULL) return false;
+    bool found = false;
+    pthread_mutex_lock(&registry->mutex);
+    size_t at = find(registry, key, &found);
+    if (found) *out = *registry->defs[at];
+    pthread_mutex_unlock(&registry->mutex);
+    return found;
+}
+
+rl_status rl_registry_put(rl_registry *registry, const rl_limit_def *def, char *err,
+                          size_t err_size) {
+    if (err != NULL && err_size > 0) err[0] = '\0';
+    if (!rl_limit_def_validate(def, err, err_size)) return RL_INVALID_REQUEST;
+
+    /* Everything the new state needs is allocated before the file is
+     * written, so that once the file holds it, memory can follow without
+     * failing. */
+    rl_limit_def *copy = calloc(1, sizeof *copy);
+    if (copy == NULL) return fail(RL_NO_MEMORY, err, err_size, "out of memory");
+    /* Field by field, so that bytes after the NULs of the caller's strings
+     * are not kept (copies then compare equal with memcmp). */
+    strcpy(copy->key, def->key);
+    copy->kind = def->kind;
+    copy->capacity = def->capacity;
+    copy->window_seconds = def->window_seconds;
+    copy->timeout_seconds = def->timeout_seconds;
+    strcpy(copy->unit, def->unit);
+    strcpy(copy->description, def->description);
+    copy->overage = def->overage;
+
+    pthread_mutex_lock(&registry->mutex);
+    bool found = false;
+    size_t at = find(registry, def->key, &found);
+    rl_status status = RL_OK;
+    rl_limit_def **next = NULL;
+    size_t next_count = registry->count + (found ? 0 : 1);
+    if (!found && registry->count >= registry->max_limits) {
+        status = fail(RL_INVALID_REQUEST, err, err_size,
+                      "the registry is full: it holds %zu limits (max_limits)",
+                      registry->max_limits);
+        goto unlock;
+    }
+    next = malloc(next_count * sizeof *next);
+    if (next == NULL) {
+        status = fail(RL_NO_MEMORY, err, err_size, "out of memory");
+        goto unlock;
+    }
+    /* next = defs[0..at) + copy + the defs after `at` (after the replaced one, if any). */
+    if (at > 0) memcpy(next, registry->defs, at * sizeof *next);
+    next[at] = copy;
+    size_t rest = registry->count - at - (found ? 1 : 0);
+    if (rest > 0)
+        memcpy(next + at + 1, registry->defs + (registry->count - rest), rest * sizeof *next);
+
+    bool replaced = false;
+    status = rl__registry_file_save(registry->path, next, next_count, &replaced, err, err_size);
+    if (replaced) {
+        /* The file holds the new state (even if its durability is in doubt,
+         * status then says so): memory must agree with it. */
+        if (found) free(registry->defs[at]);
+        free(registry->defs);
+        registry->defs = next;
+        registry->count = next_count;
+        copy = NULL;
+        next = NULL;
+    }
+unlock:
+    pthread_mutex_unlock(&registry->mutex);
+    free(next);
+    free(copy);
+    return status;
+}
+
+rl_status rl_registry_list(rl_registry *registry, rl_limit_def **out, size_t *count) {
+    *out = NULL;
+    *count = 0;
+    pthread_mutex_lock(&registry->mutex);
+    rl_status status = RL_OK;
+    if (registry->count > 0) {
+        rl_limit_def *copy = malloc(registry->count * sizeof *copy);
+        if (copy == NULL) {
+            status = RL_NO_MEMORY;
+        } else {
+            for (size_t i = 0; i < registry->count; i++) copy[i] = *registry->defs[i];
+            *out = copy;
+            *count = registry->count;
+        }
+    }
+    pthread_mutex_unlock(&registry->mutex);
+    return status;
+}

@@ -1,0 +1,334 @@
+/* registry_file.c — loading and atomically saving limits.json (spec §7.1). */
+#include "registry/registry_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "wire/buf.h"
+#include "wire/decode_common.h"
+#include "wire/wire.h"
+
+static rl_status fail(rl_status status, char *err, size_t err_size, const char *format, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static rl_status fail(rl_status status, char *err, size_t err_size, const char *format, ...) {
+    if (err != NULL && err_size > 0) {
+        va_list args;
+        va_start(args, format);
+        vsnprintf(err, err_size, format, args);
+        va_end(args);
+    }
+    return status;
+}
+
+/* ---- loading ---------------------------------------------------------- */
+
+/* Reads the whole file; *data is malloc'd (not NUL-terminated). ENOENT is
+ * reported through *missing, not as an error. */
+static rl_status read_file(const char *path, char **data, size_t *len, bool *missing, char *err,
+                           size_t err_size) {
+    *data = NULL;
+    *len = 0;
+    *missing = false;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT) {
+            *missing = true;
+            return RL_OK;
+        }
+        return fail(RL_IO_ERROR, err, err_size, "%s: cannot open: %s", path, strerror(errno));
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int saved = errno;
+        close(fd);
+        return fail(RL_IO_ERROR, err, err_size, "%s: cannot stat: %s", path, strerror(saved));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return fail(RL_IO_ERROR, err, err_size, "%s: is %s, not a regular file", path,
+                    S_ISDIR(st.st_mode) ? "a directory" : "something else");
+    }
+    size_t cap = (size_t)st.st_size + 1, used = 0;
+    char *buffer = malloc(cap);
+    if (buffer == NULL) {
+        close(fd);
+        return fail(RL_NO_MEMORY, err, err_size, "%s: out of memory", path);
+    }
+    for (;;) {
+        if (used == cap) { /* the file grew since fstat */
+            char *bigger = realloc(buffer, cap * 2);
+            if (bigger == NULL) {
+                free(buffer);
+                close(fd);
+                return fail(RL_NO_MEMORY, err, err_size, "%s: out of memory", path);
+            }
+            buffer = bigger;
+            cap *= 2;
+        }
+        ssize_t n = read(fd, buffer + used, cap - used);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            int saved = errno;
+            free(buffer);
+            close(fd);
+            return fail(RL_IO_ERROR, err, err_size, "%s: cannot read: %s", path, strerror(saved));
+        }
+        if (n == 0) break;
+        used += (size_t)n;
+    }
+    close(fd);
+    *data = buffer;
+    *len = used;
+    return RL_OK;
+}
+
+typedef struct indexed_def {
+    rl_limit_def *def;
+    size_t index; /* position in the file, for messages */
+} indexed_def;
+
+static int compare_indexed(const void *a, const void *b) {
+    const indexed_def *x = a, *y = b;
+    int c = strcmp(x->def->key, y->def->key);
+    if (c != 0) return c;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+static void free_defs(rl_limit_def **defs, size_t count) {
+    if (defs == NULL) return;
+    for (size_t i = 0; i < count; i++) free(defs[i]);
+    free(defs);
+}
+
+/* Turns the parsed array into sorted definitions, refusing invalid items
+ * and keys defined twice. */
+static rl_status defs_from_array(const char *path, const cJSON *array, size_t count,
+                                 rl_limit_def ***out_defs, char *err, size_t err_size) {
+    indexed_def *items = calloc(count, sizeof *items);
+    rl_limit_def **defs = calloc(count, sizeof *defs);
+    rl_status status = RL_OK;
+    size_t decoded = 0;
+    if (items == NULL || defs == NULL) {
+        status = fail(RL_NO_MEMORY, err, err_size, "%s: out of memory", path);
+        goto done;
+    }
+    for (const cJSON *item = array->child; item != NULL && decoded < count; item = item->next) {
+        size_t index = decoded;
+        rl_limit_def *def = malloc(sizeof *def);
+        if (def == NULL) {
+            status = fail(RL_NO_MEMORY, err, err_size, "%s: out of memory", path);
+            goto done;
+        }
+        defs[index] = def;
+        items[index] = (indexed_def){def, index};
+        decoded++;
+        char detail[RL_WIRE_DETAIL_SIZE];
+        if (rl_wire_limit_def_from_json(item, def, detail) != RL_OK) {
+            status = fail(RL_INVALID_REQUEST, err, err_size, "%s: item %zu: %s", path, index,
+                          detail);
+            goto done;
+        }
+    }
+    qsort(items, count, sizeof *items, compare_indexed);
+    for (size_t i = 1; i < count; i++) {
+        if (strcmp(items[i - 1].def->key, items[i].def->key) == 0) {
+            status = fail(RL_INVALID_REQUEST, err, err_size,
+                          "%s: item %zu: key \"%s\" is already defined by item %zu", path,
+                          items[i].index, items[i].def->key, items[i - 1].index);
+            goto done;
+        }
+    }
+    for (size_t i = 0; i < count; i++) defs[i] = items[i].def;
+done:
+    free(items);
+    if (status != RL_OK) {
+        free_defs(defs, decoded);
+        defs = NULL;
+    }
+    *out_defs = defs;
+    return status;
+}
+
+rl_status rl__registry_file_load(const char *path, size_t max_limits, rl_limit_def ***out_defs,
+                                 size_t *out_count, char *err, size_t err_size) {
+    *out_defs = NULL;
+    *out_count = 0;
+    char *data = NULL;
+    size_t len = 0;
+    bool missing = false;
+    rl_status status = read_file(path, &data, &len, &missing, err, err_size);
+    if (status != RL_OK || missing) return status;
+    if (len == 0) {
+        free(data);
+        /* A crash cannot leave an empty file (we rename complete files), so
+         * this is damage or a mistake: refuse rather than start empty. */
+        return fail(RL_INVALID_REQUEST, err, err_size,
+                    "%s: file is empty; expected a JSON array of limit definitions", path);
+    }
+    char detail[RL_WIRE_DETAIL_SIZE];
+    cJSON *root = rl__json_parse(data, len, "file", detail, sizeof detail);
+    free(data);
+    if (root == NULL) return fail(RL_INVALID_REQUEST, err, err_size, "%s: %s", path, detail);
+    if (!cJSON_IsArray(root)) {
+        cJSON_Delete(root);
+        return fail(RL_INVALID_REQUEST, err, err_size,
+                    "%s: expected a JSON array of limit definitions", path);
+    }
+    size_t count = rl__json_array_count(root, max_limits);
+    if (count > max_limits) {
+        cJSON_Delete(root);
+        return fail(RL_INVALID_REQUEST, err, err_size,
+                    "%s: holds more than %zu limit definitions (max_limits)", path, max_limits);
+    }
+    rl_limit_def **defs = NULL;
+    if (count > 0) status = defs_from_array(path, root, count, &defs, err, err_size);
+    cJSON_Delete(root);
+    if (status != RL_OK) return status;
+    *out_defs = defs;
+    *out_count = count;
+    return RL_OK;
+}
+
+/* ---- saving ----------------------------------------------------------- */
+
+static rl_status encode_file(rl_limit_def *const *defs, size_t count, rl_buf *buf) {
+    rl_buf_append_str(buf, "[\n");
+    for (size_t i = 0; i < count; i++) {
+        rl_buf_append_str(buf, "  ");
+        rl_wire_encode_limit_def(buf, defs[i]);
+        rl_buf_append_str(buf, i + 1 < count ? ",\n" : "\n");
+    }
+    rl_buf_append_str(buf, "]\n");
+    return buf->failed ? RL_NO_MEMORY : RL_OK;
+}
+
+/* The directory part of path: "." for a bare name. malloc'd. */
+static char *directory_of(const char *path) {
+    const char *slash = strrchr(path, '/');
+    if (slash == NULL) return strdup(".");
+    if (slash == path) return strdup("/");
+    return strndup(path, (size_t)(slash - path));
+}
+
+/* mkdir -p dir (0755). */
+static int make_directories(char *dir) {
+    for (char *p = dir + 1; *p != '\0'; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        int rc = mkdir(dir, 0755);
+        *p = '/';
+        if (rc != 0 && errno != EEXIST) return -1;
+    }
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) return -1;
+    return 0;
+}
+
+static int write_all(int fd, const char *data, size_t len) {
+    while (len > 0) {
+        ssize_t n = write(fd, data, len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return -1;
+        data += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Writes and syncs tmp_path; on failure removes it. */
+static rl_status write_tmp(const char *tmp_path, const char *dir, const rl_buf *buf, char *err,
+                           size_t err_size) {
+    int fd = open(tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == ENOENT) {
+        /* First put into a fresh data directory. */
+        char *copy = strdup(dir);
+        if (copy == NULL) return fail(RL_NO_MEMORY, err, err_size, "out of memory");
+        int rc = make_directories(copy);
+        int saved = errno;
+        free(copy);
+        if (rc != 0)
+            return fail(RL_IO_ERROR, err, err_size, "%s: cannot create directory: %s", dir,
+                        strerror(saved));
+        fd = open(tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    }
+    if (fd < 0)
+        return fail(RL_IO_ERROR, err, err_size, "%s: cannot create: %s", tmp_path,
+                    strerror(errno));
+    const char *step = "write";
+    int rc = write_all(fd, buf->data, buf->len);
+    if (rc == 0) {
+        step = "fsync";
+        rc = fsync(fd);
+    }
+    int saved = errno;
+    if (close(fd) != 0 && rc == 0) {
+        step = "close";
+        rc = -1;
+        saved = errno;
+    }
+    if (rc != 0) {
+        unlink(tmp_path);
+        return fail(RL_IO_ERROR, err, err_size, "%s: cannot %s: %s", tmp_path, step,
+                    strerror(saved));
+    }
+    return RL_OK;
+}
+
+rl_status rl__registry_file_save(const char *path, rl_limit_def *const *defs, size_t count,
+                                 bool *replaced, char *err, size_t err_size) {
+    *replaced = false;
+    rl_buf buf;
+    rl_buf_init(&buf);
+    char *tmp_path = NULL;
+    char *dir = directory_of(path);
+    rl_status status = encode_file(defs, count, &buf);
+    if (status == RL_OK && (dir == NULL || asprintf(&tmp_path, "%s.tmp", path) < 0)) {
+        tmp_path = NULL;
+        status = RL_NO_MEMORY;
+    }
+    if (status != RL_OK) {
+        fail(status, err, err_size, "%s: out of memory", path);
+        goto done;
+    }
+    status = write_tmp(tmp_path, dir, &buf, err, err_size);
+    if (status != RL_OK) goto done;
+
+    /* Opened before the rename so that, past the rename, only the fsync of
+     * the directory itself can still fail. */
+    int dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir_fd < 0) {
+        unlink(tmp_path);
+        status = fail(RL_IO_ERROR, err, err_size, "%s: cannot open directory: %s", dir,
+                      strerror(errno));
+        goto done;
+    }
+    if (rename(tmp_path, path) != 0) {
+        int saved = errno;
+        unlink(tmp_path);
+        close(dir_fd);
+        status = fail(RL_IO_ERROR, err, err_size, "%s: cannot rename %s over it: %s", path,
+                      tmp_path, strerror(saved));
+        goto done;
+    }
+    *replaced = true;
+    /* Some file systems cannot sync a directory (EINVAL): nothing more to do there. */
+    if (fsync(dir_fd) != 0 && errno != EINVAL && errno != ENOTSUP)
+        status = fail(RL_IO_ERROR, err, err_size,
+                      "%s: written, but fsync of %s failed (%s): the change may not survive a "
+                      "crash",
+                      path, dir, strerror(errno));
+    close(dir_fd);
+done:
+    free(tmp_path);
+    free(dir);
+    rl_buf_free(&buf);
+    return status;
+}

@@ -1,0 +1,56 @@
+/* encode.c — the response shapes of api.md for reserve and complete.
+ *
+ * Hand-written appends in a fixed field order: this runs for every request,
+ * and cJSON_Print would build and free a tree for a few dozen bytes.
+ */
+#include <string.h>
+
+#include "wire/buf_escape.h"
+#include "wire/wire.h"
+
+#define LIT(buf, text) rl_buf_append((buf), (text), sizeof(text) - 1)
+
+/* Statuses whose wire string is followed by ":<key>" (DESIGN.md). */
+static bool names_a_key(rl_status status) {
+    return status == RL_UNKNOWN_LIMIT_KEY || status == RL_LIMIT_DECREASING ||
+           status == RL_EXCEEDS_CAPACITY;
+}
+
+void rl_wire_encode_error_string(rl_buf *buf, rl_status status, const char *status_key) {
+    const char *wire = rl_status_wire(status);
+    if (!names_a_key(status) || status_key == NULL) {
+        rl_buf_append_json_string(buf, wire, strlen(wire));
+        return;
+    }
+    /* "<wire>:<key>" as one JSON string; keys may hold '"' and '\\'. */
+    rl_buf_append(buf, "\"", 1);
+    rl_buf_append_str(buf, wire);
+    rl_buf_append(buf, ":", 1);
+    rl__buf_append_json_escaped(buf, status_key, strnlen(status_key, RL_KEY_MAX_LEN));
+    rl_buf_append(buf, "\"", 1);
+}
+
+void rl_wire_encode_reserve_result(rl_buf *buf, const rl_reserve_result *result) {
+    if (result->allowed) {
+        LIT(buf, "{\"allowed\":true,\"retry_after_ms\":");
+    } else {
+        LIT(buf, "{\"allowed\":false,\"retry_after_ms\":");
+    }
+    rl_buf_append_u64(buf, result->retry_after_ms);
+    LIT(buf, ",\"reserved_at_unix_ms\":");
+    /* api.md: reserved_at_unix_ms is 0 on a denial, whatever the backend left there. */
+    rl_buf_append_u64(buf, result->allowed ? result->reserved_at_unix_ms : 0);
+    LIT(buf, ",\"error\":");
+    rl_wire_encode_error_string(buf, result->status, result->status_key);
+    LIT(buf, "}");
+}
+
+void rl_wire_encode_complete_result(rl_buf *buf, rl_status status) {
+    if (status == RL_OK) {
+        LIT(buf, "{\"ok\":true,\"error\":\"\"}");
+        return;
+    }
+    LIT(buf, "{\"ok\":false,\"error\":");
+    rl_wire_encode_error_string(buf, status, NULL);
+    LIT(buf, "}");
+}

@@ -1,0 +1,102 @@
+/* text.c — UTF-8 validation and the pre-scan of JSON bodies (text.h). */
+#include "wire/text.h"
+
+#include <stdint.h>
+#include <string.h>
+
+size_t rl__utf8_sequence_len(const unsigned char *s, size_t avail) {
+    unsigned char c = s[0];
+    if (c < 0x80) return 1;
+    size_t len;
+    unsigned char lo = 0x80, hi = 0xbf; /* allowed range of the second byte */
+    if (c >= 0xc2 && c <= 0xdf) {
+        len = 2;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        len = 3;
+        if (c == 0xe0) lo = 0xa0; /* overlong */
+        if (c == 0xed) hi = 0x9f; /* UTF-16 surrogates */
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        len = 4;
+        if (c == 0xf0) lo = 0x90; /* overlong */
+        if (c == 0xf4) hi = 0x8f; /* above U+10FFFF */
+    } else {
+        return 0; /* continuation byte, C0/C1 overlong lead, F5..FF */
+    }
+    if (avail < len) return 0;
+    if (s[1] < lo || s[1] > hi) return 0;
+    for (size_t i = 2; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80) return 0;
+    }
+    return len;
+}
+
+bool rl__text_is_clean(const char *text, size_t len) {
+    const unsigned char *s = (const unsigned char *)text;
+    size_t i = 0;
+    while (i < len) {
+        if (s[i] < 0x80) {
+            if (s[i] < 0x20 || s[i] == 0x7f) return false;
+            i++;
+            continue;
+        }
+        size_t n = rl__utf8_sequence_len(s + i, len - i);
+        if (n == 0) return false;
+        i += n;
+    }
+    return true;
+}
+
+/* SWAR tests on 8 bytes at once (Bit Twiddling Hacks, "haszero"/"hasless"). */
+#define ONES UINT64_C(0x0101010101010101)
+#define HIGHS UINT64_C(0x8080808080808080)
+
+/* True if some byte of w is >= 0x80, < 0x20, or a backslash. */
+static bool word_needs_look(uint64_t w) {
+    uint64_t high = w & HIGHS;
+    uint64_t below_space = (w - ONES * 0x20) & ~w & HIGHS;
+    uint64_t x = w ^ (ONES * (uint64_t)'\\');
+    uint64_t backslash = (x - ONES) & ~x & HIGHS;
+    return (high | below_space | backslash) != 0;
+}
+
+rl__body_problem rl__body_scan(const char *body, size_t len, size_t *at) {
+    const unsigned char *s = (const unsigned char *)body;
+    size_t i = 0;
+    while (i < len) {
+        if (len - i >= 8) {
+            uint64_t w;
+            memcpy(&w, s + i, sizeof w);
+            if (!word_needs_look(w)) {
+                i += 8;
+                continue;
+            }
+        }
+        unsigned char c = s[i];
+        if (c >= 0x80) {
+            size_t n = rl__utf8_sequence_len(s + i, len - i);
+            if (n == 0) {
+                *at = i;
+                return RL__BODY_BAD_UTF8;
+            }
+            i += n;
+        } else if (c < 0x20) {
+            if (c != '\t' && c != '\n' && c != '\r') {
+                *at = i;
+                return RL__BODY_CONTROL;
+            }
+            i++;
+        } else if (c == '\\') {
+            /* Outside strings a backslash is a syntax error cJSON reports;
+             * inside, skip the escaped character so that "\\u0000" (an
+             * escaped backslash, then text) is not mistaken for an escape. */
+            if (len - i >= 6 && memcmp(s + i + 1, "u0000", 5) == 0) {
+                *at = i;
+                return RL__BODY_NUL_ESCAPE;
+            }
+            i += (len - i >= 2 && s[i + 1] < 0x80) ? 2 : 1;
+        } else {
+            i++;
+        }
+    }
+    return RL__BODY_OK;
+}
