@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# bench/http/run.sh — POST /v1/reserve over keep-alive HTTP/1.1, side by side
+# with nginx answering a constant JSON body, under the same wrk load.
+#
+#   bench/http/run.sh     (DURATION=10s CONNECTIONS=64 ROUNDS=3 by default)
+#
+# Both servers run on core 0 (ratelimiterd --threads 1, one nginx worker),
+# wrk on core 1; wrk drives them in turn, ROUNDS times. Prints the median
+# requests/s of each and the ratio, then the batch endpoint in leases/s.
+# Needs: wrk, nginx (nginx-light), taskset, curl.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+BUILD=${BUILD:-build}
+DURATION=${DURATION:-10s}
+CONNECTIONS=${CONNECTIONS:-64}
+BATCH_CONNECTIONS=${BATCH_CONNECTIONS:-16}
+ROUNDS=${ROUNDS:-3}
+NGINX_PORT=${NGINX_PORT:-18089}
+SERVER_CORE=${SERVER_CORE:-0}
+CLIENT_CORE=${CLIENT_CORE:-1}
+
+for tool in wrk nginx taskset curl; do
+  command -v "$tool" >/dev/null || { echo "run.sh: $tool is missing (apt-get install wrk nginx-light util-linux curl)" >&2; exit 1; }
+done
+
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$BUILD" -j "$(nproc)" --target ratelimiterd >/dev/null
+
+TMP=$(mktemp -d /tmp/rl_bench_http.XXXXXX)
+DAEMON_PID=""
+NGINX_PID=""
+cleanup() {
+  [ -n "$DAEMON_PID" ] && kill -TERM "$DAEMON_PID" 2>/dev/null && wait "$DAEMON_PID" 2>/dev/null || true
+  [ -n "$NGINX_PID" ] && kill -QUIT "$NGINX_PID" 2>/dev/null && wait "$NGINX_PID" 2>/dev/null || true
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+# Capacities nothing reaches; 1-second windows and hold timeouts keep the
+# live state at about one second of traffic, as a busy limiter sees it.
+cat >"$TMP/limits.json" <<'JSON'
+[
+ {"key":"global:llm:openai:gpt-4o:rpm","kind":"rolling","capacity":1000000000000,"window_seconds":1,"unit":"requests"},
+ {"key":"global:llm:openai:gpt-4o:tpm","kind":"rolling","capacity":1000000000000000,"window_seconds":1,"unit":"tokens"},
+ {"key":"global:llm:openai:gpt-4o:concurrency","kind":"concurrency","capacity":1000000000000,"timeout_seconds":1,"unit":"inflight"},
+ {"key":"tenant:tenant_a:llm:daily_tokens","kind":"rolling","capacity":1000000000000000,"window_seconds":1,"unit":"tokens"}
+]
+JSON
+cat >"$TMP/config.yaml" <<'YAML'
+memory:
+  lease_memory_ms: 2000
+YAML
+
+# Requests/sec from wrk's summary; warns if any answer was not 2xx.
+run_wrk() {
+  local script=$1 url=$2 connections=$3 out
+  out=$(taskset -c "$CLIENT_CORE" wrk -t1 -c"$connections" -d"$DURATION" -s "$script" "$url")
+  if grep -q "Non-2xx" <<<"$out"; then echo "run.sh: non-2xx answers from $url:" >&2; echo "$out" >&2; fi
+  awk '/^Requests\/sec:/ {print $2}' <<<"$out"
+}
+
+# ---- ratelimiterd and nginx, both on the server core ----------------------
+taskset -c "$SERVER_CORE" "$BUILD/ratelimiterd" -c "$TMP/config.yaml" --listen 127.0.0.1:0 \
+  --registry "$TMP/limits.json" --threads 1 2>"$TMP/daemon.log" &
+DAEMON_PID=$!
+PORT=""
+for _ in $(seq 1 200); do
+  PORT=$(sed -n 's/^ratelimiterd listening on 127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$TMP/daemon.log")
+  [ -n "$PORT" ] && break
+  sleep 0.05
+done
+[ -n "$PORT" ] || { echo "run.sh: ratelimiterd did not start:" >&2; cat "$TMP/daemon.log" >&2; exit 1; }
+
+# nginx is the ceiling: a constant body of similar size, no work at all.
+mkdir -p "$TMP/nginx/logs"
+cat >"$TMP/nginx/nginx.conf" <<NGINX
+worker_processes 1;
+daemon off;
+pid $TMP/nginx/nginx.pid;
+error_log $TMP/nginx/logs/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $TMP/nginx/body;
+  proxy_temp_path $TMP/nginx/proxy;
+  fastcgi_temp_path $TMP/nginx/fastcgi;
+  uwsgi_temp_path $TMP/nginx/uwsgi;
+  scgi_temp_path $TMP/nginx/scgi;
+  keepalive_requests 1000000;
+  server {
+    listen 127.0.0.1:$NGINX_PORT;
+    location / {
+      default_type application/json;
+      return 200 '{"allowed":true,"retry_after_ms":0,"reserved_at_unix_ms":1736660000000,"error":""}';
+    }
+  }
+}
+NGINX
+taskset -c "$SERVER_CORE" nginx -p "$TMP/nginx" -c "$TMP/nginx/nginx.conf" -e "$TMP/nginx/logs/error.log" &
+NGINX_PID=$!
+for _ in $(seq 1 100); do
+  curl -s -o /dev/null "http://127.0.0.1:$NGINX_PORT/" && break
+  sleep 0.05
+done
+
+# Alternate the two so that a noisy neighbour on the VM hits both alike;
+# report the median of each.
+RL_ALL=""
+NGINX_ALL=""
+for round in $(seq 1 "$ROUNDS"); do
+  rl=$(run_wrk "$ROOT/bench/http/reserve.lua" "http://127.0.0.1:$PORT" "$CONNECTIONS")
+  ng=$(run_wrk "$ROOT/bench/http/reserve.lua" "http://127.0.0.1:$NGINX_PORT" "$CONNECTIONS")
+  echo "round $round: ratelimiterd $rl req/s, nginx $ng req/s"
+  RL_ALL="$RL_ALL $rl"
+  NGINX_ALL="$NGINX_ALL $ng"
+done
+BATCH_RPS=$(run_wrk "$ROOT/bench/http/reserve_batch.lua" "http://127.0.0.1:$PORT" "$BATCH_CONNECTIONS")
+
+kill -TERM "$DAEMON_PID"
+wait "$DAEMON_PID" || { echo "run.sh: ratelimiterd did not stop cleanly" >&2; exit 1; }
+DAEMON_PID=""
+kill -QUIT "$NGINX_PID"
+wait "$NGINX_PID" || true
+NGINX_PID=""
+
+median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
+RL_RPS=$(median <<<"$RL_ALL")
+NGINX_RPS=$(median <<<"$NGINX_ALL")
+
+awk -v rl="$RL_RPS" -v ng="$NGINX_RPS" -v batch="$BATCH_RPS" -v d="$DURATION" -v c="$CONNECTIONS" \
+    -v bc="$BATCH_CONNECTIONS" -v r="$ROUNDS" 'BEGIN {
+  printf "POST /v1/reserve (4-requirement lease, ~300 B), wrk -t1 -c%s -d%s, server on 1 core, median of %s:\n", c, d, r
+  printf "  ratelimiterd    %10.0f req/s\n", rl
+  printf "  nginx constant  %10.0f req/s\n", ng
+  printf "  ratio           %10.1f %%\n", 100 * rl / ng
+  printf "POST /v1/reserve/batch (256 leases), wrk -t1 -c%s -d%s:\n", bc, d
+  printf "  ratelimiterd    %10.0f req/s = %.0f leases/s\n", batch, batch * 256
+}'

@@ -1,0 +1,345 @@
+/* config.c — defaults and the config.yaml loader (libyaml's document API).
+ *
+ * The document is walked two levels deep (section -> key -> scalar) through a
+ * table per section, so adding a setting is one table line. Aliases are
+ * resolved by libyaml to shared nodes, never expanded, so a hostile file
+ * cannot make the walk explode.
+ */
+#include "server/config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <yaml.h>
+
+#include "server/listen_addr.h"
+
+#define CONFIG_FILE_MAX_BYTES (1024u * 1024u) /* a config is a few hundred bytes */
+
+void rl_server_config_default(rl_server_config *config) {
+    memset(config, 0, sizeof *config);
+    snprintf(config->listen_addr, sizeof config->listen_addr, "%s", RL_CONFIG_DEFAULT_LISTEN_ADDR);
+    snprintf(config->backend, sizeof config->backend, "%s", RL_CONFIG_DEFAULT_BACKEND);
+    config->threads = 0;
+    config->max_body_bytes = RL_CONFIG_DEFAULT_MAX_BODY_BYTES;
+    config->max_batch = RL_CONFIG_DEFAULT_MAX_BATCH;
+    config->max_connections = RL_CONFIG_DEFAULT_MAX_CONNECTIONS;
+    snprintf(config->registry_path, sizeof config->registry_path, "%s",
+             RL_CONFIG_DEFAULT_REGISTRY_PATH);
+    config->max_limits = 0;
+    rl_memory_options_default(&config->memory);
+    config->memory.clock = NULL;
+}
+
+uint32_t rl_server_config_thread_count(const rl_server_config *config) {
+    if (config->threads > 0) return config->threads;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cores < 1) return 1;
+    if ((unsigned long)cores > RL_CONFIG_MAX_THREADS) return RL_CONFIG_MAX_THREADS;
+    return (uint32_t)cores;
+}
+
+/* ---- errors ------------------------------------------------------------ */
+
+typedef struct load_ctx {
+    yaml_document_t *doc;
+    const char *name; /* file name for messages */
+    char *err;
+    size_t err_size;
+} load_ctx;
+
+/* Writes "<name>:<line>: <message>" (line 0: no line) and returns false. */
+static bool vfail_at(load_ctx *ctx, size_t line, const char *format, va_list args) {
+    if (ctx->err == NULL || ctx->err_size == 0) return false;
+    int prefix = line > 0 ? snprintf(ctx->err, ctx->err_size, "%s:%zu: ", ctx->name, line)
+                          : snprintf(ctx->err, ctx->err_size, "%s: ", ctx->name);
+    if (prefix < 0 || (size_t)prefix >= ctx->err_size) return false;
+    vsnprintf(ctx->err + prefix, ctx->err_size - (size_t)prefix, format, args);
+    return false;
+}
+
+static bool fail_at(load_ctx *ctx, size_t line, const char *format, ...) {
+    va_list args;
+    va_start(args, format);
+    vfail_at(ctx, line, format, args);
+    va_end(args);
+    return false;
+}
+
+/* Fails at the line of node (libyaml counts lines from 0). */
+static bool failf(load_ctx *ctx, const yaml_node_t *node, const char *format, ...) {
+    va_list args;
+    va_start(args, format);
+    vfail_at(ctx, node != NULL ? (size_t)node->start_mark.line + 1 : 0, format, args);
+    va_end(args);
+    return false;
+}
+
+/* ---- scalars ------------------------------------------------------------ */
+
+static bool is_null_scalar(const yaml_node_t *node) {
+    if (node->type != YAML_SCALAR_NODE || node->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+        return false;
+    const char *v = (const char *)node->data.scalar.value;
+    size_t len = node->data.scalar.length;
+    return len == 0 || (len == 1 && v[0] == '~') || (len == 4 && memcmp(v, "null", 4) == 0);
+}
+
+/* A plain scalar of decimal digits: a quoted "8" is a string in YAML, and
+ * accepting "1e3" or "0x10" would surprise whoever reads the file. */
+static bool scalar_to_u64(const yaml_node_t *node, uint64_t *out) {
+    if (node->type != YAML_SCALAR_NODE || node->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+        return false;
+    const char *v = (const char *)node->data.scalar.value;
+    size_t len = node->data.scalar.length;
+    if (len == 0 || len > 20) return false;
+    uint64_t value = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (v[i] < '0' || v[i] > '9') return false;
+        uint64_t digit = (uint64_t)(v[i] - '0');
+        if (value > (UINT64_MAX - digit) / 10u) return false;
+        value = value * 10u + digit;
+    }
+    *out = value;
+    return true;
+}
+
+/* ---- sections ----------------------------------------------------------- */
+
+typedef enum field_type { FIELD_STRING, FIELD_U32, FIELD_U64 } field_type;
+
+typedef struct field {
+    const char *name;
+    field_type type;
+    void *target;      /* char[RL_CONFIG_STRING_MAX], uint32_t or uint64_t */
+    uint64_t min, max; /* integers only */
+    const char *hint;  /* what the value means, for the error message */
+} field;
+
+typedef struct section {
+    const char *name;
+    const field *fields; /* NULL: the section is accepted and ignored */
+    size_t field_count;
+} section;
+
+static bool backend_is_known(const char *name) { return strcmp(name, "memory") == 0; }
+
+static bool set_field(load_ctx *ctx, const field *f, const yaml_node_t *value) {
+    if (is_null_scalar(value)) return failf(ctx, value, "'%s' needs a value", f->name);
+    if (f->type == FIELD_STRING) {
+        if (value->type != YAML_SCALAR_NODE)
+            return failf(ctx, value, "'%s' must be a string", f->name);
+        size_t len = value->data.scalar.length;
+        const char *v = (const char *)value->data.scalar.value;
+        if (len == 0 || len >= RL_CONFIG_STRING_MAX || memchr(v, '\0', len) != NULL)
+            return failf(ctx, value, "'%s' must be a string of 1..%d bytes", f->name,
+                         RL_CONFIG_STRING_MAX - 1);
+        memcpy(f->target, v, len);
+        ((char *)f->target)[len] = '\0';
+        return true;
+    }
+    uint64_t number;
+    if (!scalar_to_u64(value, &number) || number < f->min || number > f->max)
+        return failf(ctx, value, "'%s' must be an integer %llu..%llu (%s)", f->name,
+                     (unsigned long long)f->min, (unsigned long long)f->max, f->hint);
+    if (f->type == FIELD_U32)
+        *(uint32_t *)f->target = (uint32_t)number;
+    else
+        *(uint64_t *)f->target = number;
+    return true;
+}
+
+/* Extra checks with a line number, beyond the type and range of the table. */
+static bool check_field(load_ctx *ctx, const field *f, const yaml_node_t *value) {
+    char why[200];
+    if (strcmp(f->name, "listen_addr") == 0) {
+        rl_listen_addr addr;
+        if (!rl_listen_addr_parse(f->target, &addr, why, sizeof why))
+            return failf(ctx, value, "%s", why);
+    } else if (strcmp(f->name, "backend") == 0 && !backend_is_known(f->target)) {
+        return failf(ctx, value, "backend \"%.40s\" is not available in this build (use \"memory\")",
+                     (const char *)f->target);
+    }
+    return true;
+}
+
+static bool load_section(load_ctx *ctx, const section *s, const yaml_node_t *map) {
+    if (is_null_scalar(map)) return true; /* "memory:" with nothing under it */
+    if (map->type != YAML_MAPPING_NODE)
+        return failf(ctx, map, "section '%s' must be a mapping of settings", s->name);
+    if (s->fields == NULL) return true;
+    bool seen[16] = {false};
+    for (yaml_node_pair_t *pair = map->data.mapping.pairs.start; pair < map->data.mapping.pairs.top;
+         pair++) {
+        const yaml_node_t *key = yaml_document_get_node(ctx->doc, pair->key);
+        const yaml_node_t *value = yaml_document_get_node(ctx->doc, pair->value);
+        if (key == NULL || value == NULL) return failf(ctx, map, "malformed section '%s'", s->name);
+        if (key->type != YAML_SCALAR_NODE)
+            return failf(ctx, key, "keys in section '%s' must be plain names", s->name);
+        const char *name = (const char *)key->data.scalar.value;
+        size_t i = 0;
+        while (i < s->field_count && strcmp(s->fields[i].name, name) != 0) i++;
+        if (i == s->field_count)
+            return failf(ctx, key, "unknown key '%.64s' in section '%s'", name, s->name);
+        if (seen[i]) return failf(ctx, key, "duplicate key '%s' in section '%s'", name, s->name);
+        seen[i] = true;
+        if (!set_field(ctx, &s->fields[i], value) || !check_field(ctx, &s->fields[i], value))
+            return false;
+    }
+    return true;
+}
+
+static bool load_document(load_ctx *ctx, rl_server_config *c) {
+    const yaml_node_t *root = yaml_document_get_root_node(ctx->doc);
+    if (root == NULL || is_null_scalar(root)) return true; /* an empty file: all defaults */
+    if (root->type != YAML_MAPPING_NODE)
+        return failf(ctx, root, "the top level must be a mapping of sections (server, registry, ...)");
+
+    const field server_fields[] = {
+        {"listen_addr", FIELD_STRING, c->listen_addr, 0, 0, ""},
+        {"backend", FIELD_STRING, c->backend, 0, 0, ""},
+        {"threads", FIELD_U32, &c->threads, 0, RL_CONFIG_MAX_THREADS, "0: one per core"},
+        {"max_body_bytes", FIELD_U64, &c->max_body_bytes, RL_CONFIG_MIN_BODY_BYTES,
+         RL_CONFIG_MAX_BODY_BYTES, "bytes"},
+        {"max_batch", FIELD_U32, &c->max_batch, 1, RL_CONFIG_MAX_BATCH, "items per batch request"},
+        {"max_connections", FIELD_U32, &c->max_connections, 1, RL_CONFIG_MAX_MAX_CONNECTIONS,
+         "open client connections"},
+    };
+    const field registry_fields[] = {
+        {"path", FIELD_STRING, c->registry_path, 0, 0, ""},
+        {"max_limits", FIELD_U64, &c->max_limits, 0, RL_CONFIG_MAX_MAX_LIMITS, "0: default"},
+    };
+    const field memory_fields[] = {
+        {"sweep_interval_ms", FIELD_U32, &c->memory.sweep_interval_ms, 0,
+         RL_CONFIG_MAX_SWEEP_INTERVAL_MS, "0: no sweeper thread"},
+        {"lease_memory_ms", FIELD_U32, &c->memory.lease_memory_ms, 0, RL_CONFIG_MAX_LEASE_MEMORY_MS,
+         "milliseconds"},
+        {"max_leases", FIELD_U64, &c->memory.max_leases, 0, RL_CONFIG_MAX_MAX_LEASES, "0: default"},
+    };
+#define FIELDS(array) array, sizeof array / sizeof array[0]
+    const section sections[] = {
+        {"server", FIELDS(server_fields)},
+        {"registry", FIELDS(registry_fields)},
+        {"memory", FIELDS(memory_fields)},
+        {"tigerbeetle", NULL, 0},
+        {"redis", NULL, 0},
+    };
+#undef FIELDS
+    const size_t section_count = sizeof sections / sizeof sections[0];
+    bool seen[sizeof sections / sizeof sections[0]] = {false};
+
+    for (yaml_node_pair_t *pair = root->data.mapping.pairs.start;
+         pair < root->data.mapping.pairs.top; pair++) {
+        const yaml_node_t *key = yaml_document_get_node(ctx->doc, pair->key);
+        const yaml_node_t *value = yaml_document_get_node(ctx->doc, pair->value);
+        if (key == NULL || value == NULL) return failf(ctx, root, "malformed document");
+        if (key->type != YAML_SCALAR_NODE) return failf(ctx, key, "section names must be plain names");
+        const char *name = (const char *)key->data.scalar.value;
+        size_t i = 0;
+        while (i < section_count && strcmp(sections[i].name, name) != 0) i++;
+        if (i == section_count)
+            return failf(ctx, key,
+                         "unknown section '%.64s' (known: server, registry, memory, tigerbeetle, redis)",
+                         name);
+        if (seen[i]) return failf(ctx, key, "duplicate section '%s'", name);
+        seen[i] = true;
+        if (!load_section(ctx, &sections[i], value)) return false;
+    }
+    return true;
+}
+
+bool rl_server_config_load_string(rl_server_config *config, const char *text, size_t len,
+                                  const char *name, char *err, size_t err_size) {
+    load_ctx ctx = {NULL, name != NULL ? name : "config", err, err_size};
+    yaml_parser_t parser;
+    if (!yaml_parser_initialize(&parser)) return failf(&ctx, NULL, "out of memory");
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+
+    yaml_document_t doc;
+    bool ok = false;
+    if (!yaml_parser_load(&parser, &doc)) {
+        fail_at(&ctx, (size_t)parser.problem_mark.line + 1, "invalid YAML: %s%s%s",
+                parser.problem != NULL ? parser.problem : "parse error",
+                parser.context != NULL ? " " : "", parser.context != NULL ? parser.context : "");
+        yaml_parser_delete(&parser);
+        return false;
+    }
+    ctx.doc = &doc;
+    ok = load_document(&ctx, config);
+    yaml_document_delete(&doc);
+
+    if (ok) {
+        /* A second document would be silently ignored: refuse it. */
+        yaml_document_t extra;
+        if (!yaml_parser_load(&parser, &extra)) {
+            ok = fail_at(&ctx, (size_t)parser.problem_mark.line + 1, "invalid YAML: %s",
+                         parser.problem != NULL ? parser.problem : "parse error");
+        } else {
+            if (yaml_document_get_root_node(&extra) != NULL)
+                ok = failf(&ctx, NULL, "more than one YAML document");
+            yaml_document_delete(&extra);
+        }
+    }
+    yaml_parser_delete(&parser);
+    return ok;
+}
+
+bool rl_server_config_load_file(rl_server_config *config, const char *path, char *err,
+                                size_t err_size) {
+    load_ctx ctx = {NULL, path, err, err_size};
+    FILE *file = fopen(path, "rb");
+    if (file == NULL) return failf(&ctx, NULL, "cannot open: %s", strerror(errno));
+    char *text = malloc(CONFIG_FILE_MAX_BYTES + 1);
+    if (text == NULL) {
+        fclose(file);
+        return failf(&ctx, NULL, "out of memory");
+    }
+    size_t len = fread(text, 1, CONFIG_FILE_MAX_BYTES + 1, file);
+    bool read_error = ferror(file) != 0;
+    fclose(file);
+    bool ok;
+    if (read_error)
+        ok = failf(&ctx, NULL, "cannot read");
+    else if (len > CONFIG_FILE_MAX_BYTES)
+        ok = failf(&ctx, NULL, "larger than %u bytes", CONFIG_FILE_MAX_BYTES);
+    else
+        ok = rl_server_config_load_string(config, text, len, path, err, err_size);
+    free(text);
+    return ok;
+}
+
+bool rl_server_config_validate(const rl_server_config *config, char *err, size_t err_size) {
+    rl_listen_addr addr;
+    if (!rl_listen_addr_parse(config->listen_addr, &addr, err, err_size)) return false;
+    if (!backend_is_known(config->backend)) {
+        snprintf(err, err_size, "backend \"%.40s\" is not available in this build (use \"memory\")",
+                 config->backend);
+        return false;
+    }
+    if (config->threads > RL_CONFIG_MAX_THREADS) {
+        snprintf(err, err_size, "threads must be 0..%u (0: one per core)", RL_CONFIG_MAX_THREADS);
+        return false;
+    }
+    if (config->max_body_bytes < RL_CONFIG_MIN_BODY_BYTES ||
+        config->max_body_bytes > RL_CONFIG_MAX_BODY_BYTES) {
+        snprintf(err, err_size, "max_body_bytes must be %u..%u", RL_CONFIG_MIN_BODY_BYTES,
+                 RL_CONFIG_MAX_BODY_BYTES);
+        return false;
+    }
+    if (config->max_batch < 1 || config->max_batch > RL_CONFIG_MAX_BATCH) {
+        snprintf(err, err_size, "max_batch must be 1..%u", RL_CONFIG_MAX_BATCH);
+        return false;
+    }
+    if (config->max_connections < 1 || config->max_connections > RL_CONFIG_MAX_MAX_CONNECTIONS) {
+        snprintf(err, err_size, "max_connections must be 1..%u", RL_CONFIG_MAX_MAX_CONNECTIONS);
+        return false;
+    }
+    if (config->registry_path[0] == '\0') {
+        snprintf(err, err_size, "the registry path is empty");
+        return false;
+    }
+    return true;
+}

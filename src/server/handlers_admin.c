@@ -1,0 +1,105 @@
+/* handlers_admin.c — PUT/GET /v1/admin/limits, GET /v1/admin/limits/{key}.
+ *
+ * Rare, so clarity over speed: admin calls take the service's admin mutex
+ * and may allocate.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ratelimiter/keys.h"
+#include "server/handler.h"
+#include "server/respond.h"
+#include "wire/wire.h"
+
+static const char *body_of(const rl_http_request *req) { return req->body != NULL ? req->body : ""; }
+
+static void put_failed(rl_handler_ctx *ctx, rl_http_response *res, int http_status, rl_status status,
+                       const char *detail) {
+    rl_buf *buf = &ctx->body;
+    rl_buf_reset(buf);
+    rl_buf_append_str(buf, "{\"ok\":false,\"error\":");
+    rl_respond_append_error_string(buf, status, NULL);
+    if (http_status == 400) rl_respond_append_detail(buf, detail);
+    rl_buf_append_str(buf, "}");
+    res->status = http_status;
+    res->body = buf;
+}
+
+void rl_handle_admin_put(rl_handler_ctx *ctx, const rl_http_request *req, rl_http_response *res) {
+    char detail[RL_WIRE_DETAIL_SIZE] = "";
+    rl_limit_def def;
+    rl_status decoded = rl_wire_decode_limit_def(body_of(req), req->body_len, &def, detail);
+    if (decoded != RL_OK) {
+        if (decoded == RL_INVALID_REQUEST)
+            put_failed(ctx, res, 400, RL_INVALID_REQUEST, detail);
+        else
+            put_failed(ctx, res, 503, RL_BACKEND_ERROR, NULL);
+        return;
+    }
+    char err[256] = "";
+    rl_limit_status limit_status = RL_LIMIT_STATUS_ACTIVE;
+    rl_status status = rl_service_put_limit(ctx->service, &def, &limit_status, err, sizeof err);
+    if (status == RL_INVALID_REQUEST) {
+        put_failed(ctx, res, 400, RL_INVALID_REQUEST, err);
+        return;
+    }
+    if (status != RL_OK) {
+        /* The client only learns backend_error; the operator needs why. */
+        fprintf(stderr, "ratelimiterd: PUT /v1/admin/limits \"%s\" failed: %s\n", def.key, err);
+        put_failed(ctx, res, 500, RL_BACKEND_ERROR, NULL);
+        return;
+    }
+    rl_buf *buf = &ctx->body;
+    rl_buf_reset(buf);
+    rl_buf_append_str(buf, "{\"ok\":true,\"status\":\"");
+    rl_buf_append_str(buf, rl_limit_status_name(limit_status));
+    rl_buf_append_str(buf, "\"}");
+    res->status = 200;
+    res->body = buf;
+}
+
+void rl_handle_admin_list(rl_handler_ctx *ctx, const rl_http_request *req, rl_http_response *res) {
+    (void)req;
+    rl_service_limit *limits = NULL;
+    size_t count = 0;
+    if (rl_service_list_limits(ctx->service, &limits, &count) != RL_OK) {
+        rl_respond_error(ctx, res, 500, RL_BACKEND_ERROR, NULL, NULL);
+        return;
+    }
+    rl_buf *buf = &ctx->body;
+    rl_buf_reset(buf);
+    rl_buf_append_str(buf, "{\"limits\":[");
+    for (size_t i = 0; i < count; i++) {
+        if (i > 0) rl_buf_append(buf, ",", 1);
+        rl_wire_encode_limit_info(buf, &limits[i].def, &limits[i].usage);
+    }
+    rl_buf_append_str(buf, "]}");
+    free(limits);
+    res->status = 200;
+    res->body = buf;
+}
+
+void rl_handle_admin_get(rl_handler_ctx *ctx, const char *key_path, size_t key_path_len,
+                         rl_http_response *res) {
+    char key[RL_KEY_MAX_LEN + 1];
+    int key_len = rl_percent_decode(key_path, key_path_len, key, sizeof key);
+    if (key_len < 0 || !rl_key_is_valid(key, (size_t)key_len)) {
+        rl_respond_error(ctx, res, 400, RL_INVALID_REQUEST, NULL,
+                         "the key in the path must be 1..256 printable ASCII characters without "
+                         "spaces, percent-encoded where needed");
+        return;
+    }
+    rl_service_limit limit;
+    if (!rl_service_get_limit(ctx->service, key, &limit)) {
+        rl_respond_error(ctx, res, 404, RL_UNKNOWN_LIMIT_KEY, key, NULL);
+        return;
+    }
+    rl_buf *buf = &ctx->body;
+    rl_buf_reset(buf);
+    rl_buf_append_str(buf, "{\"limit\":");
+    rl_wire_encode_limit_info(buf, &limit.def, &limit.usage);
+    rl_buf_append_str(buf, "}");
+    res->status = 200;
+    res->body = buf;
+}

@@ -1,0 +1,463 @@
+/* http_server.c — h2o glue: listener, event-loop threads, request -> handler.
+ *
+ * Everything HTTP-agnostic lives in handler.h; this file only translates an
+ * h2o request into an rl_http_request and the answer back.
+ */
+#include "server/http_server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <h2o.h>
+
+#include "server/error_filter.h"
+#include "server/handler.h"
+#include "server/json_arena.h"
+#include "server/listen_addr.h"
+
+/* A loop wakes at least this often to see a stop request: a stop costs at
+ * most this much latency, an idle loop 20 wake-ups a second. */
+#define LOOP_WAKE_MS 50
+/* How long a stopping loop waits for its connections to finish and close. */
+#define DRAIN_DEADLINE_MS 1500
+/* Connections accepted per readiness event: bounded so that one busy
+ * listener cannot starve the requests of connections already open. */
+#define ACCEPTS_PER_EVENT 16
+/* File descriptors kept free for everything but client connections
+ * (listener, epoll, registry writes, the loops' wake-up pipes). */
+#define RESERVED_FDS 64
+
+typedef struct rl_http_thread {
+    rl_http_server *server;
+    pthread_t thread;
+    bool running;
+    h2o_context_t ctx; /* the request's thread is found from req->conn->ctx */
+    h2o_accept_ctx_t accept_ctx;
+    h2o_socket_t *listener; /* NULL once draining */
+    uint32_t connections;     /* open on this loop */
+    uint32_t max_connections; /* this loop's share of the bound */
+    bool accepting;           /* false while at the bound */
+    rl_handler_ctx handler;
+    rl_json_arena arena; /* the request bodies' cJSON trees */
+} rl_http_thread;
+
+struct rl_http_server {
+    rl_service *service;
+    rl_http_server_options options;
+    int listen_fd;
+    char address[RL_LISTEN_HOST_MAX_LEN + 16];
+    uint16_t port;
+    uint32_t max_connections; /* after the descriptor limit */
+    h2o_globalconf_t config;
+    rl_http_thread *threads;
+    uint32_t thread_count;
+    atomic_bool stop_requested;
+    bool started;
+};
+
+static uint64_t monotonic_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* ---- responses --------------------------------------------------------- */
+
+static const char *reason_phrase(int status) {
+    switch (status) {
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 500: return "Internal Server Error";
+    case 503: return "Service Unavailable";
+    default: return "";
+    }
+}
+
+static void send_json(h2o_req_t *req, int status, const char *allow, const char *body, size_t len) {
+    static h2o_generator_t generator = {NULL, NULL};
+    /* h2o may write after this returns; the handler's buffer is reused by the
+     * next request, so the body goes into the request's pool. */
+    h2o_iovec_t copy = h2o_strdup(&req->pool, body, len);
+    req->res.status = status;
+    req->res.reason = reason_phrase(status);
+    req->res.content_length = copy.len; /* else h2o would answer chunked */
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL,
+                   H2O_STRLIT("application/json"));
+    if (allow != NULL)
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_ALLOW, NULL, allow, strlen(allow));
+    h2o_start_response(req, &generator);
+    h2o_send(req, &copy, 1, H2O_SEND_STATE_FINAL);
+}
+
+static int on_request(h2o_handler_t *self, h2o_req_t *req) {
+    (void)self;
+    rl_http_thread *thread = H2O_STRUCT_FROM_MEMBER(rl_http_thread, ctx, req->conn->ctx);
+    size_t path_len = req->query_at != SIZE_MAX ? req->query_at : req->path.len;
+    rl_http_request request = {
+        .method = req->method.base,
+        .method_len = req->method.len,
+        .path = req->path.base,
+        .path_len = path_len,
+        .body = req->entity.base,
+        .body_len = req->entity.base != NULL ? req->entity.len : 0,
+    };
+    rl_http_response response = {0, NULL, NULL};
+    rl_json_arena_begin(&thread->arena);
+    rl_handle_request(&thread->handler, &request, &response);
+    rl_json_arena_end(&thread->arena); /* the handler freed every tree it parsed */
+    if (response.body == NULL || response.body->failed) {
+        static const char out_of_memory[] = "{\"error\":\"backend_error\"}";
+        send_json(req, 503, NULL, out_of_memory, sizeof out_of_memory - 1);
+    } else {
+        send_json(req, response.status, response.allow, response.body->data, response.body->len);
+    }
+    rl_handler_ctx_trim(&thread->handler); /* the answer is copied: big buffers can go */
+    return 0;
+}
+
+/* ---- listener ---------------------------------------------------------- */
+
+static bool fail(char *err, size_t err_size, const char *format, const char *arg, int errnum) {
+    char what[256];
+    snprintf(what, sizeof what, format, arg);
+    if (errnum != 0)
+        snprintf(err, err_size, "%s: %s", what, strerror(errnum));
+    else
+        snprintf(err, err_size, "%s", what);
+    return false;
+}
+
+static void format_address(const struct sockaddr_storage *ss, char *out, size_t out_size,
+                           uint16_t *port) {
+    char host[INET6_ADDRSTRLEN] = "?";
+    if (ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)ss;
+        inet_ntop(AF_INET6, &sin6->sin6_addr, host, sizeof host);
+        *port = ntohs(sin6->sin6_port);
+        snprintf(out, out_size, "[%s]:%u", host, (unsigned)*port);
+    } else {
+        const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
+        inet_ntop(AF_INET, &sin->sin_addr, host, sizeof host);
+        *port = ntohs(sin->sin_port);
+        snprintf(out, out_size, "%s:%u", host, (unsigned)*port);
+    }
+}
+
+static bool open_listener(rl_http_server *server, char *err, size_t err_size) {
+    rl_listen_addr addr;
+    if (!rl_listen_addr_parse(server->options.listen_addr, &addr, err, err_size)) return false;
+    char port_text[8];
+    snprintf(port_text, sizeof port_text, "%u", (unsigned)addr.port);
+    struct addrinfo hints = {0}, *found = NULL;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    /* ":PORT" means every IPv4 interface, as spec §11.2's ":8080". */
+    hints.ai_family = addr.host[0] == '\0' ? AF_INET : AF_UNSPEC;
+    int rc = getaddrinfo(addr.host[0] != '\0' ? addr.host : NULL, port_text, &hints, &found);
+    if (rc != 0) {
+        snprintf(err, err_size, "cannot resolve \"%s\": %s", server->options.listen_addr,
+                 gai_strerror(rc));
+        return false;
+    }
+    int fd = -1, last_errno = 0;
+    for (struct addrinfo *ai = found; ai != NULL && fd < 0; ai = ai->ai_next) {
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
+        if (fd < 0) {
+            last_errno = errno;
+            continue;
+        }
+        int on = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+        /* Accepted sockets inherit it: answers go out without Nagle's wait. */
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, SOMAXCONN) != 0) {
+            last_errno = errno;
+            close(fd);
+            fd = -1;
+        }
+    }
+    freeaddrinfo(found);
+    if (fd < 0) return fail(err, err_size, "cannot listen on %s", server->options.listen_addr, last_errno);
+
+    struct sockaddr_storage bound;
+    socklen_t bound_len = sizeof bound;
+    if (getsockname(fd, (struct sockaddr *)&bound, &bound_len) != 0) {
+        int e = errno;
+        close(fd);
+        return fail(err, err_size, "cannot read the address of %s", server->options.listen_addr, e);
+    }
+    format_address(&bound, server->address, sizeof server->address, &server->port);
+    server->listen_fd = fd;
+    return true;
+}
+
+/* The connection bound: at it, a loop stops watching the listener, and the
+ * kernel's backlog holds new connections until one of the loop's closes.
+ * Without it, running out of descriptors would make accept fail while the
+ * listener stays readable: a loop spinning at 100% CPU. */
+static void on_accept(h2o_socket_t *listener, const char *err);
+
+static void on_connection_closed(void *data) {
+    rl_http_thread *thread = data;
+    thread->connections--;
+    if (!thread->accepting && thread->listener != NULL &&
+        thread->connections < thread->max_connections) {
+        thread->accepting = true;
+        h2o_socket_read_start(thread->listener, on_accept);
+    }
+}
+
+static void on_accept(h2o_socket_t *listener, const char *err) {
+    if (err != NULL) return;
+    rl_http_thread *thread = listener->data;
+    for (int i = 0; i < ACCEPTS_PER_EVENT; i++) {
+        if (thread->connections >= thread->max_connections) {
+            thread->accepting = false;
+            h2o_socket_read_stop(listener);
+            return;
+        }
+        /* Another loop may have taken the connection: NULL is normal. */
+        h2o_socket_t *sock = h2o_evloop_socket_accept(listener);
+        if (sock == NULL) return;
+        thread->connections++;
+        sock->on_close.cb = on_connection_closed;
+        sock->on_close.data = thread;
+        h2o_accept(&thread->accept_ctx, sock);
+    }
+}
+
+/* The bound on connections that the descriptor limit allows, after raising
+ * the soft limit to the hard one (what a daemon is allowed to have). */
+static uint32_t connection_bound(uint32_t wanted, uint32_t threads) {
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return wanted;
+    if (limit.rlim_cur < limit.rlim_max) {
+        struct rlimit raised = {limit.rlim_max, limit.rlim_max};
+        if (setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
+    }
+    if (limit.rlim_cur == RLIM_INFINITY) return wanted;
+    rlim_t usable = limit.rlim_cur > RESERVED_FDS + threads ? limit.rlim_cur - RESERVED_FDS - threads : threads;
+    return usable < wanted ? (uint32_t)usable : wanted;
+}
+
+/* ---- loops ------------------------------------------------------------- */
+
+static bool has_connections(h2o_context_t *ctx) {
+    return !h2o_linklist_is_empty(&ctx->http1._conns) || !h2o_linklist_is_empty(&ctx->http2._conns);
+}
+
+/* Stops accepting, then closes the connections: h2o 2.2 has no call that
+ * closes idle keep-alive connections, so the idle/request timeouts are cut
+ * to zero and the loop runs until they fire (a response being written still
+ * finishes: shutdown_requested turns keep-alive off for it). */
+static bool drain(rl_http_thread *thread, h2o_socket_t *listener) {
+    h2o_context_t *ctx = &thread->ctx;
+    thread->listener = NULL; /* closing connections must not restart it */
+    h2o_socket_read_stop(listener);
+    h2o_socket_close(listener);
+    h2o_context_request_shutdown(ctx);
+    ctx->http1.req_timeout.timeout = 0;
+    ctx->http2.idle_timeout.timeout = 0;
+    ctx->http2.graceful_shutdown_timeout.timeout = 0;
+    uint64_t deadline_ms = monotonic_ms() + DRAIN_DEADLINE_MS;
+    while (has_connections(ctx) && monotonic_ms() < deadline_ms) h2o_evloop_run(ctx->loop, 10);
+    /* Sockets are freed on the loop's next turn: give it one. */
+    h2o_evloop_run(ctx->loop, 0);
+    /* request_shutdown armed a timer to resend HTTP/2 GOAWAYs; with every
+     * connection gone it has nothing to do, and h2o_context_dispose asserts
+     * that no timer is pending. */
+    if (h2o_timeout_is_linked(&ctx->http2._graceful_shutdown_timeout))
+        h2o_timeout_unlink(&ctx->http2._graceful_shutdown_timeout);
+    return !has_connections(ctx);
+}
+
+static void *loop_main(void *arg) {
+    rl_http_thread *thread = arg;
+    rl_http_server *server = thread->server;
+    h2o_evloop_t *loop = h2o_evloop_create();
+    h2o_context_init(&thread->ctx, loop, &server->config);
+    thread->accept_ctx.ctx = &thread->ctx;
+    thread->accept_ctx.hosts = server->config.hosts;
+
+    /* Each loop watches its own dup of the one listening socket (non-blocking,
+     * shared by the kernel), so connections spread over the loops. */
+    int fd = fcntl(server->listen_fd, F_DUPFD_CLOEXEC, 0);
+    h2o_socket_t *listener = NULL;
+    if (fd >= 0) {
+        listener = h2o_evloop_socket_create(loop, fd, H2O_SOCKET_FLAG_DONT_READ);
+        listener->data = thread;
+        thread->listener = listener;
+        thread->accepting = true;
+        h2o_socket_read_start(listener, on_accept);
+    } else {
+        fprintf(stderr, "ratelimiterd: a loop cannot dup the listening socket: %s\n", strerror(errno));
+    }
+
+    while (!atomic_load_explicit(&server->stop_requested, memory_order_relaxed))
+        h2o_evloop_run(loop, LOOP_WAKE_MS);
+
+    bool drained = listener != NULL ? drain(thread, listener) : !has_connections(&thread->ctx);
+    if (drained) {
+        h2o_multithread_queue_t *queue = thread->ctx.queue;
+        h2o_context_dispose(&thread->ctx);
+#if H2O_VERSION_MAJOR == 2 && H2O_VERSION_MINOR == 2
+        /* h2o 2.2's evloop build closes the queue's socket in dispose but
+         * never frees the queue itself (its libuv build does); nothing
+         * points to it any more. */
+        free(queue);
+#else
+        (void)queue;
+#endif
+        h2o_evloop_run(loop, 0); /* frees what dispose closed */
+        h2o_evloop_destroy(loop);
+    } else {
+        /* Freeing a context with live connections would free memory they
+         * still use; the process is exiting, so leave it to the OS. */
+        fprintf(stderr, "ratelimiterd: connections still open after %d ms; not waiting longer\n",
+                DRAIN_DEADLINE_MS);
+    }
+    return NULL;
+}
+
+/* Under LeakSanitizer (make asan): h2o 2.2 keeps per-thread caches of freed
+ * buffers and pool chunks (h2o_mem_alloc_recycle) and never releases them;
+ * they become unreachable when an event-loop thread exits. A few KB per
+ * thread, once, by design of h2o: not ours to report. Builds without the
+ * sanitizer never call this. */
+const char *__lsan_default_suppressions(void);
+const char *__lsan_default_suppressions(void) { return "leak:h2o_mem_alloc_recycle\n"; }
+
+/* ---- lifecycle --------------------------------------------------------- */
+
+bool rl_http_server_create(const rl_http_server_options *options, rl_service *service,
+                           rl_http_server **out, char *err, size_t err_size) {
+    *out = NULL;
+    if (options->threads < 1 || options->max_batch < 1 || options->max_body_bytes < 1 ||
+        options->max_connections < 1) {
+        snprintf(err, err_size,
+                 "threads, max_batch, max_body_bytes and max_connections must be at least 1");
+        return false;
+    }
+    rl_http_server *server = calloc(1, sizeof *server);
+    if (server == NULL) {
+        snprintf(err, err_size, "out of memory");
+        return false;
+    }
+    server->service = service;
+    server->options = *options;
+    server->listen_fd = -1;
+    atomic_init(&server->stop_requested, false);
+    if (!open_listener(server, err, err_size)) {
+        free(server);
+        return false;
+    }
+    server->max_connections = connection_bound(options->max_connections, options->threads);
+
+    h2o_config_init(&server->config);
+    server->config.server_name = h2o_iovec_init(H2O_STRLIT("ratelimiterd"));
+    server->config.max_request_entity_size = (size_t)options->max_body_bytes;
+    h2o_hostconf_t *host =
+        h2o_config_register_host(&server->config, h2o_iovec_init(H2O_STRLIT("default")), 65535);
+    /* One handler for every path: router.c dispatches on the raw path. */
+    h2o_pathconf_t *pathconf = h2o_config_register_path(host, "/", 0);
+    h2o_handler_t *handler = h2o_create_handler(pathconf, sizeof *handler);
+    handler->on_req = on_request;
+    /* h2o's own refusals (413, ...) are sent on whichever path is bound
+     * then, often the host's fallback path: JSON them on both. */
+    rl_error_filter_register(pathconf);
+    rl_error_filter_register(&host->fallback_path);
+    *out = server;
+    return true;
+}
+
+const char *rl_http_server_address(const rl_http_server *server) { return server->address; }
+
+uint16_t rl_http_server_port(const rl_http_server *server) { return server->port; }
+
+bool rl_http_server_start(rl_http_server *server, char *err, size_t err_size) {
+    if (server->started) return true;
+    signal(SIGPIPE, SIG_IGN);
+    uint32_t count = server->options.threads;
+    server->threads = calloc(count, sizeof *server->threads);
+    if (server->threads == NULL) {
+        snprintf(err, err_size, "out of memory");
+        return false;
+    }
+    rl_json_arena_install();
+    uint32_t share = server->max_connections / count;
+    for (uint32_t i = 0; i < count; i++) {
+        rl_http_thread *thread = &server->threads[i];
+        thread->server = server;
+        thread->max_connections = share > 0 ? share : 1;
+        bool ready = rl_handler_ctx_init(&thread->handler, server->service, server->options.max_batch);
+        if (ready && !rl_json_arena_init(&thread->arena, RL_JSON_ARENA_DEFAULT_BYTES)) {
+            rl_handler_ctx_free(&thread->handler);
+            ready = false;
+        }
+        if (!ready) {
+            for (uint32_t j = 0; j < i; j++) {
+                rl_handler_ctx_free(&server->threads[j].handler);
+                rl_json_arena_free(&server->threads[j].arena);
+            }
+            free(server->threads);
+            server->threads = NULL;
+            snprintf(err, err_size, "out of memory for %u event loops", count);
+            return false;
+        }
+    }
+    server->thread_count = count;
+    server->started = true;
+    for (uint32_t i = 0; i < count; i++) {
+        int rc = pthread_create(&server->threads[i].thread, NULL, loop_main, &server->threads[i]);
+        if (rc != 0) {
+            snprintf(err, err_size, "cannot start event loop %u: %s", i, strerror(rc));
+            rl_http_server_stop(server);
+            return false;
+        }
+        server->threads[i].running = true;
+    }
+    return true;
+}
+
+void rl_http_server_request_stop(rl_http_server *server) {
+    atomic_store(&server->stop_requested, true);
+}
+
+void rl_http_server_stop(rl_http_server *server) {
+    rl_http_server_request_stop(server);
+    if (!server->started) return;
+    for (uint32_t i = 0; i < server->thread_count; i++) {
+        if (server->threads[i].running) pthread_join(server->threads[i].thread, NULL);
+        server->threads[i].running = false;
+        rl_handler_ctx_free(&server->threads[i].handler);
+        rl_json_arena_free(&server->threads[i].arena);
+    }
+    free(server->threads);
+    server->threads = NULL;
+    server->thread_count = 0;
+    server->started = false;
+}
+
+void rl_http_server_destroy(rl_http_server *server) {
+    if (server == NULL) return;
+    rl_http_server_stop(server);
+    h2o_config_dispose(&server->config);
+    if (server->listen_fd >= 0) close(server->listen_fd);
+    free(server);
+}

@@ -1,0 +1,64 @@
+/* server/http_server.h — the HTTP/1.1 (and h2c) front of ratelimiterd, on h2o.
+ *
+ * One listening socket; one h2o event loop per thread, each accepting on its
+ * own dup of that socket, so a connection lives on one thread and requests
+ * need no lock of ours (the backend has its own). Keep-alive is on; bodies
+ * above max_body_bytes are refused by h2o with 413 before they are read.
+ *
+ * Lifecycle, all from one controlling thread (not a loop thread):
+ *   create (binds) -> start (threads run) -> stop (drains, joins) -> destroy.
+ */
+#ifndef RL_SERVER_HTTP_SERVER_H
+#define RL_SERVER_HTTP_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "server/service.h"
+
+typedef struct rl_http_server rl_http_server;
+
+typedef struct rl_http_server_options {
+    const char *listen_addr; /* "HOST:PORT" (listen_addr.h); port 0: any free port */
+    uint32_t threads;        /* event loops, >= 1 */
+    uint64_t max_body_bytes; /* larger request bodies get 413 */
+    size_t max_batch;        /* items per batch request, >= 1 */
+    /* Open client connections, all loops together, >= 1; lowered to what the
+     * file-descriptor limit allows. At the bound a loop stops accepting until
+     * one of its connections closes (the kernel's backlog holds the rest). */
+    uint32_t max_connections;
+} rl_http_server_options;
+
+/* Binds and listens (nothing is served until start). service is borrowed and
+ * must outlive the server. *out is owned by the caller (destroy). Returns
+ * false with err (err_size bytes) if the address is invalid or cannot be
+ * bound; then *out is NULL. */
+bool rl_http_server_create(const rl_http_server_options *options, rl_service *service,
+                           rl_http_server **out, char *err, size_t err_size);
+
+/* The address actually bound, e.g. "127.0.0.1:43117" or "[::1]:8080"; valid
+ * until destroy. */
+const char *rl_http_server_address(const rl_http_server *server);
+uint16_t rl_http_server_port(const rl_http_server *server);
+
+/* Starts the event-loop threads. They inherit the caller's signal mask:
+ * block SIGINT/SIGTERM first if another thread is to receive them. Sets
+ * SIGPIPE to ignored for the process (a peer closing mid-write must not kill
+ * the daemon) and installs cJSON's allocation hooks (json_arena.h). Returns false with err if a thread or its memory cannot be
+ * had; then no thread runs. */
+bool rl_http_server_start(rl_http_server *server, char *err, size_t err_size);
+
+/* Asks the loops to stop. Only an atomic store: safe from a signal handler
+ * and from any thread. */
+void rl_http_server_request_stop(rl_http_server *server);
+
+/* Requests stop, then waits: each loop stops accepting, lets responses in
+ * flight finish, closes its connections (waiting at most about a second for
+ * them) and exits. Returns once every thread is joined. Idempotent. */
+void rl_http_server_stop(rl_http_server *server);
+
+/* Stops if needed and frees everything. NULL is allowed. */
+void rl_http_server_destroy(rl_http_server *server);
+
+#endif

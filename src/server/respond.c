@@ -1,0 +1,61 @@
+/* respond.c — the {"error":..} bodies shared by the router and admin handlers. */
+#include <stdio.h>
+#include <string.h>
+
+#include "server/handler.h"
+#include "server/respond.h"
+
+void rl_respond_append_error_string(rl_buf *buf, rl_status status, const char *status_key) {
+    /* "<wire>:<key>" as one JSON string; keys are printable ASCII (validated
+     * before they get here), but escape anyway: the buffer decides. */
+    char text[64 + RL_KEY_MAX_LEN];
+    int len = status_key != NULL
+                  ? snprintf(text, sizeof text, "%s:%s", rl_status_wire(status), status_key)
+                  : snprintf(text, sizeof text, "%s", rl_status_wire(status));
+    if (len < 0) len = 0;
+    if ((size_t)len >= sizeof text) len = (int)sizeof text - 1;
+    rl_buf_append_json_string(buf, text, (size_t)len);
+}
+
+void rl_respond_append_detail(rl_buf *buf, const char *detail) {
+    rl_buf_append_str(buf, ",\"detail\":");
+    rl_buf_append_json_string(buf, detail, strlen(detail));
+}
+
+void rl_respond_error(rl_handler_ctx *ctx, rl_http_response *res, int http_status, rl_status status,
+                      const char *status_key, const char *detail) {
+    rl_buf *buf = &ctx->body;
+    rl_buf_reset(buf);
+    rl_buf_append_str(buf, "{\"error\":");
+    rl_respond_append_error_string(buf, status, status_key);
+    if (http_status == 400 && detail != NULL) rl_respond_append_detail(buf, detail);
+    rl_buf_append_str(buf, "}");
+    res->status = http_status;
+    res->body = buf;
+}
+
+void rl_respond_decode_failure(rl_handler_ctx *ctx, rl_http_response *res, rl_status status,
+                               const char *detail) {
+    if (status == RL_INVALID_REQUEST)
+        rl_respond_error(ctx, res, 400, RL_INVALID_REQUEST, NULL, detail);
+    else
+        rl_respond_error(ctx, res, 503, RL_BACKEND_ERROR, NULL, NULL);
+}
+
+int rl_respond_backend_http_status(rl_status status) {
+    switch (status) {
+    case RL_OK:
+    case RL_LIMIT_DECREASING:
+    case RL_EXCEEDS_CAPACITY:
+        return 200; /* a denial is a result, not an error */
+    case RL_UNKNOWN_LIMIT_KEY:
+        return 404;
+    case RL_INVALID_REQUEST:
+        return 400;
+    case RL_BACKEND_ERROR:
+    case RL_NO_MEMORY:
+    case RL_IO_ERROR:
+        break;
+    }
+    return 503;
+}

@@ -1,0 +1,31 @@
+/* server/respond.h — small JSON pieces the handlers share. Private to src/server.
+ * All functions append to a buffer owned by the caller's thread. */
+#ifndef RL_SERVER_RESPOND_H
+#define RL_SERVER_RESPOND_H
+
+#include "ratelimiter/status.h"
+#include "server/handler.h"
+#include "wire/buf.h"
+
+/* Writes into res a JSON body with one status: the {"error":..} objects of
+ * the non-endpoint answers and admin errors. detail (may be NULL) is added
+ * only for 400s. */
+void rl_respond_error(rl_handler_ctx *ctx, rl_http_response *res, int http_status, rl_status status,
+                      const char *status_key, const char *detail);
+
+/* Appends the JSON string "<wire string>" or "<wire string>:<key>". */
+void rl_respond_append_error_string(rl_buf *buf, rl_status status, const char *status_key);
+
+/* Appends ,"detail":"<detail>" (the caller is inside an object). */
+void rl_respond_append_detail(rl_buf *buf, const char *detail);
+
+/* The answer to a body the wire layer refused: 400 {"error":"invalid_request",
+ * "detail":..} for RL_INVALID_REQUEST, else (out of memory) 503 backend_error. */
+void rl_respond_decode_failure(rl_handler_ctx *ctx, rl_http_response *res, rl_status status,
+                               const char *detail);
+
+/* The HTTP status of a single reserve/complete outcome: 200 for results
+ * (allowed or denied), 404 unknown key, 400 invalid, 503 backend failure. */
+int rl_respond_backend_http_status(rl_status status);
+
+#endif

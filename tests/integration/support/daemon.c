@@ -1,0 +1,208 @@
+/* daemon.c — fork/exec the built daemon, find its port, stop it. */
+#include "daemon.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef RL_DAEMON_PATH
+#error "RL_DAEMON_PATH must name the built ratelimiterd (CMake defines it)"
+#endif
+
+#define LISTENING_PREFIX "ratelimiterd listening on 127.0.0.1:"
+
+static void die(const char *what) {
+    fprintf(stderr, "test support: %s: %s\n", what, strerror(errno));
+    abort();
+}
+
+static void write_file(const char *path, const char *text) {
+    FILE *file = fopen(path, "w");
+    if (file == NULL) die(path);
+    fputs(text, file);
+    if (fclose(file) != 0) die(path);
+}
+
+static long now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+    nanosleep(&ts, NULL);
+}
+
+void rl_test_daemon_init(rl_test_daemon *daemon) {
+    static bool curl_ready = false;
+    if (!curl_ready) {
+        rl_test_http_global_init();
+        curl_ready = true;
+    }
+    memset(daemon, 0, sizeof *daemon);
+    snprintf(daemon->dir, sizeof daemon->dir, "/tmp/rl_integration_XXXXXX");
+    if (mkdtemp(daemon->dir) == NULL) die("mkdtemp");
+    snprintf(daemon->registry_path, sizeof daemon->registry_path, "%s/limits.json", daemon->dir);
+    snprintf(daemon->stderr_path, sizeof daemon->stderr_path, "%s/stderr.txt", daemon->dir);
+    snprintf(daemon->config_path, sizeof daemon->config_path, "%s/config.yaml", daemon->dir);
+}
+
+void rl_test_daemon_write_registry(rl_test_daemon *daemon, const char *json) {
+    write_file(daemon->registry_path, json);
+}
+
+void rl_test_daemon_write_config(rl_test_daemon *daemon, const char *yaml) {
+    write_file(daemon->config_path, yaml);
+}
+
+void rl_test_daemon_read_stderr(const rl_test_daemon *daemon, char *out, size_t size) {
+    out[0] = '\0';
+    FILE *file = fopen(daemon->stderr_path, "r");
+    if (file == NULL) return;
+    size_t n = fread(out, 1, size - 1, file);
+    out[n] = '\0';
+    fclose(file);
+}
+
+/* Forks and execs the daemon with stderr (and stdout) into stderr.txt. A
+ * file, not a pipe: a daemon that logs a lot can never block on it. */
+static pid_t spawn(rl_test_daemon *daemon, const char *const *extra_args) {
+    const char *argv[64];
+    size_t argc = 0;
+    argv[argc++] = RL_DAEMON_PATH;
+    argv[argc++] = "--listen";
+    argv[argc++] = "127.0.0.1:0";
+    argv[argc++] = "--registry";
+    argv[argc++] = daemon->registry_path;
+    argv[argc++] = "--threads";
+    argv[argc++] = "2";
+    for (size_t i = 0; extra_args != NULL && extra_args[i] != NULL && argc < 62; i++)
+        argv[argc++] = extra_args[i];
+    argv[argc] = NULL;
+
+    int out = open(daemon->stderr_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (out < 0) die(daemon->stderr_path);
+    pid_t pid = fork();
+    if (pid < 0) die("fork");
+    if (pid == 0) {
+        dup2(out, STDERR_FILENO);
+        dup2(out, STDOUT_FILENO);
+        execv(RL_DAEMON_PATH, (char *const *)argv);
+        _exit(127);
+    }
+    close(out);
+    return pid;
+}
+
+static int exit_code(int wait_status) {
+    if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
+    if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
+    return -1;
+}
+
+/* Waits for pid up to deadline_ms; returns its exit code or -2 on timeout. */
+static int wait_for(pid_t pid, long deadline_ms) {
+    long until = now_ms() + deadline_ms;
+    for (;;) {
+        int status;
+        pid_t done = waitpid(pid, &status, WNOHANG);
+        if (done == pid) return exit_code(status);
+        if (done < 0 && errno != EINTR) return -1;
+        if (now_ms() >= until) return -2;
+        sleep_ms(5);
+    }
+}
+
+static void kill_and_reap(pid_t pid) {
+    kill(pid, SIGKILL);
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+}
+
+bool rl_test_daemon_start(rl_test_daemon *daemon, const char *const *extra_args) {
+    daemon->pid = spawn(daemon, extra_args);
+    long until = now_ms() + RL_TEST_START_DEADLINE_MS;
+    char text[8192];
+    while (now_ms() < until) {
+        rl_test_daemon_read_stderr(daemon, text, sizeof text);
+        const char *line = strstr(text, LISTENING_PREFIX);
+        if (line != NULL && strchr(line, '\n') != NULL) {
+            long port = strtol(line + strlen(LISTENING_PREFIX), NULL, 10);
+            if (port <= 0 || port > 65535) break;
+            daemon->port = (uint16_t)port;
+            if (!rl_test_client_init(&daemon->client, daemon->port)) break;
+            return true;
+        }
+        int status;
+        if (waitpid(daemon->pid, &status, WNOHANG) == daemon->pid) {
+            fprintf(stderr, "test support: the daemon exited (%d) before listening:\n%s\n",
+                    exit_code(status), text);
+            daemon->pid = 0;
+            return false;
+        }
+        sleep_ms(5);
+    }
+    fprintf(stderr, "test support: the daemon did not listen in time:\n%s\n", text);
+    kill_and_reap(daemon->pid);
+    daemon->pid = 0;
+    return false;
+}
+
+int rl_test_daemon_stop(rl_test_daemon *daemon) { return rl_test_daemon_stop_with(daemon, SIGTERM); }
+
+int rl_test_daemon_stop_with(rl_test_daemon *daemon, int signal_number) {
+    rl_test_client_cleanup(&daemon->client);
+    if (daemon->pid == 0) return -1;
+    kill(daemon->pid, signal_number);
+    int code = wait_for(daemon->pid, RL_TEST_STOP_DEADLINE_MS);
+    if (code == -2) {
+        kill_and_reap(daemon->pid);
+        code = -1;
+    }
+    daemon->pid = 0;
+    if (code != 0) {
+        char text[8192];
+        rl_test_daemon_read_stderr(daemon, text, sizeof text);
+        fprintf(stderr, "test support: the daemon stopped with %d:\n%s\n", code, text);
+    }
+    return code;
+}
+
+int rl_test_daemon_run_to_exit(rl_test_daemon *daemon, const char *const *extra_args,
+                               int timeout_ms, char *stderr_out, size_t size) {
+    pid_t pid = spawn(daemon, extra_args);
+    int code = wait_for(pid, timeout_ms);
+    if (code == -2) {
+        kill_and_reap(pid);
+        code = -1;
+    }
+    rl_test_daemon_read_stderr(daemon, stderr_out, size);
+    return code;
+}
+
+void rl_test_daemon_cleanup(rl_test_daemon *daemon) {
+    rl_test_client_cleanup(&daemon->client);
+    if (daemon->pid != 0) {
+        kill_and_reap(daemon->pid);
+        daemon->pid = 0;
+    }
+    const char *files[] = {daemon->registry_path, daemon->stderr_path, daemon->config_path};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) unlink(files[i]);
+    char tmp[320];
+    snprintf(tmp, sizeof tmp, "%s.tmp", daemon->registry_path);
+    unlink(tmp);
+    rmdir(daemon->dir);
+}
+
+long rl_test_daemon_http(rl_test_daemon *daemon, const char *method, const char *path,
+                         const char *body, rl_test_response *out) {
+    return rl_test_client_request(&daemon->client, method, path, body, out);
+}

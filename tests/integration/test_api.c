@@ -1,0 +1,690 @@
+/* test_api.c — every endpoint of spec/api.md over real HTTP against the built
+ * daemon: status codes, exact bodies and error strings (DESIGN.md "Semantics
+ * the spec leaves open"), keep-alive, Content-Type.
+ *
+ * One daemon serves the whole group (config: max_body_bytes 65536,
+ * max_batch 8); each test defines its own limit keys so tests do not
+ * interfere.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <cmocka.h>
+
+#include "support/daemon.h"
+#include "support/ulid_gen.h"
+
+static rl_test_daemon daemon_;
+
+#define RESERVE_400_PREFIX                                                                        \
+    "{\"allowed\":false,\"retry_after_ms\":0,\"reserved_at_unix_ms\":0,\"error\":\"invalid_request\"," \
+    "\"detail\":\""
+
+/* ---- helpers ------------------------------------------------------------ */
+
+typedef struct reply {
+    long status;
+    char body[65536];
+    char content_type[128];
+} reply;
+
+static reply last;
+
+/* Sends a request on the group's keep-alive client; the answer is in `last`. */
+static long call(const char *method, const char *path, const char *body) {
+    rl_test_response r;
+    rl_test_daemon_http(&daemon_, method, path, body, &r);
+    if (r.status == 0) fail_msg("%s %s: transfer failed: %s", method, path, r.error);
+    last.status = r.status;
+    snprintf(last.body, sizeof last.body, "%s", r.body);
+    snprintf(last.content_type, sizeof last.content_type, "%s", r.content_type);
+    rl_test_response_free(&r);
+    /* Every answer is JSON. */
+    if (strcmp(last.content_type, "application/json") != 0)
+        fail_msg("%s %s: Content-Type \"%s\"", method, path, last.content_type);
+    return last.status;
+}
+
+static void expect(const char *method, const char *path, const char *body, long status,
+                   const char *exact_body) {
+    long got = call(method, path, body);
+    if (got != status) fail_msg("%s %s -> %ld (wanted %ld): %s", method, path, got, status, last.body);
+    if (exact_body != NULL && strcmp(last.body, exact_body) != 0)
+        fail_msg("%s %s body:\n  got    %s\n  wanted %s", method, path, last.body, exact_body);
+}
+
+static bool starts_with(const char *text, const char *prefix) {
+    return strncmp(text, prefix, strlen(prefix)) == 0;
+}
+
+static bool ends_with(const char *text, const char *suffix) {
+    size_t n = strlen(text), m = strlen(suffix);
+    return n >= m && strcmp(text + n - m, suffix) == 0;
+}
+
+/* A number at a dotted path ("limit.usage.used") of last.body. */
+static double jnum(const char *dotted) {
+    cJSON *root = cJSON_Parse(last.body);
+    if (root == NULL) fail_msg("not JSON: %s", last.body);
+    char path[256];
+    snprintf(path, sizeof path, "%s", dotted);
+    cJSON *node = root;
+    for (char *save = NULL, *part = strtok_r(path, ".", &save); part != NULL && node != NULL;
+         part = strtok_r(NULL, ".", &save))
+        node = cJSON_GetObjectItemCaseSensitive(node, part);
+    if (!cJSON_IsNumber(node)) {
+        cJSON_Delete(root);
+        fail_msg("no number at %s in %s", dotted, last.body);
+    }
+    double value = node->valuedouble;
+    cJSON_Delete(root);
+    return value;
+}
+
+static void put_limit(const char *json) {
+    if (call("PUT", "/v1/admin/limits", json) != 200) fail_msg("PUT %s -> %ld %s", json, last.status, last.body);
+}
+
+static void put_rolling(const char *key, uint64_t capacity, uint32_t window_seconds) {
+    char json[512];
+    snprintf(json, sizeof json,
+             "{\"key\":\"%s\",\"kind\":\"rolling\",\"capacity\":%llu,\"window_seconds\":%u,"
+             "\"unit\":\"tokens\"}",
+             key, (unsigned long long)capacity, window_seconds);
+    put_limit(json);
+}
+
+static void put_concurrency(const char *key, uint64_t capacity) {
+    char json[512];
+    snprintf(json, sizeof json,
+             "{\"key\":\"%s\",\"kind\":\"concurrency\",\"capacity\":%llu,\"timeout_seconds\":300}",
+             key, (unsigned long long)capacity);
+    put_limit(json);
+}
+
+/* A reserve body for one key. */
+static const char *reserve_body(const char *lease_id, const char *key, uint64_t amount) {
+    static char body[1024];
+    snprintf(body, sizeof body,
+             "{\"lease_id\":\"%s\",\"job_id\":\"job-1\",\"requirements\":[{\"key\":\"%s\",\"amount\":%llu}]}",
+             lease_id, key, (unsigned long long)amount);
+    return body;
+}
+
+static long reserve(const char *lease_id, const char *key, uint64_t amount) {
+    return call("POST", "/v1/reserve", reserve_body(lease_id, key, amount));
+}
+
+static void complete(const char *lease_id, const char *key, uint64_t actual) {
+    char body[1024];
+    if (key != NULL)
+        snprintf(body, sizeof body,
+                 "{\"lease_id\":\"%s\",\"actuals\":[{\"key\":\"%s\",\"actual_amount\":%llu}]}", lease_id,
+                 key, (unsigned long long)actual);
+    else
+        snprintf(body, sizeof body, "{\"lease_id\":\"%s\",\"actuals\":[]}", lease_id);
+    expect("POST", "/v1/complete", body, 200, "{\"ok\":true,\"error\":\"\"}");
+}
+
+static double usage_of(const char *key, const char *field) {
+    char path[512], dotted[64];
+    snprintf(path, sizeof path, "/v1/admin/limits/%s", key);
+    if (call("GET", path, NULL) != 200) fail_msg("GET %s -> %ld", path, last.status);
+    snprintf(dotted, sizeof dotted, "limit.usage.%s", field);
+    return jnum(dotted);
+}
+
+/* ---- group -------------------------------------------------------------- */
+
+static int group_setup(void **state) {
+    (void)state;
+    rl_test_daemon_init(&daemon_);
+    rl_test_daemon_write_registry(
+        &daemon_,
+        "[{\"key\":\"global:llm:openai:gpt-4o:rpm\",\"kind\":\"rolling\",\"capacity\":3000,"
+        "\"window_seconds\":60,\"timeout_seconds\":0,\"unit\":\"requests\",\"description\":\"rpm\","
+        "\"overage\":\"debt\"}]\n");
+    rl_test_daemon_write_config(&daemon_, "server:\n  max_body_bytes: 65536\n  max_batch: 8\n");
+    const char *args[] = {"-c", daemon_.config_path, "--listen", "127.0.0.1:0", NULL};
+    if (!rl_test_daemon_start(&daemon_, args)) return -1;
+    return 0;
+}
+
+static int group_teardown(void **state) {
+    (void)state;
+    int code = rl_test_daemon_stop(&daemon_);
+    rl_test_daemon_cleanup(&daemon_);
+    return code == 0 ? 0 : -1;
+}
+
+/* ---- tests -------------------------------------------------------------- */
+
+static void test_healthz(void **state) {
+    (void)state;
+    expect("GET", "/v1/admin/limits", NULL, 200, NULL);
+    cJSON *root = cJSON_Parse(last.body);
+    int count = cJSON_GetArraySize(cJSON_GetObjectItem(root, "limits"));
+    cJSON_Delete(root);
+    char wanted[128];
+    snprintf(wanted, sizeof wanted, "{\"ok\":true,\"backend\":\"memory\",\"limits\":%d}", count);
+    expect("GET", "/healthz", NULL, 200, wanted);
+    /* The limit loaded from the registry file at start. */
+    expect("GET", "/v1/admin/limits/global:llm:openai:gpt-4o:rpm", NULL, 200, NULL);
+}
+
+static void test_reserve_allowed_then_denied(void **state) {
+    (void)state;
+    put_rolling("t1:rpm", 2, 60);
+    char a[27], b[27], c[27];
+    expect("POST", "/v1/reserve", reserve_body(rl_test_ulid_new(a), "t1:rpm", 1), 200, NULL);
+    assert_true(starts_with(last.body, "{\"allowed\":true,\"retry_after_ms\":0,\"reserved_at_unix_ms\":"));
+    assert_true(ends_with(last.body, ",\"error\":\"\"}"));
+    assert_true(jnum("reserved_at_unix_ms") > 1.7e12);
+    expect("POST", "/v1/reserve", reserve_body(rl_test_ulid_new(b), "t1:rpm", 1), 200, NULL);
+    assert_true(jnum("reserved_at_unix_ms") > 0);
+
+    /* Denied: 200, allowed false, a retry hint within the window. */
+    expect("POST", "/v1/reserve", reserve_body(rl_test_ulid_new(c), "t1:rpm", 1), 200, NULL);
+    assert_true(starts_with(last.body, "{\"allowed\":false,\"retry_after_ms\":"));
+    assert_true(ends_with(last.body, ",\"reserved_at_unix_ms\":0,\"error\":\"\"}"));
+    double retry = jnum("retry_after_ms");
+    assert_true(retry > 0 && retry <= 60000);
+}
+
+static void test_reserve_four_requirements(void **state) {
+    (void)state;
+    put_rolling("t2:rpm", 100, 60);
+    put_rolling("t2:tpm", 10000, 60);
+    put_concurrency("t2:concurrency", 5);
+    put_rolling("tenant:t2:llm:daily_tokens", 5000, 86400);
+    char id[27], body[1024];
+    snprintf(body, sizeof body,
+             "{\"lease_id\":\"%s\",\"requirements\":[{\"key\":\"t2:rpm\",\"amount\":1},"
+             "{\"key\":\"t2:tpm\",\"amount\":1800},{\"key\":\"t2:concurrency\",\"amount\":1},"
+             "{\"key\":\"tenant:t2:llm:daily_tokens\",\"amount\":1800}]}",
+             rl_test_ulid_new(id));
+    expect("POST", "/v1/reserve", body, 200, NULL);
+    assert_true(starts_with(last.body, "{\"allowed\":true,"));
+    assert_int_equal(usage_of("t2:tpm", "used"), 1800);
+    assert_int_equal(usage_of("t2:concurrency", "active"), 1);
+    /* Complete releases concurrency and shrinks the rolling reservations. */
+    char complete_body[512];
+    snprintf(complete_body, sizeof complete_body,
+             "{\"lease_id\":\"%s\",\"job_id\":\"j\",\"actuals\":[{\"key\":\"t2:tpm\",\"actual_amount\":740},"
+             "{\"key\":\"tenant:t2:llm:daily_tokens\",\"actual_amount\":740}]}",
+             id);
+    expect("POST", "/v1/complete", complete_body, 200, "{\"ok\":true,\"error\":\"\"}");
+    assert_int_equal(usage_of("t2:tpm", "used"), 740);
+    assert_int_equal(usage_of("tenant:t2:llm:daily_tokens", "used"), 740);
+    assert_int_equal(usage_of("t2:concurrency", "used"), 0);
+    assert_int_equal(usage_of("t2:rpm", "used"), 1);
+}
+
+static void test_reserve_malformed(void **state) {
+    (void)state;
+    put_rolling("t3:rpm", 10, 60);
+    char id[27];
+    rl_test_ulid_new(id);
+    char too_many[4096] = "{\"lease_id\":\"";
+    strcat(too_many, id);
+    strcat(too_many, "\",\"requirements\":[");
+    for (int i = 0; i < 33; i++) {
+        char item[64];
+        snprintf(item, sizeof item, "%s{\"key\":\"k%d\",\"amount\":1}", i ? "," : "", i);
+        strcat(too_many, item);
+    }
+    strcat(too_many, "]}");
+    char long_key[300];
+    memset(long_key, 'k', 257);
+    long_key[257] = '\0';
+    char long_key_body[1024];
+    snprintf(long_key_body, sizeof long_key_body,
+             "{\"lease_id\":\"%s\",\"requirements\":[{\"key\":\"%s\",\"amount\":1}]}", id, long_key);
+
+    const char *bad[] = {
+        "{",
+        "",
+        "[]",
+        "null",
+        "{\"requirements\":[{\"key\":\"t3:rpm\",\"amount\":1}]}",                                  /* no lease_id */
+        "{\"lease_id\":\"not-a-ulid\",\"requirements\":[{\"key\":\"t3:rpm\",\"amount\":1}]}",
+        "{\"lease_id\":\"81J0000000000000000000000A\",\"requirements\":[{\"key\":\"t3:rpm\",\"amount\":1}]}",
+        "{\"lease_id\":12,\"requirements\":[{\"key\":\"t3:rpm\",\"amount\":1}]}",
+        too_many,
+        long_key_body,
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        expect("POST", "/v1/reserve", bad[i], 400, NULL);
+        if (!starts_with(last.body, RESERVE_400_PREFIX) || !ends_with(last.body, "\"}"))
+            fail_msg("case %zu: %s", i, last.body);
+    }
+
+    /* Field by field on an otherwise valid lease. */
+    const char *bad_requirements[] = {
+        "",                                                  /* missing */
+        ",\"requirements\":[]",                              /* empty */
+        ",\"requirements\":{}",                              /* not an array */
+        ",\"requirements\":[{\"key\":\"t3:rpm\",\"amount\":0}]",
+        ",\"requirements\":[{\"key\":\"t3:rpm\",\"amount\":-1}]",
+        ",\"requirements\":[{\"key\":\"t3:rpm\",\"amount\":1.5}]",
+        ",\"requirements\":[{\"key\":\"t3:rpm\",\"amount\":\"1\"}]",
+        ",\"requirements\":[{\"key\":\"t3:rpm\",\"amount\":18446744073709551616}]",
+        ",\"requirements\":[{\"key\":\"t3:rpm\"}]",
+        ",\"requirements\":[{\"amount\":1}]",
+        ",\"requirements\":[{\"key\":\"\",\"amount\":1}]",
+        ",\"requirements\":[{\"key\":\"has space\",\"amount\":1}]",
+        ",\"requirements\":[{\"key\":7,\"amount\":1}]",
+        ",\"requirements\":[{\"key\":\"t3:rpm\",\"amount\":1},{\"key\":\"t3:rpm\",\"amount\":2}]",
+        ",\"requirements\":[7]",
+        ",\"job_id\":5,\"requirements\":[{\"key\":\"t3:rpm\",\"amount\":1}]",
+    };
+    for (size_t i = 0; i < sizeof bad_requirements / sizeof bad_requirements[0]; i++) {
+        char body[1024];
+        snprintf(body, sizeof body, "{\"lease_id\":\"%s\"%s}", id, bad_requirements[i]);
+        expect("POST", "/v1/reserve", body, 400, NULL);
+        if (!starts_with(last.body, RESERVE_400_PREFIX)) fail_msg("field case %zu: %s", i, last.body);
+    }
+    /* Nothing was reserved by any of them. */
+    assert_int_equal(usage_of("t3:rpm", "used"), 0);
+    /* Trailing data after the object is malformed too. */
+    char body[1100];
+    snprintf(body, sizeof body, "%.1000s x", reserve_body(id, "t3:rpm", 1));
+    expect("POST", "/v1/reserve", body, 400, NULL);
+    assert_true(starts_with(last.body, RESERVE_400_PREFIX));
+}
+
+static void test_unknown_key_404(void **state) {
+    (void)state;
+    put_rolling("t4:rpm", 10, 60);
+    char id[27], body[1024];
+    snprintf(body, sizeof body,
+             "{\"lease_id\":\"%s\",\"requirements\":[{\"key\":\"t4:rpm\",\"amount\":1},"
+             "{\"key\":\"tenant:foo:llm:daily_tokens\",\"amount\":1}]}",
+             rl_test_ulid_new(id));
+    expect("POST", "/v1/reserve", body, 404,
+           "{\"allowed\":false,\"retry_after_ms\":0,\"reserved_at_unix_ms\":0,"
+           "\"error\":\"unknown_limit_key:tenant:foo:llm:daily_tokens\"}");
+    /* All or nothing: the known key was not charged. */
+    assert_int_equal(usage_of("t4:rpm", "used"), 0);
+}
+
+static void test_body_too_large_413(void **state) {
+    (void)state;
+    /* A body announced above max_body_bytes (65536) is refused before it is read. */
+    const char request[] = "POST /v1/reserve HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                           "Content-Length: 65537\r\n\r\n";
+    char out[4096];
+    long n = rl_test_raw_exchange(daemon_.port, request, sizeof request - 1, 5000, out, sizeof out);
+    assert_true(n > 0);
+    if (!starts_with(out, "HTTP/1.1 413")) fail_msg("%s", out);
+    assert_non_null(strstr(out, "content-type: application/json"));
+    assert_true(ends_with(out, "\r\n\r\n{\"error\":\"invalid_request\"}"));
+
+    /* Sent for real through curl. */
+    size_t size = 70000;
+    char *big = malloc(size + 1);
+    memset(big, ' ', size);
+    big[size] = '\0';
+    big[0] = '{';
+    big[size - 1] = '}';
+    expect("POST", "/v1/reserve", big, 413, "{\"error\":\"invalid_request\"}");
+    free(big);
+    /* The server is fine afterwards (curl reconnects). */
+    expect("GET", "/healthz", NULL, 200, NULL);
+}
+
+static void test_wrong_method_405(void **state) {
+    (void)state;
+    const char *cases[][2] = {
+        {"GET", "/v1/reserve"},        {"PUT", "/v1/complete"},      {"GET", "/v1/reserve/batch"},
+        {"DELETE", "/v1/complete/batch"}, {"DELETE", "/v1/admin/limits"}, {"POST", "/v1/admin/limits"},
+        {"PUT", "/v1/admin/limits/x"}, {"POST", "/healthz"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect(cases[i][0], cases[i][1], "{}", 405, "{\"error\":\"invalid_request\"}");
+}
+
+static void test_unknown_path_404(void **state) {
+    (void)state;
+    const char *paths[] = {"/", "/v2/reserve", "/v1/reserve/", "/v1/reserves", "/healthz/x",
+                           "/v1/admin", "/V1/reserve"};
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
+        expect("GET", paths[i], NULL, 404, "{\"error\":\"invalid_request\"}");
+    expect("POST", "/nope", "{}", 404, "{\"error\":\"invalid_request\"}");
+    /* A query string does not change the route. */
+    expect("GET", "/healthz?verbose=1", NULL, 200, NULL);
+}
+
+static void test_admin_put_get_list(void **state) {
+    (void)state;
+    put_limit("{\"key\":\"t5:tpm\",\"kind\":\"rolling\",\"capacity\":3000,\"window_seconds\":60,"
+              "\"timeout_seconds\":0,\"unit\":\"tokens\",\"description\":\"t5 \\\"tokens\\\" per minute\","
+              "\"overage\":\"deny\"}");
+    assert_string_equal(last.body, "{\"ok\":true,\"status\":\"active\"}");
+    const char *definition =
+        "{\"key\":\"t5:tpm\",\"kind\":\"rolling\",\"capacity\":3000,\"window_seconds\":60,"
+        "\"timeout_seconds\":0,\"unit\":\"tokens\",\"description\":\"t5 \\\"tokens\\\" per minute\","
+        "\"overage\":\"deny\"}";
+    char wanted[2048];
+    snprintf(wanted, sizeof wanted,
+             "{\"limit\":{\"definition\":%s,\"status\":\"active\",\"pending_decrease_to\":0,"
+             "\"usage\":{\"capacity\":3000,\"used\":0,\"available\":3000,\"active\":0,\"debt\":0,"
+             "\"debt_total\":0,\"overage_denied_total\":0}}}",
+             definition);
+    expect("GET", "/v1/admin/limits/t5:tpm", NULL, 200, wanted);
+
+    /* Live usage. */
+    char a[27], b[27];
+    expect("POST", "/v1/reserve", reserve_body(rl_test_ulid_new(a), "t5:tpm", 1000), 200, NULL);
+    expect("POST", "/v1/reserve", reserve_body(rl_test_ulid_new(b), "t5:tpm", 500), 200, NULL);
+    assert_int_equal(usage_of("t5:tpm", "used"), 1500);
+    assert_int_equal(usage_of("t5:tpm", "available"), 1500);
+    assert_int_equal(usage_of("t5:tpm", "active"), 2);
+
+    /* Defaults: overage debt, empty unit and description. */
+    put_limit("{\"key\":\"t5:concurrency\",\"kind\":\"concurrency\",\"capacity\":4,\"timeout_seconds\":30}");
+    expect("GET", "/v1/admin/limits/t5:concurrency", NULL, 200, NULL);
+    assert_true(starts_with(last.body,
+                            "{\"limit\":{\"definition\":{\"key\":\"t5:concurrency\",\"kind\":\"concurrency\","
+                            "\"capacity\":4,\"window_seconds\":0,\"timeout_seconds\":30,\"unit\":\"\","
+                            "\"description\":\"\",\"overage\":\"debt\"}"));
+
+    /* The list holds both, sorted by key, with usage. */
+    expect("GET", "/v1/admin/limits", NULL, 200, NULL);
+    assert_true(starts_with(last.body, "{\"limits\":[{\"definition\":"));
+    const char *c = strstr(last.body, "\"key\":\"t5:concurrency\"");
+    const char *t = strstr(last.body, "\"key\":\"t5:tpm\"");
+    assert_true(c != NULL && t != NULL && c < t);
+    assert_non_null(strstr(last.body, "\"used\":1500"));
+    cJSON *root = cJSON_Parse(last.body);
+    const cJSON *limits = cJSON_GetObjectItem(root, "limits");
+    const char *previous = "";
+    for (const cJSON *item = limits->child; item != NULL; item = item->next) {
+        const char *key = cJSON_GetObjectItem(cJSON_GetObjectItem(item, "definition"), "key")->valuestring;
+        assert_true(strcmp(previous, key) < 0);
+        previous = key;
+    }
+    cJSON_Delete(root);
+
+    /* Update in place: the latest definition wins. */
+    put_limit("{\"key\":\"t5:concurrency\",\"kind\":\"concurrency\",\"capacity\":8,\"timeout_seconds\":30}");
+    assert_int_equal(usage_of("t5:concurrency", "capacity"), 8);
+
+    expect("GET", "/v1/admin/limits/t5:nope", NULL, 404, "{\"error\":\"unknown_limit_key:t5:nope\"}");
+}
+
+static void test_admin_put_invalid(void **state) {
+    (void)state;
+    const char *bad[] = {
+        "{",
+        "[]",
+        "{\"kind\":\"rolling\",\"capacity\":1,\"window_seconds\":1}",
+        "{\"key\":\"\",\"kind\":\"rolling\",\"capacity\":1,\"window_seconds\":1}",
+        "{\"key\":\"a b\",\"kind\":\"rolling\",\"capacity\":1,\"window_seconds\":1}",
+        "{\"key\":\"t6\",\"kind\":\"bucket\",\"capacity\":1,\"window_seconds\":1}",
+        "{\"key\":\"t6\",\"kind\":\"rolling\",\"capacity\":0,\"window_seconds\":1}",
+        "{\"key\":\"t6\",\"kind\":\"rolling\",\"capacity\":-5,\"window_seconds\":1}",
+        "{\"key\":\"t6\",\"kind\":\"rolling\",\"capacity\":1.5,\"window_seconds\":1}",
+        "{\"key\":\"t6\",\"kind\":\"rolling\",\"capacity\":1}",
+        "{\"key\":\"t6\",\"kind\":\"rolling\",\"capacity\":1,\"window_seconds\":0}",
+        "{\"key\":\"t6\",\"kind\":\"rolling\",\"capacity\":1,\"window_seconds\":1,\"timeout_seconds\":5}",
+        "{\"key\":\"t6\",\"kind\":\"concurrency\",\"capacity\":1}",
+        "{\"key\":\"t6\",\"kind\":\"concurrency\",\"capacity\":1,\"timeout_seconds\":5,\"window_seconds\":5}",
+        "{\"key\":\"t6\",\"kind\":\"rolling\",\"capacity\":1,\"window_seconds\":1,\"overage\":\"forgive\"}",
+        "{\"key\":\"t6\",\"kind\":\"rolling\",\"capacity\":1,\"window_seconds\":1,\"unit\":5}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        expect("PUT", "/v1/admin/limits", bad[i], 400, NULL);
+        if (!starts_with(last.body, "{\"ok\":false,\"error\":\"invalid_request\",\"detail\":\""))
+            fail_msg("case %zu: %s", i, last.body);
+    }
+    /* None of them created anything. */
+    expect("GET", "/v1/admin/limits/t6", NULL, 404, "{\"error\":\"unknown_limit_key:t6\"}");
+}
+
+/* overview.md Example 4: a decrease waits for usage, denying meanwhile. */
+static void test_decreasing_flow(void **state) {
+    (void)state;
+    const char *key = "t7:concurrency";
+    put_concurrency(key, 3);
+    char a[27], b[27], c[27], d[27], e[27];
+    rl_test_ulid_new(a);
+    rl_test_ulid_new(b);
+    rl_test_ulid_new(c);
+    for (int i = 0; i < 3; i++) {
+        const char *id = i == 0 ? a : i == 1 ? b : c;
+        reserve(id, key, 1);
+        assert_true(starts_with(last.body, "{\"allowed\":true"));
+    }
+    put_limit("{\"key\":\"t7:concurrency\",\"kind\":\"concurrency\",\"capacity\":1,\"timeout_seconds\":300}");
+    assert_string_equal(last.body, "{\"ok\":true,\"status\":\"decreasing\"}");
+    expect("GET", "/v1/admin/limits/t7:concurrency", NULL, 200, NULL);
+    assert_non_null(strstr(last.body, "\"status\":\"decreasing\",\"pending_decrease_to\":1"));
+
+    expect("POST", "/v1/reserve", reserve_body(rl_test_ulid_new(d), key, 1), 200,
+           "{\"allowed\":false,\"retry_after_ms\":10000,\"reserved_at_unix_ms\":0,"
+           "\"error\":\"limit_decreasing:t7:concurrency\"}");
+
+    /* Usage falls to the new capacity: the decrease applies. */
+    complete(a, NULL, 0);
+    complete(b, NULL, 0);
+    expect("GET", "/v1/admin/limits/t7:concurrency", NULL, 200, NULL);
+    assert_non_null(strstr(last.body, "\"status\":\"active\",\"pending_decrease_to\":0"));
+    assert_int_equal(jnum("limit.usage.capacity"), 1);
+    /* Full at capacity 1: a plain denial now. */
+    reserve(rl_test_ulid_new(e), key, 1);
+    assert_true(starts_with(last.body, "{\"allowed\":false"));
+    assert_true(ends_with(last.body, "\"error\":\"\"}"));
+    complete(c, NULL, 0);
+    reserve(rl_test_ulid_new(e), key, 1);
+    assert_true(starts_with(last.body, "{\"allowed\":true"));
+
+    /* An increase applies at once and cancels a pending decrease. */
+    put_concurrency("t7b", 2);
+    char f[27], g[27];
+    reserve(rl_test_ulid_new(f), "t7b", 2);
+    put_limit("{\"key\":\"t7b\",\"kind\":\"concurrency\",\"capacity\":1,\"timeout_seconds\":300}");
+    assert_string_equal(last.body, "{\"ok\":true,\"status\":\"decreasing\"}");
+    put_limit("{\"key\":\"t7b\",\"kind\":\"concurrency\",\"capacity\":5,\"timeout_seconds\":300}");
+    assert_string_equal(last.body, "{\"ok\":true,\"status\":\"active\"}");
+    reserve(rl_test_ulid_new(g), "t7b", 3);
+    assert_true(starts_with(last.body, "{\"allowed\":true"));
+}
+
+static void test_exceeds_capacity(void **state) {
+    (void)state;
+    put_rolling("t8:tpm", 1000, 60);
+    char id[27];
+    expect("POST", "/v1/reserve", reserve_body(rl_test_ulid_new(id), "t8:tpm", 1001), 200,
+           "{\"allowed\":false,\"retry_after_ms\":0,\"reserved_at_unix_ms\":0,"
+           "\"error\":\"exceeds_capacity:t8:tpm\"}");
+}
+
+static void test_batches(void **state) {
+    (void)state;
+    put_rolling("t9:rpm", 2, 60);
+    put_rolling("t9:other", 10, 60);
+    char a[27], b[27], c[27], d[27], e[27], body[4096];
+    snprintf(body, sizeof body,
+             "{\"requests\":["
+             "{\"lease_id\":\"%s\",\"requirements\":[{\"key\":\"t9:rpm\",\"amount\":1}]},"
+             "{\"lease_id\":\"bad\",\"requirements\":[{\"key\":\"t9:rpm\",\"amount\":1}]},"
+             "{\"lease_id\":\"%s\",\"requirements\":[{\"key\":\"t9:nope\",\"amount\":1}]},"
+             "{\"lease_id\":\"%s\",\"requirements\":[{\"key\":\"t9:rpm\",\"amount\":2}]},"
+             "{\"lease_id\":\"%s\",\"requirements\":[{\"key\":\"t9:other\",\"amount\":3}]},"
+             "7,"
+             "{\"lease_id\":\"%s\",\"requirements\":[{\"key\":\"t9:rpm\",\"amount\":1}]}"
+             "]}",
+             rl_test_ulid_new(a), rl_test_ulid_new(b), rl_test_ulid_new(c), rl_test_ulid_new(d),
+             rl_test_ulid_new(e));
+    expect("POST", "/v1/reserve/batch", body, 200, NULL);
+    cJSON *root = cJSON_Parse(last.body);
+    const cJSON *results = cJSON_GetObjectItem(root, "results");
+    assert_int_equal(cJSON_GetArraySize(results), 7);
+    const struct {
+        bool allowed;
+        const char *error;
+    } wanted[] = {
+        {true, ""},
+        {false, "invalid_request"},
+        {false, "unknown_limit_key:t9:nope"},
+        {false, ""}, /* 1 used of 2: amount 2 does not fit */
+        {true, ""},
+        {false, "invalid_request"},
+        {true, ""}, /* in order: the last unit of t9:rpm */
+    };
+    for (int i = 0; i < 7; i++) {
+        const cJSON *r = cJSON_GetArrayItem(results, i);
+        assert_int_equal(cJSON_IsTrue(cJSON_GetObjectItem(r, "allowed")), wanted[i].allowed);
+        assert_string_equal(cJSON_GetObjectItem(r, "error")->valuestring, wanted[i].error);
+        assert_null(cJSON_GetObjectItem(r, "detail"));
+        double reserved_at = cJSON_GetObjectItem(r, "reserved_at_unix_ms")->valuedouble;
+        assert_true(wanted[i].allowed ? reserved_at > 0 : reserved_at == 0);
+    }
+    cJSON_Delete(root);
+    assert_int_equal(usage_of("t9:rpm", "used"), 2);
+    assert_int_equal(usage_of("t9:other", "used"), 3);
+
+    /* Whole payload malformed: 400. */
+    const char *bad[] = {"{", "{}", "{\"requests\":[]}", "{\"requests\":{}}", "[]",
+                         "{\"requests\":[1,2,3,4,5,6,7,8,9]}" /* above max_batch 8 */};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        expect("POST", "/v1/reserve/batch", bad[i], 400, NULL);
+        if (!starts_with(last.body, "{\"error\":\"invalid_request\",\"detail\":\""))
+            fail_msg("case %zu: %s", i, last.body);
+        expect("POST", "/v1/complete/batch", bad[i], 400, NULL);
+        assert_true(starts_with(last.body, "{\"error\":\"invalid_request\",\"detail\":\""));
+    }
+
+    snprintf(body, sizeof body,
+             "{\"requests\":[{\"lease_id\":\"%s\",\"actuals\":[{\"key\":\"t9:rpm\",\"actual_amount\":1}]},"
+             "{\"lease_id\":\"nope\"},{\"lease_id\":\"%s\"},{\"lease_id\":\"%s\",\"actuals\":[{\"key\":"
+             "\"t9:other\",\"actual_amount\":1}]}]}",
+             a, c, d);
+    expect("POST", "/v1/complete/batch", body, 200,
+           "{\"results\":[{\"ok\":true,\"error\":\"\"},{\"ok\":false,\"error\":\"invalid_request\"},"
+           "{\"ok\":true,\"error\":\"\"},{\"ok\":true,\"error\":\"\"}]}");
+}
+
+static void test_idempotent_retry(void **state) {
+    (void)state;
+    put_rolling("t10:tpm", 100, 60);
+    char id[27];
+    rl_test_ulid_new(id);
+    expect("POST", "/v1/reserve", reserve_body(id, "t10:tpm", 30), 200, NULL);
+    char first[512];
+    snprintf(first, sizeof first, "%.500s", last.body);
+    assert_true(starts_with(first, "{\"allowed\":true"));
+    /* The same lease again (a client retrying after a timeout): same answer,
+     * same reserved_at_unix_ms, charged once. */
+    for (int i = 0; i < 3; i++) expect("POST", "/v1/reserve", reserve_body(id, "t10:tpm", 30), 200, first);
+    assert_int_equal(usage_of("t10:tpm", "used"), 30);
+    assert_int_equal(usage_of("t10:tpm", "active"), 1);
+}
+
+static void test_denied_lease_stays_denied(void **state) {
+    (void)state;
+    put_concurrency("t11:concurrency", 1);
+    char holder[27], denied[27], fresh[27];
+    reserve(rl_test_ulid_new(holder), "t11:concurrency", 1);
+    assert_true(starts_with(last.body, "{\"allowed\":true"));
+    reserve(rl_test_ulid_new(denied), "t11:concurrency", 1);
+    assert_true(starts_with(last.body, "{\"allowed\":false"));
+    complete(holder, NULL, 0);
+    assert_int_equal(usage_of("t11:concurrency", "used"), 0);
+    /* Capacity is free, but the denied lease id stays denied... */
+    reserve(denied, "t11:concurrency", 1);
+    assert_true(starts_with(last.body, "{\"allowed\":false"));
+    /* ...and a new lease id gets it. */
+    reserve(rl_test_ulid_new(fresh), "t11:concurrency", 1);
+    assert_true(starts_with(last.body, "{\"allowed\":true"));
+}
+
+static void test_complete_rules(void **state) {
+    (void)state;
+    char id[27];
+    /* Unknown lease: nothing to release, ok. Twice: still ok. */
+    rl_test_ulid_new(id);
+    complete(id, NULL, 0);
+    complete(id, "t12:never", 5);
+    char body[256];
+    snprintf(body, sizeof body, "{\"lease_id\":\"%s\"}", id); /* actuals may be absent */
+    expect("POST", "/v1/complete", body, 200, "{\"ok\":true,\"error\":\"\"}");
+
+    const char *bad[] = {
+        "{",
+        "{}",
+        "{\"lease_id\":\"short\"}",
+        "{\"lease_id\":\"01J0000000000000000000000A\",\"actuals\":{}}",
+        "{\"lease_id\":\"01J0000000000000000000000A\",\"actuals\":[{\"key\":\"k\",\"actual_amount\":-1}]}",
+        "{\"lease_id\":\"01J0000000000000000000000A\",\"actuals\":[{\"key\":\"k\"}]}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        expect("POST", "/v1/complete", bad[i], 400, NULL);
+        if (!starts_with(last.body, "{\"ok\":false,\"error\":\"invalid_request\",\"detail\":\""))
+            fail_msg("case %zu: %s", i, last.body);
+    }
+}
+
+static void test_key_path_encoding(void **state) {
+    (void)state;
+    const char *key = "tenant:acme/eu:llm:daily_tokens";
+    put_rolling(key, 500, 86400);
+    const char *paths[] = {
+        "/v1/admin/limits/tenant:acme/eu:llm:daily_tokens",
+        "/v1/admin/limits/tenant%3Aacme%2Feu%3Allm%3Adaily_tokens",
+        "/v1/admin/limits/tenant%3aacme/eu%3Allm:daily_tokens",
+    };
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+        expect("GET", paths[i], NULL, 200, NULL);
+        assert_true(starts_with(last.body, "{\"limit\":{\"definition\":{\"key\":\"tenant:acme/eu:llm:daily_tokens\""));
+    }
+    expect("GET", "/v1/admin/limits/tenant%3Aacme%2Fus", NULL, 404,
+           "{\"error\":\"unknown_limit_key:tenant:acme/us\"}");
+    expect("GET", "/v1/admin/limits/bad%2", NULL, 400, NULL);
+    assert_true(starts_with(last.body, "{\"error\":\"invalid_request\",\"detail\":\""));
+    expect("GET", "/v1/admin/limits/a%20b", NULL, 400, NULL);
+}
+
+static void test_keep_alive(void **state) {
+    (void)state;
+    /* HTTP/1.1 keeps the connection: many requests, and h2o says keep-alive. */
+    const char request[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n"
+                           "Connection: close\r\n\r\n";
+    char out[4096];
+    rl_test_raw_exchange(daemon_.port, request, sizeof request - 1, 5000, out, sizeof out);
+    const char *second = strstr(out + 1, "HTTP/1.1 200");
+    assert_true(starts_with(out, "HTTP/1.1 200"));
+    assert_non_null(second);
+    assert_non_null(strstr(out, "Connection: keep-alive"));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_healthz),
+        cmocka_unit_test(test_reserve_allowed_then_denied),
+        cmocka_unit_test(test_reserve_four_requirements),
+        cmocka_unit_test(test_reserve_malformed),
+        cmocka_unit_test(test_unknown_key_404),
+        cmocka_unit_test(test_body_too_large_413),
+        cmocka_unit_test(test_wrong_method_405),
+        cmocka_unit_test(test_unknown_path_404),
+        cmocka_unit_test(test_admin_put_get_list),
+        cmocka_unit_test(test_admin_put_invalid),
+        cmocka_unit_test(test_decreasing_flow),
+        cmocka_unit_test(test_exceeds_capacity),
+        cmocka_unit_test(test_batches),
+        cmocka_unit_test(test_idempotent_retry),
+        cmocka_unit_test(test_denied_lease_stays_denied),
+        cmocka_unit_test(test_complete_rules),
+        cmocka_unit_test(test_key_path_encoding),
+        cmocka_unit_test(test_keep_alive),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

@@ -1,0 +1,255 @@
+/* test_restart.c — the daemon's life: limits survive a restart on the same
+ * registry file; a corrupt, invalid or unreadable registry or a bad config
+ * stops start-up with a clear message and a non-zero status; SIGTERM and
+ * SIGINT stop it cleanly (status 0). */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "support/daemon.h"
+
+static long call(rl_test_daemon *daemon, const char *method, const char *path, const char *body,
+                 char *out, size_t out_size) {
+    rl_test_response r;
+    long status = rl_test_daemon_http(daemon, method, path, body, &r);
+    if (status == 0) fail_msg("%s %s failed: %s", method, path, r.error);
+    snprintf(out, out_size, "%s", r.body);
+    rl_test_response_free(&r);
+    return status;
+}
+
+static const char *const tpm_def =
+    "{\"key\":\"global:llm:openai:gpt-4o:tpm\",\"kind\":\"rolling\",\"capacity\":30000,"
+    "\"window_seconds\":60,\"timeout_seconds\":0,\"unit\":\"tokens\",\"description\":\"TPM\","
+    "\"overage\":\"deny\"}";
+static const char *const concurrency_def =
+    "{\"key\":\"global:llm:openai:gpt-4o:concurrency\",\"kind\":\"concurrency\",\"capacity\":200,"
+    "\"window_seconds\":0,\"timeout_seconds\":300,\"unit\":\"inflight\",\"description\":\"\","
+    "\"overage\":\"debt\"}";
+
+static void test_limits_survive_restart(void **state) {
+    (void)state;
+    rl_test_daemon d;
+    rl_test_daemon_init(&d);
+    char body[8192], text[8192];
+
+    /* No registry file yet: the daemon starts empty. */
+    assert_true(rl_test_daemon_start(&d, NULL));
+    rl_test_daemon_read_stderr(&d, text, sizeof text);
+    assert_non_null(strstr(text, "(backend memory, 0 limits, 2 threads)"));
+    assert_int_equal(call(&d, "GET", "/healthz", NULL, body, sizeof body), 200);
+    assert_string_equal(body, "{\"ok\":true,\"backend\":\"memory\",\"limits\":0}");
+
+    assert_int_equal(call(&d, "PUT", "/v1/admin/limits", tpm_def, body, sizeof body), 200);
+    assert_int_equal(call(&d, "PUT", "/v1/admin/limits", concurrency_def, body, sizeof body), 200);
+    assert_int_equal(access(d.registry_path, F_OK), 0); /* the first put created the file */
+    assert_int_equal(rl_test_daemon_stop(&d), 0);
+
+    /* Same registry, new process: both limits, exactly as defined. */
+    assert_true(rl_test_daemon_start(&d, NULL));
+    rl_test_daemon_read_stderr(&d, text, sizeof text);
+    assert_non_null(strstr(text, "(backend memory, 2 limits, 2 threads)"));
+    assert_int_equal(call(&d, "GET", "/healthz", NULL, body, sizeof body), 200);
+    assert_string_equal(body, "{\"ok\":true,\"backend\":\"memory\",\"limits\":2}");
+    assert_int_equal(call(&d, "GET", "/v1/admin/limits/global:llm:openai:gpt-4o:tpm", NULL, body,
+                          sizeof body),
+                     200);
+    char wanted[1024];
+    snprintf(wanted, sizeof wanted, "{\"limit\":{\"definition\":%s,", tpm_def);
+    assert_true(strncmp(body, wanted, strlen(wanted)) == 0);
+    assert_int_equal(call(&d, "GET", "/v1/admin/limits/global:llm:openai:gpt-4o:concurrency", NULL,
+                          body, sizeof body),
+                     200);
+    snprintf(wanted, sizeof wanted, "{\"limit\":{\"definition\":%s,", concurrency_def);
+    assert_true(strncmp(body, wanted, strlen(wanted)) == 0);
+
+    /* A change after the restart survives the next one too; SIGINT is clean as well. */
+    assert_int_equal(call(&d, "PUT", "/v1/admin/limits",
+                          "{\"key\":\"global:llm:openai:gpt-4o:tpm\",\"kind\":\"rolling\","
+                          "\"capacity\":45000,\"window_seconds\":60}",
+                          body, sizeof body),
+                     200);
+    assert_int_equal(rl_test_daemon_stop_with(&d, SIGINT), 0);
+    assert_true(rl_test_daemon_start(&d, NULL));
+    assert_int_equal(call(&d, "GET", "/v1/admin/limits/global:llm:openai:gpt-4o:tpm", NULL, body,
+                          sizeof body),
+                     200);
+    assert_non_null(strstr(body, "\"capacity\":45000"));
+    assert_int_equal(rl_test_daemon_stop(&d), 0);
+    rl_test_daemon_read_stderr(&d, text, sizeof text);
+    assert_non_null(strstr(text, "SIGTERM received"));
+    rl_test_daemon_cleanup(&d);
+}
+
+/* The daemon refuses to start on reg, with a message naming the file. */
+static void expect_refused_registry(const char *registry, const char *fragment) {
+    rl_test_daemon d;
+    rl_test_daemon_init(&d);
+    rl_test_daemon_write_registry(&d, registry);
+    char text[8192];
+    int code = rl_test_daemon_run_to_exit(&d, NULL, 20000, text, sizeof text);
+    if (code == 0 || code == -1) fail_msg("exit %d for registry %s:\n%s", code, registry, text);
+    if (strstr(text, "ratelimiterd: cannot start: ") == NULL || strstr(text, d.registry_path) == NULL ||
+        strstr(text, fragment) == NULL)
+        fail_msg("unclear message for %s (wanted \"%s\"):\n%s", registry, fragment, text);
+    assert_null(strstr(text, "listening on"));
+    rl_test_daemon_cleanup(&d);
+}
+
+static void test_corrupt_registry(void **state) {
+    (void)state;
+    expect_refused_registry("[{\"key\":\"a\",", "JSON");
+    expect_refused_registry("not json at all", "JSON");
+    expect_refused_registry("{\"key\":\"a\"}", "array");
+}
+
+static void test_invalid_definition_in_registry(void **state) {
+    (void)state;
+    expect_refused_registry("[{\"key\":\"a\",\"kind\":\"rolling\",\"capacity\":0,\"window_seconds\":1}]",
+                            "capacity");
+    expect_refused_registry("[{\"key\":\"a\",\"kind\":\"rolling\",\"capacity\":1,\"window_seconds\":1},"
+                            "{\"key\":\"a\",\"kind\":\"rolling\",\"capacity\":2,\"window_seconds\":1}]",
+                            "already defined");
+}
+
+static void test_unreadable_registry(void **state) {
+    (void)state;
+    rl_test_daemon d;
+    rl_test_daemon_init(&d);
+    /* A directory where the file should be: unreadable as a registry (root
+     * reads any file, so permissions cannot make one unreadable here). */
+    assert_int_equal(mkdir(d.registry_path, 0700), 0);
+    char text[8192];
+    int code = rl_test_daemon_run_to_exit(&d, NULL, 20000, text, sizeof text);
+    assert_int_equal(code, 1);
+    assert_non_null(strstr(text, d.registry_path));
+    rmdir(d.registry_path);
+    rl_test_daemon_cleanup(&d);
+}
+
+static void test_bad_config_and_flags(void **state) {
+    (void)state;
+    rl_test_daemon d;
+    rl_test_daemon_init(&d);
+    char text[8192];
+    rl_test_daemon_write_config(&d, "server:\n  max_batch: 8\n  max_bach: 9\n");
+    const char *with_config[] = {"-c", d.config_path, NULL};
+    assert_int_equal(rl_test_daemon_run_to_exit(&d, with_config, 20000, text, sizeof text), 1);
+    assert_non_null(strstr(text, ":3: unknown key 'max_bach' in section 'server'"));
+
+    const char *missing_config[] = {"--config", "/nonexistent/config.yaml", NULL};
+    assert_int_equal(rl_test_daemon_run_to_exit(&d, missing_config, 20000, text, sizeof text), 1);
+    assert_non_null(strstr(text, "/nonexistent/config.yaml"));
+
+    const char *bad_threads[] = {"--threads", "many", NULL};
+    assert_int_equal(rl_test_daemon_run_to_exit(&d, bad_threads, 20000, text, sizeof text), 2);
+    assert_non_null(strstr(text, "--threads"));
+
+    const char *bad_backend[] = {"--backend", "redis", NULL};
+    assert_int_equal(rl_test_daemon_run_to_exit(&d, bad_backend, 20000, text, sizeof text), 1);
+    assert_non_null(strstr(text, "backend \"redis\""));
+
+    const char *bad_listen[] = {"--listen", "localhost", NULL};
+    assert_int_equal(rl_test_daemon_run_to_exit(&d, bad_listen, 20000, text, sizeof text), 1);
+    assert_non_null(strstr(text, "listen address"));
+
+    const char *help[] = {"--help", NULL};
+    assert_int_equal(rl_test_daemon_run_to_exit(&d, help, 20000, text, sizeof text), 0);
+    assert_non_null(strstr(text, "usage: ratelimiterd"));
+    const char *version[] = {"--version", NULL};
+    assert_int_equal(rl_test_daemon_run_to_exit(&d, version, 20000, text, sizeof text), 0);
+    assert_non_null(strstr(text, "ratelimiterd " RL_VERSION));
+    rl_test_daemon_cleanup(&d);
+}
+
+/* The flags override the config file. */
+static void test_flags_override_config(void **state) {
+    (void)state;
+    rl_test_daemon d;
+    rl_test_daemon_init(&d);
+    rl_test_daemon_write_config(&d, "server:\n  listen_addr: \"127.0.0.1:1\"\n  threads: 3\n"
+                                    "registry:\n  path: /nonexistent/dir/limits.json\n");
+    /* spawn() passes --listen 127.0.0.1:0 --registry <tmp> --threads 2 first;
+     * -c comes after them, yet the flags still win over the file. */
+    const char *args[] = {"-c", d.config_path, NULL};
+    assert_true(rl_test_daemon_start(&d, args));
+    char text[8192];
+    rl_test_daemon_read_stderr(&d, text, sizeof text);
+    assert_non_null(strstr(text, "2 threads)"));
+    assert_int_equal(rl_test_daemon_stop(&d), 0);
+    rl_test_daemon_cleanup(&d);
+}
+
+static int connect_to(uint16_t port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in addr = {0};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&addr, sizeof addr), 0);
+    return fd;
+}
+
+/* Sends GET /healthz on fd; true if an answer arrives within timeout_ms. */
+static bool answered(int fd, int timeout_ms, bool send_request) {
+    static const char request[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+    if (send_request) assert_int_equal(send(fd, request, sizeof request - 1, MSG_NOSIGNAL), sizeof request - 1);
+    struct pollfd p = {fd, POLLIN, 0};
+    if (poll(&p, 1, timeout_ms) != 1) return false;
+    char buf[1024];
+    ssize_t n = recv(fd, buf, sizeof buf - 1, 0);
+    if (n <= 0) return false;
+    buf[n] = '\0';
+    return strncmp(buf, "HTTP/1.1 200", 12) == 0;
+}
+
+/* server.max_connections: at the bound new connections wait in the backlog
+ * (no error, no answer) until an open one closes. */
+static void test_connection_bound(void **state) {
+    (void)state;
+    rl_test_daemon d;
+    rl_test_daemon_init(&d);
+    rl_test_daemon_write_config(&d, "server:\n  max_connections: 2\n");
+    const char *args[] = {"-c", d.config_path, "--threads", "1", NULL};
+    assert_true(rl_test_daemon_start(&d, args));
+    rl_test_client_cleanup(&d.client); /* its connection would count too */
+
+    int first = connect_to(d.port), second = connect_to(d.port);
+    assert_true(answered(first, 5000, true));
+    assert_true(answered(second, 5000, true));
+    int third = connect_to(d.port); /* the kernel accepts it into the backlog */
+    assert_false(answered(third, 300, true));
+    close(first);
+    assert_true(answered(third, 5000, false)); /* taken and answered once a slot frees */
+    assert_true(answered(second, 5000, true));
+    close(second);
+    close(third);
+    assert_int_equal(rl_test_daemon_stop(&d), 0);
+    rl_test_daemon_cleanup(&d);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_limits_survive_restart),
+        cmocka_unit_test(test_corrupt_registry),
+        cmocka_unit_test(test_invalid_definition_in_registry),
+        cmocka_unit_test(test_unreadable_registry),
+        cmocka_unit_test(test_bad_config_and_flags),
+        cmocka_unit_test(test_flags_override_config),
+        cmocka_unit_test(test_connection_bound),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,333 @@
+/* test_handlers.c — the router and the endpoints without sockets: a real
+ * service (registry in a temp dir + memory backend) behind rl_handle_request.
+ * Exact bodies over real HTTP are checked again in tests/integration. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "ratelimiter/types.h"
+#include "server/handler.h"
+#include "server/service.h"
+#include "support/lease_ids.h"
+
+#define MAX_BATCH 4
+
+typedef struct fixture {
+    char dir[64];
+    char subdir[96];
+    char path[128];
+    rl_service *service;
+    rl_handler_ctx ctx;
+    rl_http_response res;
+} fixture;
+
+static int setup(void **state) {
+    fixture *f = calloc(1, sizeof *f);
+    snprintf(f->dir, sizeof f->dir, "/tmp/rl_test_handlers_XXXXXX");
+    assert_non_null(mkdtemp(f->dir));
+    /* The registry lives one level down so that a test can pull the
+     * directory away and make persisting fail. */
+    snprintf(f->subdir, sizeof f->subdir, "%s/data", f->dir);
+    assert_int_equal(mkdir(f->subdir, 0700), 0);
+    snprintf(f->path, sizeof f->path, "%s/limits.json", f->subdir);
+    rl_service_options options = {.backend_name = "memory", .registry_path = f->path};
+    rl_memory_options_default(&options.memory);
+    options.memory.sweep_interval_ms = 0;
+    char err[256];
+    if (rl_service_open(&options, &f->service, err, sizeof err) != RL_OK) fail_msg("%s", err);
+    assert_true(rl_handler_ctx_init(&f->ctx, f->service, MAX_BATCH));
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state) {
+    fixture *f = *state;
+    rl_handler_ctx_free(&f->ctx);
+    rl_service_close(f->service);
+    unlink(f->path);
+    rmdir(f->subdir);
+    rmdir(f->dir);
+    free(f);
+    return 0;
+}
+
+/* Runs one request; returns the status, the body in f->res. */
+static int call(fixture *f, const char *method, const char *path, const char *body) {
+    rl_http_request req = {method, strlen(method), path, strlen(path), body,
+                           body != NULL ? strlen(body) : 0};
+    memset(&f->res, 0, sizeof f->res);
+    rl_handle_request(&f->ctx, &req, &f->res);
+    assert_non_null(f->res.body);
+    assert_false(f->res.body->failed);
+    return f->res.status;
+}
+
+static const char *body(fixture *f) { return f->res.body->data; }
+
+static void put_limit(fixture *f, const char *json) {
+    if (call(f, "PUT", "/v1/admin/limits", json) != 200) fail_msg("PUT %s: %s", json, body(f));
+}
+
+static void test_routing(void **state) {
+    fixture *f = *state;
+    assert_int_equal(call(f, "GET", "/nope", NULL), 404);
+    assert_string_equal(body(f), "{\"error\":\"invalid_request\"}");
+    assert_null(f->res.allow);
+    assert_int_equal(call(f, "GET", "/v1/reserve/", NULL), 404);
+    assert_int_equal(call(f, "GET", "/v1", NULL), 404);
+    assert_int_equal(call(f, "GET", "/", NULL), 404);
+
+    assert_int_equal(call(f, "GET", "/v1/reserve", NULL), 405);
+    assert_string_equal(body(f), "{\"error\":\"invalid_request\"}");
+    assert_string_equal(f->res.allow, "POST");
+    assert_int_equal(call(f, "DELETE", "/v1/admin/limits", NULL), 405);
+    assert_string_equal(f->res.allow, "GET, PUT");
+    assert_int_equal(call(f, "POST", "/v1/admin/limits/x", NULL), 405);
+    assert_string_equal(f->res.allow, "GET");
+    assert_int_equal(call(f, "POST", "/healthz", NULL), 405);
+    assert_int_equal(call(f, "PUT", "/v1/complete/batch", NULL), 405);
+    /* Method names are case-sensitive (RFC 9110). */
+    assert_int_equal(call(f, "post", "/v1/reserve", NULL), 405);
+
+    assert_int_equal(call(f, "GET", "/healthz", NULL), 200);
+    assert_string_equal(body(f), "{\"ok\":true,\"backend\":\"memory\",\"limits\":0}");
+}
+
+static void test_percent_decode(void **state) {
+    (void)state;
+    char out[16];
+    assert_int_equal(rl_percent_decode("a%3Ab%2fc", 9, out, sizeof out), 5);
+    assert_string_equal(out, "a:b/c");
+    assert_int_equal(rl_percent_decode("", 0, out, sizeof out), 0);
+    assert_string_equal(out, "");
+    assert_int_equal(rl_percent_decode("+x", 2, out, sizeof out), 2); /* '+' is not a space in paths */
+    assert_string_equal(out, "+x");
+    assert_int_equal(rl_percent_decode("%", 1, out, sizeof out), -1);
+    assert_int_equal(rl_percent_decode("%4", 2, out, sizeof out), -1);
+    assert_int_equal(rl_percent_decode("%zz", 3, out, sizeof out), -1);
+    assert_int_equal(rl_percent_decode("0123456789abcdef", 16, out, sizeof out), -1); /* no room */
+    assert_int_equal(rl_percent_decode("0123456789abcde", 15, out, sizeof out), 15);
+    assert_int_equal(rl_percent_decode("x", 1, out, 0), -1);
+}
+
+static void test_reserve_shapes(void **state) {
+    fixture *f = *state;
+    put_limit(f, "{\"key\":\"k:rpm\",\"kind\":\"rolling\",\"capacity\":1,\"window_seconds\":60}");
+    char id[27], body_text[512];
+
+    snprintf(body_text, sizeof body_text,
+             "{\"lease_id\":\"%s\",\"requirements\":[{\"key\":\"k:rpm\",\"amount\":1}]}",
+             rl_test_lease_id(1, id));
+    assert_int_equal(call(f, "POST", "/v1/reserve", body_text), 200);
+    assert_non_null(strstr(body(f), "{\"allowed\":true,\"retry_after_ms\":0,\"reserved_at_unix_ms\":"));
+
+    snprintf(body_text, sizeof body_text,
+             "{\"lease_id\":\"%s\",\"requirements\":[{\"key\":\"k:rpm\",\"amount\":1}]}",
+             rl_test_lease_id(2, id));
+    assert_int_equal(call(f, "POST", "/v1/reserve", body_text), 200);
+    assert_non_null(strstr(body(f), "{\"allowed\":false,"));
+
+    snprintf(body_text, sizeof body_text,
+             "{\"lease_id\":\"%s\",\"requirements\":[{\"key\":\"other\",\"amount\":1}]}",
+             rl_test_lease_id(3, id));
+    assert_int_equal(call(f, "POST", "/v1/reserve", body_text), 404);
+    assert_string_equal(body(f), "{\"allowed\":false,\"retry_after_ms\":0,\"reserved_at_unix_ms\":0,"
+                                 "\"error\":\"unknown_limit_key:other\"}");
+
+    assert_int_equal(call(f, "POST", "/v1/reserve", "{"), 400);
+    assert_non_null(strstr(body(f), "{\"allowed\":false,\"retry_after_ms\":0,\"reserved_at_unix_ms\":0,"
+                                    "\"error\":\"invalid_request\",\"detail\":\""));
+    assert_int_equal(call(f, "POST", "/v1/reserve", NULL), 400);
+    assert_int_equal(call(f, "POST", "/v1/reserve", ""), 400);
+}
+
+static void test_batches(void **state) {
+    fixture *f = *state;
+    put_limit(f, "{\"key\":\"k:rpm\",\"kind\":\"rolling\",\"capacity\":10,\"window_seconds\":60}");
+    char a[27], b[27], body_text[1024];
+    snprintf(body_text, sizeof body_text,
+             "{\"requests\":[{\"lease_id\":\"%s\",\"requirements\":[{\"key\":\"k:rpm\",\"amount\":1}]},"
+             "{\"lease_id\":\"bad\",\"requirements\":[{\"key\":\"k:rpm\",\"amount\":1}]},"
+             "{\"lease_id\":\"%s\",\"requirements\":[{\"key\":\"zz\",\"amount\":1}]}]}",
+             rl_test_lease_id(10, a), rl_test_lease_id(11, b));
+    assert_int_equal(call(f, "POST", "/v1/reserve/batch", body_text), 200);
+    const char *text = body(f);
+    assert_non_null(strstr(text, "{\"results\":[{\"allowed\":true,"));
+    assert_non_null(strstr(text, "},{\"allowed\":false,\"retry_after_ms\":0,\"reserved_at_unix_ms\":0,"
+                                 "\"error\":\"invalid_request\"},{\"allowed\":false,\"retry_after_ms\":0,"
+                                 "\"reserved_at_unix_ms\":0,\"error\":\"unknown_limit_key:zz\"}]}"));
+    assert_null(strstr(text, "detail"));
+
+    /* Above max_batch, and not a batch at all: the whole payload is refused. */
+    assert_int_equal(call(f, "POST", "/v1/reserve/batch",
+                          "{\"requests\":[{},{},{},{},{}]}"), 400);
+    assert_non_null(strstr(body(f), "{\"error\":\"invalid_request\",\"detail\":\""));
+    assert_int_equal(call(f, "POST", "/v1/reserve/batch", "{\"requests\":[]}"), 400);
+    assert_int_equal(call(f, "POST", "/v1/reserve/batch", "[]"), 400);
+
+    snprintf(body_text, sizeof body_text,
+             "{\"requests\":[{\"lease_id\":\"%s\",\"actuals\":[]},{\"lease_id\":7}]}", a);
+    assert_int_equal(call(f, "POST", "/v1/complete/batch", body_text), 200);
+    assert_string_equal(body(f), "{\"results\":[{\"ok\":true,\"error\":\"\"},"
+                                 "{\"ok\":false,\"error\":\"invalid_request\"}]}");
+    assert_int_equal(call(f, "POST", "/v1/complete/batch", "{}"), 400);
+
+    snprintf(body_text, sizeof body_text, "{\"lease_id\":\"%s\"}", b);
+    assert_int_equal(call(f, "POST", "/v1/complete", body_text), 200);
+    assert_string_equal(body(f), "{\"ok\":true,\"error\":\"\"}");
+    assert_int_equal(call(f, "POST", "/v1/complete", "{\"lease_id\":\"x\"}"), 400);
+    assert_non_null(strstr(body(f), "{\"ok\":false,\"error\":\"invalid_request\",\"detail\":\""));
+}
+
+static void test_admin(void **state) {
+    fixture *f = *state;
+    assert_int_equal(call(f, "GET", "/v1/admin/limits", NULL), 200);
+    assert_string_equal(body(f), "{\"limits\":[]}");
+    put_limit(f, "{\"key\":\"b/x:y\",\"kind\":\"concurrency\",\"capacity\":2,\"timeout_seconds\":5}");
+    put_limit(f, "{\"key\":\"a\",\"kind\":\"rolling\",\"capacity\":5,\"window_seconds\":1}");
+    assert_string_equal(body(f), "{\"ok\":true,\"status\":\"active\"}");
+
+    assert_int_equal(call(f, "GET", "/v1/admin/limits", NULL), 200);
+    const char *a = strstr(body(f), "\"key\":\"a\"");
+    const char *b = strstr(body(f), "\"key\":\"b/x:y\"");
+    assert_true(a != NULL && b != NULL && a < b); /* sorted by key */
+
+    assert_int_equal(call(f, "GET", "/v1/admin/limits/b%2Fx%3Ay", NULL), 200);
+    assert_non_null(strstr(body(f), "{\"limit\":{\"definition\":{\"key\":\"b/x:y\""));
+    assert_int_equal(call(f, "GET", "/v1/admin/limits/b/x:y", NULL), 200);
+    assert_int_equal(call(f, "GET", "/v1/admin/limits/c", NULL), 404);
+    assert_string_equal(body(f), "{\"error\":\"unknown_limit_key:c\"}");
+    assert_int_equal(call(f, "GET", "/v1/admin/limits/", NULL), 400);
+    assert_int_equal(call(f, "GET", "/v1/admin/limits/a%20b", NULL), 400);
+    assert_int_equal(call(f, "GET", "/v1/admin/limits/a%2", NULL), 400);
+    assert_non_null(strstr(body(f), "\"detail\""));
+
+    assert_int_equal(call(f, "PUT", "/v1/admin/limits",
+                          "{\"key\":\"a\",\"kind\":\"rolling\",\"capacity\":0,\"window_seconds\":1}"),
+                     400);
+    assert_non_null(strstr(body(f), "{\"ok\":false,\"error\":\"invalid_request\",\"detail\":\""));
+    assert_int_equal(call(f, "PUT", "/v1/admin/limits", "not json"), 400);
+
+    assert_int_equal(call(f, "GET", "/healthz", NULL), 200);
+    assert_string_equal(body(f), "{\"ok\":true,\"backend\":\"memory\",\"limits\":2}");
+
+    /* Keys are printable ASCII: quotes and backslashes are escaped on the way out. */
+    put_limit(f, "{\"key\":\"q\\\"x\\\\y\",\"kind\":\"rolling\",\"capacity\":5,\"window_seconds\":1}");
+    assert_int_equal(call(f, "GET", "/v1/admin/limits/q%22x%5Cy", NULL), 200);
+    assert_non_null(strstr(body(f), "{\"limit\":{\"definition\":{\"key\":\"q\\\"x\\\\y\""));
+    assert_int_equal(call(f, "GET", "/v1/admin/limits/q%22z", NULL), 404);
+    assert_string_equal(body(f), "{\"error\":\"unknown_limit_key:q\\\"z\"}");
+}
+
+static void test_large_answer_buffer_is_trimmed(void **state) {
+    fixture *f = *state;
+    for (int i = 0; i < 300; i++) {
+        char json[1400];
+        snprintf(json, sizeof json,
+                 "{\"key\":\"bulk:%03d\",\"kind\":\"rolling\",\"capacity\":5,\"window_seconds\":1,"
+                 "\"description\":\"%01000d\"}",
+                 i, i);
+        put_limit(f, json);
+    }
+    assert_int_equal(call(f, "GET", "/v1/admin/limits", NULL), 200);
+    assert_true(f->ctx.body.len > RL_HANDLER_BODY_KEEP_BYTES);
+    rl_handler_ctx_trim(&f->ctx);
+    assert_true(f->ctx.body.cap <= RL_HANDLER_BODY_KEEP_BYTES);
+    assert_int_equal(call(f, "GET", "/healthz", NULL), 200);
+    assert_string_equal(body(f), "{\"ok\":true,\"backend\":\"memory\",\"limits\":300}");
+}
+
+/* A put whose registry write fails changes nothing: not the registry, not
+ * the backend. */
+static void test_put_failure_changes_nothing(void **state) {
+    fixture *f = *state;
+    put_limit(f, "{\"key\":\"a\",\"kind\":\"rolling\",\"capacity\":5,\"window_seconds\":1}");
+    /* The registry's directory becomes a plain file: no write can succeed. */
+    unlink(f->path);
+    assert_int_equal(rmdir(f->subdir), 0);
+    FILE *blocker = fopen(f->subdir, "w");
+    assert_non_null(blocker);
+    fclose(blocker);
+
+    assert_int_equal(call(f, "PUT", "/v1/admin/limits",
+                          "{\"key\":\"a\",\"kind\":\"rolling\",\"capacity\":9,\"window_seconds\":1}"),
+                     500);
+    assert_string_equal(body(f), "{\"ok\":false,\"error\":\"backend_error\"}");
+    assert_int_equal(call(f, "PUT", "/v1/admin/limits",
+                          "{\"key\":\"new\",\"kind\":\"rolling\",\"capacity\":9,\"window_seconds\":1}"),
+                     500);
+
+    rl_service_limit limit;
+    assert_true(rl_service_get_limit(f->service, "a", &limit));
+    assert_int_equal(limit.def.capacity, 5);
+    assert_int_equal(limit.usage.capacity, 5);
+    assert_false(rl_service_get_limit(f->service, "new", &limit));
+    rl_limit_usage usage;
+    assert_int_equal(rl_backend_limit_usage(rl_service_backend(f->service), "new", &usage),
+                     RL_UNKNOWN_LIMIT_KEY);
+    assert_int_equal(rl_service_limit_count(f->service), 1);
+    unlink(f->subdir);
+    assert_int_equal(mkdir(f->subdir, 0700), 0);
+}
+
+static void test_service_open_errors(void **state) {
+    (void)state;
+    char dir[] = "/tmp/rl_test_service_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[128], err[256];
+    snprintf(path, sizeof path, "%s/limits.json", dir);
+    rl_service_options options = {.backend_name = "memory", .registry_path = path};
+    rl_memory_options_default(&options.memory);
+    options.memory.sweep_interval_ms = 0;
+    rl_service *service = NULL;
+
+    /* A missing file is an empty registry. */
+    assert_int_equal(rl_service_open(&options, &service, err, sizeof err), RL_OK);
+    assert_int_equal(rl_service_limit_count(service), 0);
+    rl_service_close(service);
+
+    FILE *file = fopen(path, "w");
+    fputs("[{\"key\":\"k\",\"kind\":\"rolling\",\"capacity\":3,\"window_seconds\":9}]", file);
+    fclose(file);
+    assert_int_equal(rl_service_open(&options, &service, err, sizeof err), RL_OK);
+    rl_service_limit limit;
+    assert_true(rl_service_get_limit(service, "k", &limit));
+    assert_int_equal(limit.usage.capacity, 3); /* applied to the backend at open */
+    rl_service_close(service);
+
+    file = fopen(path, "w");
+    fputs("[{\"key\":", file);
+    fclose(file);
+    assert_int_not_equal(rl_service_open(&options, &service, err, sizeof err), RL_OK);
+    assert_null(service);
+    assert_non_null(strstr(err, path));
+
+    options.backend_name = "tigerbeetle";
+    unlink(path);
+    assert_int_equal(rl_service_open(&options, &service, err, sizeof err), RL_INVALID_REQUEST);
+    assert_null(service);
+    assert_non_null(strstr(err, "not available"));
+    rmdir(dir);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_routing, setup, teardown),
+        cmocka_unit_test(test_percent_decode),
+        cmocka_unit_test_setup_teardown(test_reserve_shapes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_batches, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_admin, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_put_failure_changes_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_large_answer_buffer_is_trimmed, setup, teardown),
+        cmocka_unit_test(test_service_open_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
