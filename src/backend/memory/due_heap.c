@@ -24,7 +24,7 @@ bool rl_due_heap_reserve_one(rl_due_heap *heap) {
     return true;
 }
 
-void rl_due_heap_push(rl_due_heap *heap, void *item, uint64_t at_ms) {
+void rl_due_heap_push(rl_due_heap *heap, void *item, uint64_t hash, uint64_t at_ms) {
     uint64_t at = heap->count++;
     while (at > 0) {
         uint64_t parent = (at - 1) / 2;
@@ -32,7 +32,7 @@ void rl_due_heap_push(rl_due_heap *heap, void *item, uint64_t at_ms) {
         heap->slots[at] = heap->slots[parent];
         at = parent;
     }
-    heap->slots[at] = (rl_due_slot){at_ms, item};
+    heap->slots[at] = (rl_due_slot){at_ms, item, hash};
 }
 
 void rl_due_heap_pop(rl_due_heap *heap) {

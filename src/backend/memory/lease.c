@@ -7,11 +7,11 @@
 
 #define INITIAL_SLOTS 1024u
 
-static inline uint64_t home_of(const rl_mem_lease_table *table, uint64_t id_hi, uint64_t id_lo) {
+static inline uint64_t hash_of(uint64_t id_hi, uint64_t id_lo) {
     /* The low 80 bits of a ULID are random, but the mix keeps ids made by a
      * poor generator (counters) spread too. */
     uint64_t h = (id_lo ^ (id_hi * 0x9e3779b97f4a7c15u)) * 0xff51afd7ed558ccdu;
-    return (h ^ (h >> 33)) & table->mask;
+    return h ^ (h >> 33);
 }
 
 static rl_mem_lease *lease_alloc(rl_mem_lease_table *table, uint16_t entry_count) {
@@ -41,7 +41,7 @@ bool rl_mem_lease_table_init(rl_mem_lease_table *table) {
     memset(&table->recycler, 0, sizeof table->recycler);
     table->count = 0;
     table->mask = INITIAL_SLOTS - 1;
-    rl_due_heap_init(&table->by_forget_at);
+    rl_due_queue_init(&table->by_forget_at);
     table->slots = calloc(INITIAL_SLOTS, sizeof *table->slots);
     return table->slots != NULL;
 }
@@ -59,22 +59,23 @@ void rl_mem_lease_table_free(rl_mem_lease_table *table) {
             table->recycler.lists[n] = next;
         }
     }
-    rl_due_heap_free(&table->by_forget_at);
+    rl_due_queue_free(&table->by_forget_at);
     table->count = 0;
 }
 
 rl_mem_lease *rl_mem_lease_find(const rl_mem_lease_table *table, uint64_t id_hi, uint64_t id_lo) {
-    for (uint64_t i = home_of(table, id_hi, id_lo);; i = (i + 1) & table->mask) {
+    uint64_t hash = hash_of(id_hi, id_lo);
+    for (uint64_t i = hash & table->mask;; i = (i + 1) & table->mask) {
         const rl_mem_lease_slot *slot = &table->slots[i];
         if (slot->lease == NULL) return NULL;
-        if (slot->id_lo == id_lo && slot->lease->id_hi == id_hi) return slot->lease;
+        if (slot->hash == hash && slot->lease->id_lo == id_lo && slot->lease->id_hi == id_hi) return slot->lease;
     }
 }
 
-static void insert_slot(rl_mem_lease_table *table, rl_mem_lease *lease) {
-    uint64_t i = home_of(table, lease->id_hi, lease->id_lo);
+static void insert_slot(rl_mem_lease_table *table, uint64_t hash, rl_mem_lease *lease) {
+    uint64_t i = hash & table->mask;
     while (table->slots[i].lease != NULL) i = (i + 1) & table->mask;
-    table->slots[i] = (rl_mem_lease_slot){lease->id_lo, lease};
+    table->slots[i] = (rl_mem_lease_slot){hash, lease};
 }
 
 static bool resize(rl_mem_lease_table *table, uint64_t slot_count) {
@@ -85,17 +86,17 @@ static bool resize(rl_mem_lease_table *table, uint64_t slot_count) {
     table->slots = slots;
     table->mask = slot_count - 1;
     for (uint64_t i = 0; i < old_count; i++)
-        if (old[i].lease != NULL) insert_slot(table, old[i].lease);
+        if (old[i].lease != NULL) insert_slot(table, old[i].hash, old[i].lease);
     free(old);
     return true;
 }
 
 /* Backward-shift deletion keeps every probe chain unbroken without tombstones. */
-static void remove_slot(rl_mem_lease_table *table, const rl_mem_lease *lease) {
-    uint64_t hole = home_of(table, lease->id_hi, lease->id_lo);
+static void remove_slot(rl_mem_lease_table *table, uint64_t hash, const rl_mem_lease *lease) {
+    uint64_t hole = hash & table->mask;
     while (table->slots[hole].lease != lease) hole = (hole + 1) & table->mask;
     for (uint64_t i = (hole + 1) & table->mask; table->slots[i].lease != NULL; i = (i + 1) & table->mask) {
-        uint64_t home = home_of(table, table->slots[i].lease->id_hi, table->slots[i].id_lo);
+        uint64_t home = table->slots[i].hash & table->mask;
         /* Move slot i into the hole if its home is not within (hole, i]. */
         if (((i - home) & table->mask) >= ((i - hole) & table->mask)) {
             table->slots[hole] = table->slots[i];
@@ -106,9 +107,9 @@ static void remove_slot(rl_mem_lease_table *table, const rl_mem_lease *lease) {
 }
 
 rl_mem_lease *rl_mem_lease_add(rl_mem_lease_table *table, uint64_t id_hi, uint64_t id_lo,
-                               uint16_t entry_count, uint64_t forget_at_ms) {
+                               uint16_t entry_count, uint64_t now_ms, uint64_t lifetime_ms) {
     if ((table->count + 1) * 2 > table->mask + 1 && !resize(table, (table->mask + 1) * 2)) return NULL;
-    if (!rl_due_heap_reserve_one(&table->by_forget_at)) return NULL;
+    if (!rl_due_queue_reserve_one(&table->by_forget_at, lifetime_ms)) return NULL;
     rl_mem_lease *lease = lease_alloc(table, entry_count);
     if (lease == NULL) return NULL;
     lease->id_hi = id_hi;
@@ -121,21 +122,27 @@ rl_mem_lease *rl_mem_lease_add(rl_mem_lease_table *table, uint64_t id_hi, uint64
     lease->retry_after_ms = 0;
     lease->reserved_at_unix_ms = 0;
     for (uint16_t i = 0; i < entry_count; i++) lease->entries[i].limit = NULL; /* nothing held yet */
-    insert_slot(table, lease);
-    rl_due_heap_push(&table->by_forget_at, lease, forget_at_ms);
+    uint64_t hash = hash_of(id_hi, id_lo);
+    insert_slot(table, hash, lease);
+    rl_due_queue_push(&table->by_forget_at, lease, hash, now_ms, lifetime_ms);
     table->count++;
     return lease;
 }
 
 static void forget_first_due(rl_mem_lease_table *table) {
-    rl_mem_lease *lease = rl_due_heap_top(&table->by_forget_at)->item;
-    rl_due_heap_pop(&table->by_forget_at);
-    /* The next lease to forget was made long ago and is out of cache: ask
-     * for it now, the next reserve will find it there. */
-    const rl_due_slot *next = rl_due_heap_top(&table->by_forget_at);
-    if (next != NULL) __builtin_prefetch(next->item, 1);
+    const rl_due_slot *due = rl_due_queue_top(&table->by_forget_at);
+    rl_mem_lease *lease = due->item;
+    uint64_t hash = due->hash;
+    rl_due_queue_pop(&table->by_forget_at);
+    /* The next lease to forget was made long ago and is out of cache, and
+     * so is its slot: ask for both now, the next reserve finds them there. */
+    const rl_due_slot *next = rl_due_queue_top(&table->by_forget_at);
+    if (next != NULL) {
+        __builtin_prefetch(next->item, 1);
+        __builtin_prefetch(&table->slots[next->hash & table->mask], 1);
+    }
     for (uint16_t i = 0; i < lease->entry_count; i++) rl_mem_limit_release(&lease->entries[i]);
-    remove_slot(table, lease);
+    remove_slot(table, hash, lease);
     table->count--;
     /* Shrink after a burst so that memory follows the live load. */
     if (table->mask + 1 > INITIAL_SLOTS && table->count * 8 < table->mask + 1)
@@ -146,7 +153,7 @@ static void forget_first_due(rl_mem_lease_table *table) {
 size_t rl_mem_lease_forget_due(rl_mem_lease_table *table, uint64_t now_ms, size_t max_count) {
     size_t forgotten = 0;
     const rl_due_slot *top;
-    while ((max_count == 0 || forgotten < max_count) && (top = rl_due_heap_top(&table->by_forget_at)) != NULL &&
+    while ((max_count == 0 || forgotten < max_count) && (top = rl_due_queue_top(&table->by_forget_at)) != NULL &&
            top->at_ms <= now_ms) {
         forget_first_due(table);
         forgotten++;
@@ -164,7 +171,7 @@ static bool holds_live_entries(const rl_mem_lease *lease, uint64_t now_ms) {
 
 bool rl_mem_lease_make_room(rl_mem_lease_table *table, uint64_t max_leases, uint64_t now_ms) {
     if (table->count < max_leases) return true;
-    const rl_due_slot *top = rl_due_heap_top(&table->by_forget_at);
+    const rl_due_slot *top = rl_due_queue_top(&table->by_forget_at);
     if (top == NULL || holds_live_entries(top->item, now_ms)) return false;
     forget_first_due(table);
     return true;

@@ -12,7 +12,7 @@
 #ifndef RL_MEMORY_LEASE_H
 #define RL_MEMORY_LEASE_H
 
-#include "backend/memory/due_heap.h"
+#include "backend/memory/due_queue.h"
 #include "backend/memory/limit.h"
 
 typedef struct rl_mem_lease {
@@ -28,7 +28,7 @@ typedef struct rl_mem_lease {
 } rl_mem_lease;
 
 typedef struct rl_mem_lease_slot {
-    uint64_t id_lo;
+    uint64_t hash;       /* of the id: probing and moving slots never touch the lease */
     rl_mem_lease *lease; /* NULL: empty */
 } rl_mem_lease_slot;
 
@@ -47,7 +47,7 @@ typedef struct rl_mem_lease_table {
     rl_mem_lease_slot *slots;
     uint64_t mask; /* slot count - 1, a power of two; kept at most half full */
     uint64_t count;
-    rl_due_heap by_forget_at;
+    rl_due_queue by_forget_at;
 } rl_mem_lease_table;
 
 bool rl_mem_lease_table_init(rl_mem_lease_table *table);
@@ -57,10 +57,10 @@ void rl_mem_lease_table_free(rl_mem_lease_table *table);
 rl_mem_lease *rl_mem_lease_find(const rl_mem_lease_table *table, uint64_t id_hi, uint64_t id_lo);
 
 /* Allocates a lease with room for entry_count entries (holding nothing), to be
- * forgotten at forget_at_ms, and links it in. NULL on allocation failure
- * (nothing changed). */
+ * forgotten lifetime_ms after now_ms (which must not go back between calls),
+ * and links it in. NULL on allocation failure (nothing changed). */
 rl_mem_lease *rl_mem_lease_add(rl_mem_lease_table *table, uint64_t id_hi, uint64_t id_lo,
-                               uint16_t entry_count, uint64_t forget_at_ms);
+                               uint16_t entry_count, uint64_t now_ms, uint64_t lifetime_ms);
 
 /* Forgets leases due at or before now_ms, at most max_count (0: all); each
  * releases whatever it still holds. Returns how many were forgotten. */

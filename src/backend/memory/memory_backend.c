@@ -178,8 +178,8 @@ static void reserve_one(memory_backend *backend, const rl_reserve_request *reque
         }
     }
     uint16_t entry_count = result->allowed ? (uint16_t)count : 0;
-    lease = rl_mem_lease_add(&backend->leases, id_hi, id_lo, entry_count,
-                             forget_at_ms + backend->lease_memory_ms);
+    lease = rl_mem_lease_add(&backend->leases, id_hi, id_lo, entry_count, now_ms,
+                             forget_at_ms - now_ms + backend->lease_memory_ms);
     if (lease == NULL) {
         deny(result, RL_NO_MEMORY, NULL, 0);
         return;

@@ -1,0 +1,84 @@
+/* due_queue.c — FIFO rings per lifetime, a heap for the rest (see due_queue.h). */
+#include "backend/memory/due_queue.h"
+
+#include <stdlib.h>
+
+void rl_due_queue_init(rl_due_queue *queue) {
+    for (int r = 0; r < RL_DUE_QUEUE_RINGS; r++)
+        queue->rings[r] = (rl_due_ring){0, NULL, 0, 0, 0};
+    rl_due_heap_init(&queue->overflow);
+}
+
+void rl_due_queue_free(rl_due_queue *queue) {
+    for (int r = 0; r < RL_DUE_QUEUE_RINGS; r++) free(queue->rings[r].slots);
+    rl_due_heap_free(&queue->overflow);
+    rl_due_queue_init(queue);
+}
+
+static inline bool ring_empty(const rl_due_ring *ring) { return ring->head == ring->tail; }
+
+/* The ring of this lifetime; else an empty ring, re-keyed to it (lifetimes
+ * change only when definitions do); else NULL: the heap takes it. */
+static rl_due_ring *ring_for(rl_due_queue *queue, uint64_t lifetime_ms) {
+    rl_due_ring *spare = NULL;
+    for (int r = 0; r < RL_DUE_QUEUE_RINGS; r++) {
+        rl_due_ring *ring = &queue->rings[r];
+        if (ring->lifetime_ms == lifetime_ms && (ring->slots != NULL || !ring_empty(ring))) return ring;
+        if (spare == NULL && ring_empty(ring)) spare = ring;
+    }
+    if (spare != NULL) spare->lifetime_ms = lifetime_ms;
+    return spare;
+}
+
+static bool ring_resize(rl_due_ring *ring, uint64_t capacity) {
+    rl_due_slot *slots = malloc(capacity * sizeof *slots);
+    if (slots == NULL) return false;
+    for (uint64_t i = ring->head; i < ring->tail; i++) slots[i & (capacity - 1)] = ring->slots[i & ring->mask];
+    free(ring->slots);
+    ring->slots = slots;
+    ring->mask = capacity - 1;
+    return true;
+}
+
+bool rl_due_queue_reserve_one(rl_due_queue *queue, uint64_t lifetime_ms) {
+    rl_due_ring *ring = ring_for(queue, lifetime_ms);
+    if (ring == NULL) return rl_due_heap_reserve_one(&queue->overflow);
+    uint64_t capacity = ring->slots == NULL ? 0 : ring->mask + 1;
+    if (ring->tail - ring->head < capacity) return true;
+    return ring_resize(ring, capacity == 0 ? 1024 : capacity * 2);
+}
+
+void rl_due_queue_push(rl_due_queue *queue, void *item, uint64_t hash, uint64_t now_ms, uint64_t lifetime_ms) {
+    uint64_t at_ms = now_ms + lifetime_ms;
+    rl_due_ring *ring = ring_for(queue, lifetime_ms);
+    if (ring == NULL) {
+        rl_due_heap_push(&queue->overflow, item, hash, at_ms);
+        return;
+    }
+    ring->slots[ring->tail++ & ring->mask] = (rl_due_slot){at_ms, item, hash};
+}
+
+const rl_due_slot *rl_due_queue_top(const rl_due_queue *queue) {
+    const rl_due_slot *top = rl_due_heap_top(&queue->overflow);
+    for (int r = 0; r < RL_DUE_QUEUE_RINGS; r++) {
+        const rl_due_ring *ring = &queue->rings[r];
+        if (ring_empty(ring)) continue;
+        const rl_due_slot *front = &ring->slots[ring->head & ring->mask];
+        if (top == NULL || front->at_ms < top->at_ms) top = front;
+    }
+    return top;
+}
+
+void rl_due_queue_pop(rl_due_queue *queue) {
+    const rl_due_slot *top = rl_due_queue_top(queue);
+    for (int r = 0; r < RL_DUE_QUEUE_RINGS; r++) {
+        rl_due_ring *ring = &queue->rings[r];
+        if (!ring_empty(ring) && top == &ring->slots[ring->head & ring->mask]) {
+            ring->head++;
+            uint64_t capacity = ring->mask + 1;
+            if (capacity > 4096 && ring->tail - ring->head < capacity / 8) ring_resize(ring, capacity / 4);
+            return;
+        }
+    }
+    rl_due_heap_pop(&queue->overflow);
+}

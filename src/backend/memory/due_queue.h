@@ -1,0 +1,47 @@
+/* memory/due_queue.h — leases in the order they are due to be forgotten.
+ *
+ * A lease is due its longest lifetime (window or hold timeout, plus the lease
+ * memory) after it was decided. Leases with the same lifetime fall due in the
+ * order they were made, so each distinct lifetime gets a FIFO ring: push at
+ * the tail, take from the front, O(1) and sequential in memory. There are
+ * only as many lifetimes as distinct windows in the limits (a handful), so a
+ * few rings cover them; anything beyond goes to a heap. The next due lease is
+ * the earliest of the ring fronts and the heap top. Not thread-safe.
+ */
+#ifndef RL_MEMORY_DUE_QUEUE_H
+#define RL_MEMORY_DUE_QUEUE_H
+
+#include "backend/memory/due_heap.h"
+
+#define RL_DUE_QUEUE_RINGS 8
+
+typedef struct rl_due_ring {
+    uint64_t lifetime_ms; /* what every slot's at_ms is, minus when it was pushed */
+    rl_due_slot *slots;
+    uint64_t mask; /* capacity - 1; capacity a power of two, 0 slots when NULL */
+    uint64_t head, tail;
+} rl_due_ring;
+
+typedef struct rl_due_queue {
+    rl_due_ring rings[RL_DUE_QUEUE_RINGS];
+    rl_due_heap overflow;
+} rl_due_queue;
+
+void rl_due_queue_init(rl_due_queue *queue);
+void rl_due_queue_free(rl_due_queue *queue);
+
+/* Makes room for one item of this lifetime, so that the next push of it
+ * cannot fail. False on allocation failure. */
+bool rl_due_queue_reserve_one(rl_due_queue *queue, uint64_t lifetime_ms);
+
+/* Queues item, due at now_ms + lifetime_ms. now_ms must not go back between
+ * pushes. Room must have been reserved for this lifetime. */
+void rl_due_queue_push(rl_due_queue *queue, void *item, uint64_t hash, uint64_t now_ms, uint64_t lifetime_ms);
+
+/* The item due first, or NULL when empty. */
+const rl_due_slot *rl_due_queue_top(const rl_due_queue *queue);
+
+/* Removes the item rl_due_queue_top returned. */
+void rl_due_queue_pop(rl_due_queue *queue);
+
+#endif
