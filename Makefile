@@ -50,5 +50,12 @@ tsan: deps
 	cmake --build build-tsan -j $(JOBS)
 	cd build-tsan && TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp halt_on_error=1" ctest --output-on-failure -j $(JOBS)
 
+# Benchmarks (not part of the suite): the in-process memory backend, then
+# HTTP against nginx under the same wrk load. Needs wrk and nginx-light.
+bench: build
+	$(MAKE) --no-print-directory deps PACKAGES="wrk nginx-light"
+	taskset -c 0 $(BUILD)/bench_memory 5
+	bench/http/run.sh
+
 clean:
 	rm -rf $(BUILD) build-asan build-tsan

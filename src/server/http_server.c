@@ -26,7 +26,6 @@
 
 #include "server/error_filter.h"
 #include "server/handler.h"
-#include "server/json_arena.h"
 #include "server/listen_addr.h"
 
 /* A loop wakes at least this often to see a stop request: a stop costs at
@@ -52,7 +51,6 @@ typedef struct rl_http_thread {
     uint32_t max_connections; /* this loop's share of the bound */
     bool accepting;           /* false while at the bound */
     rl_handler_ctx handler;
-    rl_json_arena arena; /* the request bodies' cJSON trees */
 } rl_http_thread;
 
 struct rl_http_server {
@@ -118,9 +116,7 @@ static int on_request(h2o_handler_t *self, h2o_req_t *req) {
         .body_len = req->entity.base != NULL ? req->entity.len : 0,
     };
     rl_http_response response = {0, NULL, NULL};
-    rl_json_arena_begin(&thread->arena);
     rl_handle_request(&thread->handler, &request, &response);
-    rl_json_arena_end(&thread->arena); /* the handler freed every tree it parsed */
     if (response.body == NULL || response.body->failed) {
         static const char out_of_memory[] = "{\"error\":\"backend_error\"}";
         send_json(req, 503, NULL, out_of_memory, sizeof out_of_memory - 1);
@@ -399,22 +395,13 @@ bool rl_http_server_start(rl_http_server *server, char *err, size_t err_size) {
         snprintf(err, err_size, "out of memory");
         return false;
     }
-    rl_json_arena_install();
     uint32_t share = server->max_connections / count;
     for (uint32_t i = 0; i < count; i++) {
         rl_http_thread *thread = &server->threads[i];
         thread->server = server;
         thread->max_connections = share > 0 ? share : 1;
-        bool ready = rl_handler_ctx_init(&thread->handler, server->service, server->options.max_batch);
-        if (ready && !rl_json_arena_init(&thread->arena, RL_JSON_ARENA_DEFAULT_BYTES)) {
-            rl_handler_ctx_free(&thread->handler);
-            ready = false;
-        }
-        if (!ready) {
-            for (uint32_t j = 0; j < i; j++) {
-                rl_handler_ctx_free(&server->threads[j].handler);
-                rl_json_arena_free(&server->threads[j].arena);
-            }
+        if (!rl_handler_ctx_init(&thread->handler, server->service, server->options.max_batch)) {
+            for (uint32_t j = 0; j < i; j++) rl_handler_ctx_free(&server->threads[j].handler);
             free(server->threads);
             server->threads = NULL;
             snprintf(err, err_size, "out of memory for %u event loops", count);
@@ -446,7 +433,6 @@ void rl_http_server_stop(rl_http_server *server) {
         if (server->threads[i].running) pthread_join(server->threads[i].thread, NULL);
         server->threads[i].running = false;
         rl_handler_ctx_free(&server->threads[i].handler);
-        rl_json_arena_free(&server->threads[i].arena);
     }
     free(server->threads);
     server->threads = NULL;

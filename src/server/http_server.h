@@ -45,7 +45,7 @@ uint16_t rl_http_server_port(const rl_http_server *server);
 /* Starts the event-loop threads. They inherit the caller's signal mask:
  * block SIGINT/SIGTERM first if another thread is to receive them. Sets
  * SIGPIPE to ignored for the process (a peer closing mid-write must not kill
- * the daemon) and installs cJSON's allocation hooks (json_arena.h). Returns false with err if a thread or its memory cannot be
+ * the daemon). Returns false with err if a thread or its memory cannot be
  * had; then no thread runs. */
 bool rl_http_server_start(rl_http_server *server, char *err, size_t err_size);
 

@@ -1,10 +1,12 @@
 /* wire/decode_common.h — private: the pieces every decoder is built from.
  *
- * Parsing a length-delimited body strictly, walking an object's members once
- * (case-sensitive, a known member twice is an error), reading integers out
- * of cJSON's doubles, and writing the one-sentence `detail` that names the
- * offending field by its path ("requests[3].requirements[1].amount ...").
- * Everything here is reentrant.
+ * The one-sentence `detail` that names the offending field by its path
+ * ("requests[3].requirements[1].amount ..."), and, for the limit
+ * definitions that are still parsed with cJSON (admin PUT, the registry
+ * file: not on the hot path), parsing a length-delimited body strictly,
+ * walking an object's members once (case-sensitive, a known member twice is
+ * an error) and reading integers out of cJSON's doubles. The reserve and
+ * complete decoders use json_scan.h instead. Everything here is reentrant.
  */
 #ifndef RL_WIRE_DECODE_COMMON_H
 #define RL_WIRE_DECODE_COMMON_H
@@ -31,6 +33,15 @@ typedef struct rl__json_path {
  * Always returns false, so that callers can `return rl__json_fail(...)`. */
 bool rl__json_fail(const rl__json_path *path, const char *field, const char *format, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* The same, but only if rank is lower (more important) than *best, which
+ * then becomes rank: a decoder that reads fields in the order the sender
+ * wrote them still reports the problem a fixed field order would find first
+ * (lease_id before requirements, whatever the body's order). *best starts at
+ * RL__RANK_NONE. Returns false. */
+#define RL__RANK_NONE UINT32_MAX
+bool rl__json_note(uint32_t *best, uint32_t rank, const rl__json_path *path, const char *field,
+                   const char *format, ...) __attribute__((format(printf, 5, 6)));
 
 /* Parses body[0..len) (not NUL-terminated) as one JSON value: valid UTF-8,
  * no raw control characters or "\u0000", only whitespace after the value.
@@ -63,16 +74,5 @@ const char *rl__json_string(const cJSON *item, size_t *len);
 /* Counts array elements, stopping once past limit (so huge arrays are not
  * walked): the result is min(size, limit + 1). */
 size_t rl__json_array_count(const cJSON *array, size_t limit);
-
-/* The request fields shared by reserve and complete. lease_id is required
- * and rewritten in upper case (the canonical ULID form, so that "01j.." and
- * "01J.." are one lease everywhere); job_id is optional (NULL). */
-bool rl__decode_lease_id(const cJSON *item, const char **out, const rl__json_path *path);
-bool rl__decode_job_id(const cJSON *item, const char **out, const rl__json_path *path);
-
-/* One {key, <amount_name>} element of requirements/actuals: key a valid
- * limit key, amount an integer min_amount..RL_AMOUNT_MAX. */
-bool rl__decode_key_amount(const cJSON *element, const char *amount_name, uint64_t min_amount,
-                           const char **key, uint64_t *amount, const rl__json_path *path);
 
 #endif

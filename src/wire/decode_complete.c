@@ -5,57 +5,41 @@
 #include "wire/decode_message.h"
 #include "wire/wire.h"
 
-/* One complete request: lease_id, job_id, actuals (optional, 0..32, no key
- * twice). An empty or absent list is valid: usage unknown, concurrency is
- * released anyway. */
-static bool decode_complete_item(const cJSON *object, void *request_out, void *entries_out,
-                                 size_t room, size_t *used, const rl__json_path *path) {
-    static const char *const names[3] = {"lease_id", "job_id", "actuals"};
-    const cJSON *found[3];
-    if (!rl__json_members(object, names, 3, found, path)) return false;
-    rl_complete_request *request = request_out;
-    if (!rl__decode_lease_id(found[0], &request->lease_id, path)) return false;
-    if (!rl__decode_job_id(found[1], &request->job_id, path)) return false;
+/* actuals: optional, 0..32 {key, actual_amount 0..2^53}, no key twice. An
+ * empty or absent list is valid: usage unknown, concurrency is released
+ * anyway. */
+static const rl__list_spec actuals_spec = {
+    .name = "actuals",
+    .name_len = sizeof("actuals") - 1,
+    .amount_name = "actual_amount",
+    .amount_name_len = sizeof("actual_amount") - 1,
+    .min_amount = 0,
+    .min_count = 0,
+    .optional = true,
+    .repeat_note = "a lease reports each key once",
+};
 
-    const cJSON *list = found[2];
-    request->actuals = NULL;
-    request->actual_count = 0;
-    *used = 0;
-    if (rl__json_is_absent(list)) return true;
-    size_t count = cJSON_IsArray(list) ? rl__json_array_count(list, RL_MAX_REQUIREMENTS) : SIZE_MAX;
-    if (count > RL_MAX_REQUIREMENTS || count > room)
-        return rl__json_fail(path, "actuals", "must be null or an array of 0..%d actuals",
-                             RL_MAX_REQUIREMENTS);
-
-    rl_actual *actuals = entries_out;
-    rl__json_path element_path = *path;
-    element_path.inner = "actuals";
-    size_t i = 0;
-    for (const cJSON *element = list->child; element != NULL; element = element->next, i++) {
-        element_path.inner_index = i;
-        rl_actual *a = &actuals[i];
-        if (!rl__decode_key_amount(element, "actual_amount", 0, &a->key, &a->actual_amount,
-                                   &element_path))
-            return false;
-        for (size_t j = 0; j < i; j++) {
-            if (strcmp(actuals[j].key, a->key) == 0)
-                return rl__json_fail(&element_path, "key",
-                                     "repeats actuals[%zu].key: a lease reports each key once", j);
-        }
+static void store_complete(const rl__lease_fields *fields, void *request_out, void *entries) {
+    rl_actual *actuals = entries;
+    for (size_t i = 0; i < fields->count; i++) {
+        actuals[i].key = fields->key[i];
+        actuals[i].actual_amount = fields->amount[i];
     }
-    request->actuals = count > 0 ? actuals : NULL;
-    request->actual_count = count;
-    *used = count;
-    return true;
+    rl_complete_request *request = request_out;
+    request->lease_id = fields->lease_id;
+    request->job_id = fields->job_id;
+    request->actuals = fields->count > 0 ? actuals : NULL;
+    request->actual_count = fields->count;
 }
 
 static const rl__item_codec complete_codec = {
-    .list_field = "actuals",
+    .list = &actuals_spec,
     .request_size = sizeof(rl_complete_request),
     .request_align = alignof(rl_complete_request),
     .entry_size = sizeof(rl_actual),
     .entry_align = alignof(rl_actual),
-    .decode = decode_complete_item,
+    .min_entry_bytes = sizeof("{\"key\":\"k\",\"actual_amount\":0}") - 1,
+    .store = store_complete,
 };
 
 static void to_completes(const rl__message *m, rl_wire_completes *out) {

@@ -5,54 +5,39 @@
 #include "wire/decode_message.h"
 #include "wire/wire.h"
 
-/* One reserve request: lease_id, job_id, requirements (1..32, no key twice). */
-static bool decode_reserve_item(const cJSON *object, void *request_out, void *entries_out,
-                                size_t room, size_t *used, const rl__json_path *path) {
-    static const char *const names[3] = {"lease_id", "job_id", "requirements"};
-    const cJSON *found[3];
-    if (!rl__json_members(object, names, 3, found, path)) return false;
-    rl_reserve_request *request = request_out;
-    if (!rl__decode_lease_id(found[0], &request->lease_id, path)) return false;
-    if (!rl__decode_job_id(found[1], &request->job_id, path)) return false;
+/* requirements: 1..32 {key, amount 1..2^53}, no key twice. */
+static const rl__list_spec requirements_spec = {
+    .name = "requirements",
+    .name_len = sizeof("requirements") - 1,
+    .amount_name = "amount",
+    .amount_name_len = sizeof("amount") - 1,
+    .min_amount = 1,
+    .min_count = 1,
+    .optional = false,
+    .repeat_note = "a lease names each key once",
+};
 
-    const cJSON *list = found[2];
-    if (list == NULL) return rl__json_fail(path, "requirements", "is required");
-    size_t count = cJSON_IsArray(list) ? rl__json_array_count(list, RL_MAX_REQUIREMENTS) : 0;
-    if (count < 1 || count > RL_MAX_REQUIREMENTS || count > room)
-        return rl__json_fail(path, "requirements", "must be an array of 1..%d requirements",
-                             RL_MAX_REQUIREMENTS);
-
-    rl_requirement *requirements = entries_out;
-    rl__json_path element_path = *path;
-    element_path.inner = "requirements";
-    size_t i = 0;
-    for (const cJSON *element = list->child; element != NULL; element = element->next, i++) {
-        element_path.inner_index = i;
-        rl_requirement *r = &requirements[i];
-        if (!rl__decode_key_amount(element, "amount", 1, &r->key, &r->amount, &element_path))
-            return false;
-        /* An all-or-nothing lease names each limit once; a repeat is most
-         * likely a client bug, and summing would hide it. */
-        for (size_t j = 0; j < i; j++) {
-            if (strcmp(requirements[j].key, r->key) == 0)
-                return rl__json_fail(&element_path, "key",
-                                     "repeats requirements[%zu].key: a lease names each key once",
-                                     j);
-        }
+static void store_reserve(const rl__lease_fields *fields, void *request_out, void *entries) {
+    rl_requirement *requirements = entries;
+    for (size_t i = 0; i < fields->count; i++) {
+        requirements[i].key = fields->key[i];
+        requirements[i].amount = fields->amount[i];
     }
+    rl_reserve_request *request = request_out;
+    request->lease_id = fields->lease_id;
+    request->job_id = fields->job_id;
     request->requirements = requirements;
-    request->requirement_count = count;
-    *used = count;
-    return true;
+    request->requirement_count = fields->count;
 }
 
 static const rl__item_codec reserve_codec = {
-    .list_field = "requirements",
+    .list = &requirements_spec,
     .request_size = sizeof(rl_reserve_request),
     .request_align = alignof(rl_reserve_request),
     .entry_size = sizeof(rl_requirement),
     .entry_align = alignof(rl_requirement),
-    .decode = decode_reserve_item,
+    .min_entry_bytes = sizeof("{\"key\":\"k\",\"amount\":1}") - 1,
+    .store = store_reserve,
 };
 
 static void to_reserves(const rl__message *m, rl_wire_reserves *out) {

@@ -30,22 +30,6 @@ size_t rl__utf8_sequence_len(const unsigned char *s, size_t avail) {
     return len;
 }
 
-bool rl__text_is_clean(const char *text, size_t len) {
-    const unsigned char *s = (const unsigned char *)text;
-    size_t i = 0;
-    while (i < len) {
-        if (s[i] < 0x80) {
-            if (s[i] < 0x20 || s[i] == 0x7f) return false;
-            i++;
-            continue;
-        }
-        size_t n = rl__utf8_sequence_len(s + i, len - i);
-        if (n == 0) return false;
-        i += n;
-    }
-    return true;
-}
-
 /* SWAR tests on 8 bytes at once (Bit Twiddling Hacks, "haszero"/"hasless"). */
 #define ONES UINT64_C(0x0101010101010101)
 #define HIGHS UINT64_C(0x8080808080808080)
@@ -57,6 +41,39 @@ static bool word_needs_look(uint64_t w) {
     uint64_t x = w ^ (ONES * (uint64_t)'\\');
     uint64_t backslash = (x - ONES) & ~x & HIGHS;
     return (high | below_space | backslash) != 0;
+}
+
+/* True if every byte of w is printable ASCII, 0x20..0x7e: no byte below
+ * 0x20 ("hasless") and none at or above 0x7f (adding 1 to a byte's low 7
+ * bits reaches 0x80 only from 0x7f, and cannot carry into the next byte). */
+static bool word_is_printable(uint64_t w) {
+    uint64_t below_space = (w - ONES * 0x20) & ~w & HIGHS;
+    uint64_t del_or_high = (((w & ~HIGHS) + ONES) | w) & HIGHS;
+    return (below_space | del_or_high) == 0;
+}
+
+bool rl__text_is_clean(const char *text, size_t len) {
+    const unsigned char *s = (const unsigned char *)text;
+    size_t i = 0;
+    while (i < len) {
+        if (len - i >= 8) { /* job ids are plain ASCII: 8 bytes a step */
+            uint64_t w;
+            memcpy(&w, s + i, sizeof w);
+            if (word_is_printable(w)) {
+                i += 8;
+                continue;
+            }
+        }
+        if (s[i] < 0x80) {
+            if (s[i] < 0x20 || s[i] == 0x7f) return false;
+            i++;
+            continue;
+        }
+        size_t n = rl__utf8_sequence_len(s + i, len - i);
+        if (n == 0) return false;
+        i += n;
+    }
+    return true;
 }
 
 rl__body_problem rl__body_scan(const char *body, size_t len, size_t *at) {

@@ -1,7 +1,10 @@
 /* wire/text.h — private: UTF-8 checks for JSON bodies and decoded strings.
  *
- * cJSON copies string bytes without checking them, and decodes "\u0000" into
- * a NUL that silently truncates the string; these checks close both holes.
+ * The sequence check serves the scanner (json_scan.h); the clean-text check
+ * the decoded job_id, unit and description. The body pre-scan is for texts
+ * still parsed with cJSON (limit definitions, the registry file): cJSON
+ * copies string bytes without checking them, and decodes "\u0000" into a
+ * NUL that silently truncates the string; the pre-scan closes both holes.
  * All functions are pure and thread-safe.
  */
 #ifndef RL_WIRE_TEXT_H

@@ -68,6 +68,36 @@ static rl__body_problem scan(const char *body, size_t len, size_t *at) {
     return problem;
 }
 
+/* Texts longer than a word, with one bad byte at every position, so that
+ * both the 8-byte step and the byte loop meet it. */
+static void test_clean_text_every_position(void **state) {
+    (void)state;
+    static const unsigned char bad[] = {0x00, 0x01, 0x09, 0x0a, 0x1f, 0x7f, 0x80, 0xbf, 0xc3, 0xff};
+    for (size_t len = 1; len < 40; len++) {
+        char text[48];
+        memset(text, 'j', len);
+        assert_true(rl__text_is_clean(text, len));
+        for (size_t at = 0; at < len; at++) {
+            for (size_t b = 0; b < sizeof bad; b++) {
+                memset(text, 'j', len);
+                text[at] = (char)bad[b];
+                if (rl__text_is_clean(text, len))
+                    fail_msg("byte 0x%02x at %zu of %zu accepted", bad[b], at, len);
+            }
+            /* The printable edges and a 2-byte character are fine there. */
+            memset(text, 'j', len);
+            text[at] = ' ';
+            assert_true(rl__text_is_clean(text, len));
+            text[at] = '~';
+            assert_true(rl__text_is_clean(text, len));
+            if (at + 1 < len) {
+                memcpy(text + at, "\xc3\xa9", 2);
+                assert_true(rl__text_is_clean(text, len));
+            }
+        }
+    }
+}
+
 static void test_body_scan(void **state) {
     (void)state;
     size_t at = 99;
@@ -114,6 +144,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sequences),
         cmocka_unit_test(test_clean_text),
+        cmocka_unit_test(test_clean_text_every_position),
         cmocka_unit_test(test_body_scan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

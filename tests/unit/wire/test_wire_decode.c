@@ -262,11 +262,19 @@ static void test_reserve_amount_forms(void **state) {
     } cases[] = {
         {"1", 1},
         {"9007199254740992", UINT64_C(9007199254740992)}, /* 2^53 */
-        {"1.0", 1},                                       /* integral value */
+        /* Any form whose exact value is an integer in range (wire.h). */
+        {"1.0", 1},
         {"1e3", 1000},
         {"1E3", 1000},
+        {"1e+3", 1000},
         {"2.5e1", 25},
         {"18000", 18000},
+        {"1800.000", 1800},
+        {"180000e-2", 1800},
+        {"0.18e4", 1800},
+        {"9.007199254740992e15", UINT64_C(9007199254740992)},
+        {"9007199254740992.000", UINT64_C(9007199254740992)},
+        {"0.0000000000000000000000000000001e31", 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         rl_wire_reserves msg;
@@ -351,6 +359,12 @@ static void test_reserve_not_json(void **state) {
     RESERVE_REFUSED("{\"a\":0x10}", "not valid JSON");
     RESERVE_REFUSED("{\"a\":NaN}", "not valid JSON");
     RESERVE_REFUSED("{\"a\":Infinity}", "not valid JSON");
+    /* RFC 8259's number grammar, strictly. */
+    const char *bad_numbers[] = {"01", "-01", "00", "1.", "1.e3", ".5", "-", "-a", "1e", "1e+",
+                                 "1E-", "--1", "+1", "1e1.5", "1.5.1", "0x1", "1_000", "Infinity",
+                                 "-Infinity", "NaN", "nan", "1,", "[1 2]", "[-]"};
+    for (size_t i = 0; i < sizeof bad_numbers / sizeof bad_numbers[0]; i++)
+        RESERVE_REFUSED(reserve_amount(bad_numbers[i]), "not valid JSON");
     RESERVE_REFUSED("{\"a\":\"unterminated}", "not valid JSON");
     RESERVE_REFUSED("{\"a\":\"bad escape \\x\"}", "not valid JSON");
     RESERVE_REFUSED("{\"a\":\"short \\u12\"}", "not valid JSON");
@@ -438,7 +452,9 @@ static void test_reserve_job_id(void **state) {
     RESERVE_REFUSED(reserve_job("{}"), expected);
     RESERVE_REFUSED(reserve_job("[\"j\"]"), expected);
     RESERVE_REFUSED(reserve_job("\"tab\\there\""), expected);
-    RESERVE_REFUSED(reserve_job("\"raw\ttab\""), expected);
+    /* A raw tab is JSON whitespace between tokens, never inside a string
+     * (RFC 8259 wants it escaped): the body is refused before job_id is. */
+    RESERVE_REFUSED(reserve_job("\"raw\ttab\""), "control character");
     RESERVE_REFUSED(reserve_job("\"new\\nline\""), expected);
     RESERVE_REFUSED(reserve_job("\"del\\u007f\""), expected);
     RESERVE_REFUSED(reserve_job("\"esc\\u001b[31m\""), expected);
@@ -506,7 +522,11 @@ static void test_reserve_amounts(void **state) {
     (void)state;
     const char *bad[] = {
         "0", "-1", "-0", "1.5", "0.5", "1e-1", "9007199254740993.5",
+        "9007199254740993",      /* 2^53 + 1: a double would round it to 2^53 */
         "9007199254740994",      /* 2^53 + 2: exactly representable, too big */
+        "9007199254740992.5", "9.0071992547409921e15", "1.0000000000000000000001",
+        "99999999999999999999", /* more than 19 digits */
+        "1e19", "1e1000000000000", "1e-1000000000000", "0e5", "-0.0",
         "18446744073709551616",  /* 2^64 */
         "1e400",                 /* infinity to strtod */
         "-1e400", "1e20",
@@ -552,16 +572,94 @@ static void test_reserve_exact_detail(void **state) {
     assert_string_equal(detail, "body is not valid JSON (error near byte 5)");
 }
 
-static void test_reserve_deep_nesting(void **state) {
-    (void)state;
-    /* Deeper than cJSON's nesting limit (1000), inside an unknown field. */
+/* A reserve body nesting `depth` levels of objects and arrays, the root
+ * included: arrays inside an unknown field, then the real fields. */
+static const char *reserve_nested(int depth) {
     static char body[5000];
     size_t at = (size_t)snprintf(body, sizeof body, "{\"x\":");
-    for (int i = 0; i < 1500; i++) body[at++] = '[';
-    for (int i = 0; i < 1500; i++) body[at++] = ']';
-    body[at++] = '}';
-    body[at] = '\0';
-    RESERVE_REFUSED(body, "not valid JSON");
+    for (int i = 1; i < depth; i++) body[at++] = '[';
+    for (int i = 1; i < depth; i++) body[at++] = ']';
+    snprintf(body + at, sizeof body - at,
+             ",\"lease_id\":\"" LEASE "\",\"requirements\":[{\"key\":\"k\",\"amount\":1}]}");
+    return body;
+}
+
+static void test_reserve_deep_nesting(void **state) {
+    (void)state;
+    rl_wire_reserves msg;
+    char detail[RL_WIRE_DETAIL_SIZE];
+    assert_int_equal(reserve(reserve_nested(64), &msg, detail), RL_OK);
+    rl_wire_reserves_free(&msg);
+    RESERVE_REFUSED(reserve_nested(65), "body nests objects and arrays more than 64 deep");
+    RESERVE_REFUSED(reserve_nested(1500), "body nests objects and arrays more than 64 deep");
+}
+
+/* The body is read once, in the sender's member order, yet the sentence is
+ * the one a fixed field order finds first (wire.h), and a syntax error
+ * anywhere wins over any field problem. */
+static void test_reserve_problem_order(void **state) {
+    (void)state;
+    rl_wire_reserves msg;
+    char detail[RL_WIRE_DETAIL_SIZE];
+    const char *ulid_msg = "lease_id must be a ULID: 26 characters of Crockford base32, the first 0..7";
+    assert_int_equal(reserve("{\"requirements\":[{\"key\":\"a b\",\"amount\":0}],\"job_id\":5,"
+                             "\"lease_id\":\"bad\"}",
+                             &msg, detail),
+                     RL_INVALID_REQUEST);
+    assert_string_equal(detail, ulid_msg);
+    assert_int_equal(reserve("{\"requirements\":[{\"key\":\"a b\",\"amount\":0}],\"job_id\":5,"
+                             "\"lease_id\":\"" LEASE "\"}",
+                             &msg, detail),
+                     RL_INVALID_REQUEST);
+    assert_string_equal(detail, "job_id must be null or a string of at most 128 bytes without "
+                                "control characters");
+    /* A field twice comes first, even after the other problems. */
+    assert_int_equal(reserve("{\"lease_id\":\"bad\",\"job_id\":1,\"job_id\":2}", &msg, detail),
+                     RL_INVALID_REQUEST);
+    assert_string_equal(detail, "job_id appears twice");
+    /* In an element: twice, then key, then amount. */
+    assert_int_equal(reserve(reserve_with("[{\"amount\":0,\"key\":\"a b\"}]"), &msg, detail),
+                     RL_INVALID_REQUEST);
+    assert_string_equal(detail, "requirements[0].key must be a string of 1..256 printable ASCII "
+                                "characters without spaces");
+    assert_int_equal(reserve(reserve_with("[{\"amount\":0,\"key\":\"a b\",\"amount\":1}]"), &msg,
+                             detail),
+                     RL_INVALID_REQUEST);
+    assert_string_equal(detail, "requirements[0].amount appears twice");
+    /* The first bad element is the one reported... */
+    assert_int_equal(reserve(reserve_with("[{\"key\":\"a\",\"amount\":1},{\"key\":\"b\",\"amount\":0},"
+                                          "{\"key\":\"c\"}]"),
+                             &msg, detail),
+                     RL_INVALID_REQUEST);
+    assert_string_equal(detail, "requirements[1].amount must be an integer 1..9007199254740992");
+    /* ...unless the list itself is wrong: too long here. */
+    static char list[8192 + 64];
+    snprintf(list, sizeof list, "[{\"key\":\"a b\",\"amount\":1},%s", requirements_json(32, "amount") + 1);
+    RESERVE_REFUSED(reserve_with(list), "requirements must be an array of 1..32 requirements");
+    /* Not JSON, after a field problem: that is what the sender must fix first. */
+    RESERVE_REFUSED("{\"lease_id\":\"bad\",\"requirements\":[}", "not valid JSON");
+    RESERVE_REFUSED("{\"lease_id\":\"bad\",\"requirements\":[{\"key\":\"k\",\"amount\":01}]}",
+                    "not valid JSON");
+    RESERVE_REFUSED("[1,2,{\"a\":}]", "not valid JSON");
+    RESERVE_REFUSED("{\"lease_id\":\"bad\"} x", "after the JSON value");
+    RESERVE_REFUSED("{\"lease_id\":\"bad\",\"x\":\"\xff\"}", "not valid UTF-8");
+}
+
+static void test_reserve_escaped_names(void **state) {
+    (void)state;
+    rl_wire_reserves msg;
+    char detail[RL_WIRE_DETAIL_SIZE];
+    /* Member names are JSON strings like any other: escapes are decoded. */
+    assert_int_equal(reserve("{\"lease\\u005fid\":\"" LEASE "\",\"\\u006aob_id\":\"j\","
+                             "\"requirement\\u0073\":[{\"\\u006bey\":\"k\",\"amoun\\u0074\":2}]}",
+                             &msg, detail),
+                     RL_OK);
+    assert_string_equal(msg.requests[0].lease_id, LEASE);
+    assert_string_equal(msg.requests[0].job_id, "j");
+    assert_int_equal(msg.requests[0].requirements[0].amount, 2);
+    rl_wire_reserves_free(&msg);
+    RESERVE_REFUSED("{\"lease_id\":\"" LEASE "\",\"lease\\u005fid\":\"" LEASE "\"}",
+                    "lease_id appears twice");
 }
 
 /* ---- complete --------------------------------------------------------- */
@@ -617,7 +715,20 @@ static void test_complete_amounts(void **state) {
     assert_true(msg.requests[0].actuals[1].actual_amount == RL_AMOUNT_MAX);
     rl_wire_completes_free(&msg);
 
-    const char *bad[] = {"-1", "1.5", "9007199254740994", "1e400", "\"5\"", "null", "true"};
+    /* Zero written any way is zero ("-0" too: it is the same number). */
+    const char *zeros[] = {"0", "-0", "0.0", "0e7", "-0.0e-3"};
+    for (size_t i = 0; i < sizeof zeros / sizeof zeros[0]; i++) {
+        assert_int_equal(complete(body_of("{\"lease_id\":\"" LEASE "\",\"actuals\":[{\"key\":\"k\","
+                                          "\"actual_amount\":%s}]}",
+                                          zeros[i]),
+                                  &msg, detail),
+                         RL_OK);
+        assert_int_equal(msg.requests[0].actuals[0].actual_amount, 0);
+        rl_wire_completes_free(&msg);
+    }
+
+    const char *bad[] = {"-1", "1.5", "9007199254740993", "9007199254740994", "1e400", "-1e-400",
+                         "\"5\"", "null", "true"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         COMPLETE_REFUSED(body_of("{\"lease_id\":\"" LEASE "\",\"actuals\":[{\"key\":\"k\","
                                  "\"actual_amount\":%s}]}",
@@ -791,6 +902,51 @@ static void test_reserve_batch_payload_errors(void **state) {
     assert_int_equal(msg.item_status[0], RL_INVALID_REQUEST);
     assert_string_equal(detail, "requests[0].lease_id is required");
     rl_wire_reserves_free(&msg);
+}
+
+/* The message's block is sized from the body's length: the densest bodies
+ * (shortest requirements, many of them) must fit exactly. */
+static void test_reserve_densest_bodies(void **state) {
+    (void)state;
+    static const char keys[] = "abcdefghijklmnopqrstuvwxyzABCDEF"; /* 32 one-byte keys */
+    static char item[2048];
+    size_t at = (size_t)snprintf(item, sizeof item, "{\"lease_id\":\"" LEASE "\",\"requirements\":[");
+    for (size_t i = 0; i < 32; i++)
+        at += (size_t)snprintf(item + at, sizeof item - at, "%s{\"key\":\"%c\",\"amount\":1}",
+                               i > 0 ? "," : "", keys[i]);
+    snprintf(item + at, sizeof item - at, "]}");
+    rl_wire_reserves msg;
+    char detail[RL_WIRE_DETAIL_SIZE];
+    assert_int_equal(reserve(item, &msg, detail), RL_OK);
+    assert_int_equal(msg.requests[0].requirement_count, 32);
+    rl_wire_reserves_free(&msg);
+    assert_int_equal(reserve_batch(batch_of(item, 256), 0, &msg, detail), RL_OK);
+    assert_int_equal(msg.count, 256);
+    for (size_t i = 0; i < 256; i++) {
+        assert_int_equal(msg.item_status[i], RL_OK);
+        assert_int_equal(msg.requests[i].requirement_count, 32);
+        assert_string_equal(msg.requests[i].requirements[31].key, "F");
+    }
+    rl_wire_reserves_free(&msg);
+    /* Many tiny items, all invalid, under a large max_batch. */
+    assert_int_equal(reserve_batch(batch_of("7", 5000), 100000, &msg, detail), RL_OK);
+    assert_int_equal(msg.count, 5000);
+    assert_int_equal(msg.item_status[4999], RL_INVALID_REQUEST);
+    assert_string_equal(rl_wire_reserves_item_detail(&msg, 4999), "requests[4999] must be an object");
+    rl_wire_reserves_free(&msg);
+    assert_int_equal(reserve_batch("{\"requests\":[{}]}", 1000000, &msg, detail), RL_OK);
+    assert_int_equal(msg.count, 1);
+    rl_wire_reserves_free(&msg);
+}
+
+static void test_reserve_batch_syntax_after_items(void **state) {
+    (void)state;
+    /* Items already decoded, valid or not, do not save a payload that turns
+     * out not to be JSON. */
+    RESERVE_BATCH_REFUSED("{\"requests\":[" RESERVE4 ",{\"lease_id\":\"bad\"},7,{\"x\":01}]}", 0,
+                          "not valid JSON");
+    RESERVE_BATCH_REFUSED("{\"requests\":[" RESERVE4 ",{}],\"tail\":[1,]}", 0, "not valid JSON");
+    RESERVE_BATCH_REFUSED("{\"requests\":[" RESERVE4 "],\"tail\":\"\\u0000\"}", 0, "\\u0000");
 }
 
 static void test_complete_batch(void **state) {
@@ -1124,6 +1280,9 @@ int main(void) {
         cmocka_unit_test(test_reserve_duplicate_keys),
         cmocka_unit_test(test_reserve_exact_detail),
         cmocka_unit_test(test_reserve_deep_nesting),
+        cmocka_unit_test(test_reserve_problem_order),
+        cmocka_unit_test(test_reserve_escaped_names),
+        cmocka_unit_test(test_reserve_densest_bodies),
         cmocka_unit_test(test_complete_valid),
         cmocka_unit_test(test_complete_empty_actuals),
         cmocka_unit_test(test_complete_amounts),
@@ -1131,6 +1290,7 @@ int main(void) {
         cmocka_unit_test(test_reserve_batch_valid),
         cmocka_unit_test(test_reserve_batch_item_errors),
         cmocka_unit_test(test_reserve_batch_payload_errors),
+        cmocka_unit_test(test_reserve_batch_syntax_after_items),
         cmocka_unit_test(test_complete_batch),
         cmocka_unit_test(test_limit_def_valid),
         cmocka_unit_test(test_limit_def_malformed),

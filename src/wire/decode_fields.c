@@ -1,0 +1,246 @@
+/* decode_fields.c — lease_id, job_id and the key/amount list of one request
+ * (decode_fields.h). */
+#include "wire/decode_fields.h"
+
+#include <string.h>
+
+#include "ratelimiter/keys.h"
+#include "ratelimiter/ulid.h"
+#include "wire/text.h"
+
+/* Member names are compared by length first: most differ there. */
+#define NAME_IS(name, len, literal) \
+    ((len) == sizeof(literal) - 1 && memcmp((name), (literal), sizeof(literal) - 1) == 0)
+
+static bool name_is(const char *name, size_t len, const char *expected, size_t expected_len) {
+    return len == expected_len && memcmp(name, expected, len) == 0;
+}
+
+/* A string value, or NULL after skipping a value of another type. */
+static bool string_or_skip(rl__json_scan *s, char **text, size_t *len) {
+    *text = NULL;
+    *len = 0;
+    if (rl__scan_peek(s) == '"') return rl__scan_string(s, text, len);
+    return rl__scan_skip(s);
+}
+
+/* Upper-cases a valid ULID in place: the canonical form, so that "01j.."
+ * and "01J.." are one lease everywhere. It holds only digits and letters,
+ * so every byte from 'a' up is a lower-case letter: 8 bytes a step, adding
+ * 0x1f sets a byte's high bit exactly when it is >= 'a' (no byte is above
+ * 0x7f, so nothing carries), and that bit shifted down is the 0x20 to take
+ * away. */
+static void ulid_to_upper(char *text) {
+    const uint64_t ones = UINT64_C(0x0101010101010101), highs = ones * 0x80;
+    size_t i = 0;
+    for (; i + 8 <= RL_ULID_LEN; i += 8) {
+        uint64_t w;
+        memcpy(&w, text + i, sizeof w);
+        w -= ((w + ones * (0x80 - 'a')) & highs) >> 2;
+        memcpy(text + i, &w, sizeof w);
+    }
+    for (; i < RL_ULID_LEN; i++)
+        if (text[i] >= 'a') text[i] = (char)(text[i] - 32);
+}
+
+static bool decode_lease_id(rl__json_scan *s, const char **out, uint32_t *rank,
+                            const rl__json_path *path) {
+    char *text;
+    size_t len;
+    if (!string_or_skip(s, &text, &len)) return false;
+    if (text == NULL || !rl_ulid_is_valid(text, len)) {
+        rl__json_note(rank, RL__RANK_LEASE_ID, path, "lease_id",
+                      "must be a ULID: 26 characters of Crockford base32, the first 0..7");
+        return true;
+    }
+    ulid_to_upper(text);
+    *out = text;
+    return true;
+}
+
+static bool decode_job_id(rl__json_scan *s, const char **out, uint32_t *rank,
+                          const rl__json_path *path) {
+    *out = NULL;
+    /* Skipping a value that starts with 'n' succeeds only for null. */
+    if (rl__scan_peek(s) == 'n') return rl__scan_skip(s);
+    char *text;
+    size_t len;
+    if (!string_or_skip(s, &text, &len)) return false;
+    if (text == NULL || len > RL_JOB_ID_MAX_LEN || !rl__text_is_clean(text, len)) {
+        rl__json_note(rank, RL__RANK_JOB_ID, path, "job_id",
+                      "must be null or a string of at most %d bytes without control characters",
+                      RL_JOB_ID_MAX_LEN);
+        return true;
+    }
+    *out = text;
+    return true;
+}
+
+/* An integer min..RL_AMOUNT_MAX, written in any form whose exact value is
+ * one (1800, 1.8e3, 1800.0; "-0" is 0). */
+static bool decode_amount(rl__json_scan *s, uint64_t min, uint64_t *out, bool *valid) {
+    char c = rl__scan_peek(s);
+    *valid = false;
+    if (c != '-' && (c < '0' || c > '9')) return rl__scan_skip(s);
+    rl__json_number number;
+    if (!rl__scan_number(s, &number)) return false;
+    if (!number.integral || (number.negative && number.magnitude != 0)) return true;
+    *valid = number.magnitude >= min && number.magnitude <= RL_AMOUNT_MAX;
+    *out = number.magnitude;
+    return true;
+}
+
+/* One {key, <amount>} element (the scanner at it). *valid says whether both
+ * are there and allowed; problems are noted under path. */
+static bool decode_element(rl__json_scan *s, const rl__list_spec *spec, const char **key,
+                           size_t *key_len, uint64_t *amount, bool *valid, uint32_t *rank,
+                           const rl__json_path *path) {
+    *valid = false;
+    if (rl__scan_peek(s) != '{') {
+        if (!rl__scan_skip(s)) return false;
+        rl__json_note(rank, RL__RANK_ELEMENT_SHAPE, path, NULL, "must be an object");
+        return true;
+    }
+    if (!rl__scan_object_open(s)) return false;
+    bool seen_key = false, seen_amount = false, key_ok = false, amount_ok = false, twice = false;
+    char *name;
+    size_t len;
+    int more;
+    for (size_t i = 0; (more = rl__scan_member(s, i, &name, &len)) > 0; i++) {
+        if (NAME_IS(name, len, "key")) {
+            if (seen_key) {
+                twice = true;
+                rl__json_note(rank, RL__RANK_ELEMENT_SHAPE, path, "key", "appears twice");
+                if (!rl__scan_skip(s)) return false;
+                continue;
+            }
+            seen_key = true;
+            char *text;
+            if (!string_or_skip(s, &text, key_len)) return false;
+            key_ok = text != NULL && rl_key_is_valid(text, *key_len);
+            *key = text;
+            if (!key_ok)
+                rl__json_note(rank, RL__RANK_ELEMENT_KEY, path, "key",
+                              "must be a string of 1..%d printable ASCII characters without "
+                              "spaces",
+                              RL_KEY_MAX_LEN);
+        } else if (name_is(name, len, spec->amount_name, spec->amount_name_len)) {
+            if (seen_amount) {
+                twice = true;
+                rl__json_note(rank, RL__RANK_ELEMENT_SHAPE, path, spec->amount_name,
+                              "appears twice");
+                if (!rl__scan_skip(s)) return false;
+                continue;
+            }
+            seen_amount = true;
+            if (!decode_amount(s, spec->min_amount, amount, &amount_ok)) return false;
+            if (!amount_ok)
+                rl__json_note(rank, RL__RANK_ELEMENT_AMOUNT, path, spec->amount_name,
+                              "must be an integer %llu..%llu",
+                              (unsigned long long)spec->min_amount,
+                              (unsigned long long)RL_AMOUNT_MAX);
+        } else if (!rl__scan_skip(s)) {
+            return false;
+        }
+    }
+    if (more < 0) return false;
+    if (!seen_key) rl__json_note(rank, RL__RANK_ELEMENT_KEY, path, "key", "is required");
+    if (!seen_amount)
+        rl__json_note(rank, RL__RANK_ELEMENT_AMOUNT, path, spec->amount_name, "is required");
+    *valid = key_ok && amount_ok && !twice;
+    return true;
+}
+
+static void note_list_shape(const rl__list_spec *spec, uint32_t *rank, const rl__json_path *path) {
+    rl__json_note(rank, RL__RANK_LIST, path, spec->name, "must be %san array of %zu..%d %s",
+                  spec->optional ? "null or " : "", spec->min_count, RL_MAX_REQUIREMENTS,
+                  spec->name);
+}
+
+/* The list (the scanner at its value). Decodes elements up to the first one
+ * with a problem; the rest are only counted (a list that is too long is the
+ * more important problem) and checked for syntax. */
+static bool decode_list(rl__json_scan *s, const rl__list_spec *spec, rl__lease_fields *out,
+                        uint32_t *rank, const rl__json_path *path) {
+    out->count = 0;
+    char c = rl__scan_peek(s);
+    if (c == 'n' && spec->optional) return rl__scan_skip(s); /* null, or not JSON */
+    if (c != '[') {
+        if (!rl__scan_skip(s)) return false;
+        note_list_shape(spec, rank, path);
+        return true;
+    }
+    if (!rl__scan_array_open(s)) return false;
+    rl__json_path element_path = *path;
+    element_path.inner = spec->name;
+    size_t key_len[RL_MAX_REQUIREMENTS];
+    bool failed = false;
+    size_t i = 0;
+    int more;
+    for (; (more = rl__scan_element(s, i)) > 0; i++) {
+        if (failed || i >= RL_MAX_REQUIREMENTS) {
+            if (!rl__scan_skip(s)) return false;
+            continue;
+        }
+        element_path.inner_index = i;
+        bool valid;
+        if (!decode_element(s, spec, &out->key[i], &key_len[i], &out->amount[i], &valid, rank,
+                            &element_path))
+            return false;
+        /* A lease names each limit once; a repeat is most likely a client
+         * bug, and summing would hide it. */
+        for (size_t j = 0; valid && j < i; j++) {
+            if (key_len[j] == key_len[i] && memcmp(out->key[j], out->key[i], key_len[i]) == 0) {
+                rl__json_note(rank, RL__RANK_ELEMENT_REPEAT, &element_path, "key",
+                              "repeats %s[%zu].key: %s", spec->name, j, spec->repeat_note);
+                valid = false;
+            }
+        }
+        failed = !valid;
+    }
+    if (more < 0) return false;
+    if (i < spec->min_count || i > RL_MAX_REQUIREMENTS) note_list_shape(spec, rank, path);
+    out->count = failed ? 0 : i;
+    return true;
+}
+
+bool rl__decode_lease_object(rl__json_scan *s, const rl__list_spec *spec, rl__lease_fields *out,
+                             uint32_t *rank, const rl__json_path *path) {
+    enum { LEASE_ID = 1, JOB_ID = 2, LIST = 4 };
+    unsigned seen = 0;
+    out->lease_id = NULL;
+    out->job_id = NULL;
+    out->count = 0;
+    if (!rl__scan_object_open(s)) return false;
+    char *name;
+    size_t len;
+    int more;
+    for (size_t i = 0; (more = rl__scan_member(s, i, &name, &len)) > 0; i++) {
+        unsigned field = NAME_IS(name, len, "lease_id")   ? LEASE_ID
+                         : NAME_IS(name, len, "job_id")   ? JOB_ID
+                         : name_is(name, len, spec->name, spec->name_len) ? LIST
+                                                          : 0;
+        if (field == 0) {
+            if (!rl__scan_skip(s)) return false;
+            continue;
+        }
+        if (seen & field) {
+            /* The sender meant one of the two and we cannot know which. */
+            rl__json_note(rank, RL__RANK_TWICE, path,
+                          field == LEASE_ID ? "lease_id" : field == JOB_ID ? "job_id" : spec->name,
+                          "appears twice");
+            if (!rl__scan_skip(s)) return false;
+            continue;
+        }
+        seen |= field;
+        bool ok = field == LEASE_ID ? decode_lease_id(s, &out->lease_id, rank, path)
+                  : field == JOB_ID ? decode_job_id(s, &out->job_id, rank, path)
+                                    : decode_list(s, spec, out, rank, path);
+        if (!ok) return false;
+    }
+    if (more < 0) return false;
+    if (!(seen & LEASE_ID)) rl__json_note(rank, RL__RANK_LEASE_ID, path, "lease_id", "is required");
+    if (!(seen & LIST) && !spec->optional)
+        rl__json_note(rank, RL__RANK_LIST, path, spec->name, "is required");
+    return true;
+}
