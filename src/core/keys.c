@@ -1,14 +1,31 @@
 /* keys.c — limit key validation and the spec's key builders (spec §3.1). */
 #include "ratelimiter/keys.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "ratelimiter/types.h"
 
+/* Bytes of a word below 0x21 or above 0x7e set their top bit in the result
+ * (the classic "has less / has more" tricks): keys are checked on every
+ * requirement of every request, 8 bytes at a time. */
+static inline uint64_t outside_printable(uint64_t word) {
+    const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+    uint64_t below = (word - ones * 0x21) & ~word & highs;
+    uint64_t above = ((word + ones * (127 - 0x7e)) | word) & highs;
+    return below | above;
+}
+
 bool rl_key_is_valid(const char *key, size_t len) {
     if (key == NULL || len == 0 || len > RL_KEY_MAX_LEN) return false;
-    for (size_t i = 0; i < len; i++) {
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t word;
+        memcpy(&word, key + i, 8);
+        if (outside_printable(word) != 0) return false;
+    }
+    for (; i < len; i++) {
         unsigned char c = (unsigned char)key[i];
         if (c < 0x21 || c > 0x7e) return false;
     }

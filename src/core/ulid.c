@@ -26,20 +26,33 @@ static const signed char crockford_value[256] = {
     -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
 };
 
+/* Accumulates count characters as base-32 digits; any invalid character
+ * makes its table value negative, which sets the sign bit of *invalid. */
+static inline uint64_t digits(const unsigned char *text, int count, int *invalid) {
+    uint64_t value = 0;
+    int bad = 0;
+    for (int i = 0; i < count; i++) {
+        int v = crockford_value[text[i]];
+        bad |= v;
+        value = (value << 5) | (uint64_t)(v & 31);
+    }
+    *invalid |= bad;
+    return value;
+}
+
 bool rl_ulid_decode(const char *text, size_t len, uint64_t *hi, uint64_t *lo) {
     if (text == NULL || len != RL_ULID_LEN) return false;
-    /* 26 chars * 5 bits = 130 bits: the first char carries only 3. */
-    uint64_t h = 0, l = 0;
-    for (size_t i = 0; i < len; i++) {
-        int v = crockford_value[(unsigned char)text[i]];
-        if (v < 0) return false;
-        if (i == 0 && v > 7) return false;
-        /* shift the 128-bit (h,l) left by 5 and add v */
-        h = (h << 5) | (l >> 59);
-        l = (l << 5) | (uint64_t)v;
-    }
-    if (hi != NULL) *hi = h;
-    if (lo != NULL) *lo = l;
+    /* 26 characters, 130 bits of which the first character's top 2 must be
+     * 0: a 48-bit timestamp (10 characters) then 80 random bits, read as
+     * 20 + 60 so that every step stays in 64-bit arithmetic. */
+    const unsigned char *bytes = (const unsigned char *)text;
+    int invalid = 0;
+    uint64_t timestamp = digits(bytes, 10, &invalid);
+    uint64_t random_hi20 = digits(bytes + 10, 4, &invalid);
+    uint64_t random_lo60 = digits(bytes + 14, 12, &invalid);
+    if (invalid < 0 || crockford_value[bytes[0]] > 7) return false;
+    if (hi != NULL) *hi = (timestamp << 16) | (random_hi20 >> 4);
+    if (lo != NULL) *lo = ((random_hi20 & 15u) << 60) | random_lo60;
     return true;
 }
 

@@ -6,6 +6,7 @@
 void rl_due_queue_init(rl_due_queue *queue) {
     for (int r = 0; r < RL_DUE_QUEUE_RINGS; r++)
         queue->rings[r] = (rl_due_ring){0, NULL, 0, 0, 0};
+    queue->rings_used = 0;
     rl_due_heap_init(&queue->overflow);
 }
 
@@ -21,11 +22,12 @@ static inline bool ring_empty(const rl_due_ring *ring) { return ring->head == ri
  * change only when definitions do); else NULL: the heap takes it. */
 static rl_due_ring *ring_for(rl_due_queue *queue, uint64_t lifetime_ms) {
     rl_due_ring *spare = NULL;
-    for (int r = 0; r < RL_DUE_QUEUE_RINGS; r++) {
+    for (int r = 0; r < queue->rings_used; r++) {
         rl_due_ring *ring = &queue->rings[r];
-        if (ring->lifetime_ms == lifetime_ms && (ring->slots != NULL || !ring_empty(ring))) return ring;
+        if (ring->lifetime_ms == lifetime_ms) return ring;
         if (spare == NULL && ring_empty(ring)) spare = ring;
     }
+    if (spare == NULL && queue->rings_used < RL_DUE_QUEUE_RINGS) spare = &queue->rings[queue->rings_used++];
     if (spare != NULL) spare->lifetime_ms = lifetime_ms;
     return spare;
 }
@@ -60,7 +62,7 @@ void rl_due_queue_push(rl_due_queue *queue, void *item, uint64_t hash, uint64_t 
 
 const rl_due_slot *rl_due_queue_top(const rl_due_queue *queue) {
     const rl_due_slot *top = rl_due_heap_top(&queue->overflow);
-    for (int r = 0; r < RL_DUE_QUEUE_RINGS; r++) {
+    for (int r = 0; r < queue->rings_used; r++) {
         const rl_due_ring *ring = &queue->rings[r];
         if (ring_empty(ring)) continue;
         const rl_due_slot *front = &ring->slots[ring->head & ring->mask];
@@ -71,7 +73,7 @@ const rl_due_slot *rl_due_queue_top(const rl_due_queue *queue) {
 
 void rl_due_queue_pop(rl_due_queue *queue) {
     const rl_due_slot *top = rl_due_queue_top(queue);
-    for (int r = 0; r < RL_DUE_QUEUE_RINGS; r++) {
+    for (int r = 0; r < queue->rings_used; r++) {
         rl_due_ring *ring = &queue->rings[r];
         if (!ring_empty(ring) && top == &ring->slots[ring->head & ring->mask]) {
             ring->head++;

@@ -24,6 +24,7 @@ typedef struct rl_due_ring {
 
 typedef struct rl_due_queue {
     rl_due_ring rings[RL_DUE_QUEUE_RINGS];
+    int rings_used; /* rings[0..rings_used) have ever held a lifetime: the rest need no look */
     rl_due_heap overflow;
 } rl_due_queue;
 

@@ -25,11 +25,11 @@ uint64_t rl_mem_limit_next_expiry_ms(const rl_mem_limit *limit, uint64_t now_ms)
     return at_ms;
 }
 
-void rl_mem_limit_hold(rl_mem_limit *limit, rl_mem_entry *entry, uint64_t amount, uint64_t now_ms) {
+void rl_mem_limit_hold(rl_mem_limit *limit, rl_mem_entry *entry, uint64_t amount, uint64_t at_ms) {
     entry->limit = limit;
     entry->kind = limit->def.kind;
     entry->amount = amount;
-    entry->expiry.at_ms = rl_mem_limit_next_expiry_ms(limit, now_ms);
+    entry->expiry.at_ms = at_ms;
     if (entry->kind == RL_KIND_ROLLING)
         entry->ring_seq = rl_expiry_ring_push(&limit->reservations, amount, entry->expiry.at_ms);
     else

@@ -48,14 +48,15 @@ void rl_mem_limit_expire(rl_mem_limit *limit, uint64_t now_ms);
  * rl_mem_limit_hold cannot fail. False on allocation failure. */
 bool rl_mem_limit_reserve_room(rl_mem_limit *limit);
 
-/* When an entry queued now would expire (see rl_mem_limit_hold). */
+/* When an entry queued now would expire: now + window (or timeout), or with
+ * the latest queued reservation if that is later (only after a window was
+ * shortened: erring long never over-admits, and it keeps the ring in order). */
 uint64_t rl_mem_limit_next_expiry_ms(const rl_mem_limit *limit, uint64_t now_ms);
 
-/* Queues entry, holding amount, for the limit's current kind and definition.
- * A rolling entry expires at now + window, or with the latest queued one if
- * that is later (only after a window was shortened: erring long never
- * over-admits, and it keeps the ring in order). Room must be reserved. */
-void rl_mem_limit_hold(rl_mem_limit *limit, rl_mem_entry *entry, uint64_t amount, uint64_t now_ms);
+/* Queues entry, holding amount, for the limit's current kind, to expire at
+ * at_ms, which must be what rl_mem_limit_next_expiry_ms said for this same
+ * now (so that the ring stays in order). Room must be reserved. */
+void rl_mem_limit_hold(rl_mem_limit *limit, rl_mem_entry *entry, uint64_t amount, uint64_t at_ms);
 
 /* Live entries (reservations + holds). */
 static inline uint64_t rl_mem_limit_active(const rl_mem_limit *limit) {

@@ -135,6 +135,7 @@ static void reserve_one(memory_backend *backend, const rl_reserve_request *reque
     }
 
     rl_mem_limit *limits[RL_MAX_REQUIREMENTS];
+    uint64_t expires_at_ms[RL_MAX_REQUIREMENTS];
     uint64_t forget_at_ms = now_ms;
     for (size_t i = 0; i < count; i++) {
         rl_mem_limit *limit = rl_mem_limit_table_find(&backend->limits, request->requirements[i].key);
@@ -156,8 +157,8 @@ static void reserve_one(memory_backend *backend, const rl_reserve_request *reque
         }
         limits[i] = limit;
         rl_mem_limit_expire(limit, now_ms);
-        uint64_t expires_at_ms = rl_mem_limit_next_expiry_ms(limit, now_ms);
-        if (expires_at_ms > forget_at_ms) forget_at_ms = expires_at_ms;
+        expires_at_ms[i] = rl_mem_limit_next_expiry_ms(limit, now_ms);
+        if (expires_at_ms[i] > forget_at_ms) forget_at_ms = expires_at_ms[i];
     }
 
     decide(backend, request, limits, now_ms, result);
@@ -186,7 +187,7 @@ static void reserve_one(memory_backend *backend, const rl_reserve_request *reque
     }
     if (result->allowed) {
         for (size_t i = 0; i < count; i++)
-            rl_mem_limit_hold(limits[i], &lease->entries[i], request->requirements[i].amount, now_ms);
+            rl_mem_limit_hold(limits[i], &lease->entries[i], request->requirements[i].amount, expires_at_ms[i]);
         result->reserved_at_unix_ms = now_unix_ms;
     }
     lease->allowed = result->allowed;

@@ -50,6 +50,18 @@ static void test_forbidden_characters(void **state) {
         char key[3] = {'a', (char)c, 'b'};
         assert_int_equal(rl_key_is_valid(key, 3), c >= 0x21 && c <= 0x7e);
     }
+    /* ...at every position of a word-at-a-time check, and in the tail, with
+     * valid bytes on both sides at the edges of the range. */
+    for (size_t len = 1; len <= 19; len++) {
+        for (size_t at = 0; at < len; at++) {
+            for (int c = 0; c < 256; c++) {
+                char key[19];
+                for (size_t i = 0; i < len; i++) key[i] = (char)(i % 2 ? 0x7e : 0x21);
+                key[at] = (char)c;
+                assert_int_equal(rl_key_is_valid(key, len), c >= 0x21 && c <= 0x7e);
+            }
+        }
+    }
 }
 
 static void test_llm_global_builder(void **state) {
