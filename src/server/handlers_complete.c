@@ -21,9 +21,7 @@ void rl_handle_complete(rl_handler_ctx *ctx, const rl_http_request *req, rl_http
     res->body = buf;
     rl_status decoded = rl_wire_decode_complete(body_of(req), req->body_len, &msg, detail);
     if (decoded == RL_INVALID_REQUEST) {
-        rl_buf_append_str(buf, "{\"ok\":false,\"error\":\"invalid_request\"");
-        rl_respond_append_detail(buf, detail);
-        rl_buf_append_str(buf, "}");
+        rl_respond_append_invalid_complete(buf, detail);
         res->status = 400;
         return;
     }
@@ -66,9 +64,10 @@ void rl_handle_complete_batch(rl_handler_ctx *ctx, const rl_http_request *req,
     size_t next_valid = 0;
     for (size_t i = 0; i < msg.count; i++) {
         if (i > 0) rl_buf_append(buf, ",", 1);
-        rl_status status = msg.item_status[i] == RL_OK ? ctx->complete_statuses[next_valid++]
-                                                       : RL_INVALID_REQUEST;
-        rl_wire_encode_complete_result(buf, status);
+        if (msg.item_status[i] == RL_OK)
+            rl_wire_encode_complete_result(buf, ctx->complete_statuses[next_valid++]);
+        else
+            rl_respond_append_invalid_complete(buf, rl_wire_completes_item_detail(&msg, i));
     }
     rl_buf_append_str(buf, "]}");
     rl_wire_completes_free(&msg);

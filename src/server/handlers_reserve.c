@@ -12,14 +12,10 @@
 /* A reserve body that could not be decoded: api.md's reserve shape, plus
  * the detail a human needs. */
 static void reserve_invalid(rl_handler_ctx *ctx, rl_http_response *res, const char *detail) {
-    rl_buf *buf = &ctx->body;
-    rl_buf_reset(buf);
-    rl_buf_append_str(buf, "{\"allowed\":false,\"retry_after_ms\":0,\"reserved_at_unix_ms\":0,"
-                           "\"error\":\"invalid_request\"");
-    rl_respond_append_detail(buf, detail);
-    rl_buf_append_str(buf, "}");
+    rl_buf_reset(&ctx->body);
+    rl_respond_append_invalid_reserve(&ctx->body, detail);
     res->status = 400;
-    res->body = buf;
+    res->body = &ctx->body;
 }
 
 static const char *body_of(const rl_http_request *req) { return req->body != NULL ? req->body : ""; }
@@ -73,16 +69,16 @@ void rl_handle_reserve_batch(rl_handler_ctx *ctx, const rl_http_request *req,
         if (msg.item_status[i] == RL_OK) ctx->reserves[valid++] = msg.requests[i];
     if (valid > 0) rl_backend_reserve_batch(ctx->backend, ctx->reserves, valid, ctx->reserve_results);
 
-    static const rl_reserve_result invalid_item = {false, 0, 0, RL_INVALID_REQUEST, NULL};
     rl_buf *buf = &ctx->body;
     rl_buf_reset(buf);
     rl_buf_append_str(buf, "{\"results\":[");
     size_t next_valid = 0;
     for (size_t i = 0; i < msg.count; i++) {
         if (i > 0) rl_buf_append(buf, ",", 1);
-        const rl_reserve_result *result =
-            msg.item_status[i] == RL_OK ? &ctx->reserve_results[next_valid++] : &invalid_item;
-        rl_wire_encode_reserve_result(buf, result);
+        if (msg.item_status[i] == RL_OK)
+            rl_wire_encode_reserve_result(buf, &ctx->reserve_results[next_valid++]);
+        else
+            rl_respond_append_invalid_reserve(buf, rl_wire_reserves_item_detail(&msg, i));
     }
     rl_buf_append_str(buf, "]}");
     rl_wire_reserves_free(&msg);

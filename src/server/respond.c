@@ -59,3 +59,16 @@ int rl_respond_backend_http_status(rl_status status) {
     }
     return 503;
 }
+
+void rl_respond_append_invalid_reserve(rl_buf *buf, const char *detail) {
+    rl_buf_append_str(buf, "{\"allowed\":false,\"retry_after_ms\":0,\"reserved_at_unix_ms\":0,"
+                           "\"error\":\"invalid_request\"");
+    rl_respond_append_detail(buf, detail);
+    rl_buf_append_str(buf, "}");
+}
+
+void rl_respond_append_invalid_complete(rl_buf *buf, const char *detail) {
+    rl_buf_append_str(buf, "{\"ok\":false,\"error\":\"invalid_request\"");
+    rl_respond_append_detail(buf, detail);
+    rl_buf_append_str(buf, "}");
+}

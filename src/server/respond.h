@@ -19,6 +19,11 @@ void rl_respond_append_error_string(rl_buf *buf, rl_status status, const char *s
 /* Appends ,"detail":"<detail>" (the caller is inside an object). */
 void rl_respond_append_detail(rl_buf *buf, const char *detail);
 
+/* Appends a refused reserve or complete, in its endpoint's shape, with the
+ * sentence that says why: for a 400, and for an invalid item of a batch. */
+void rl_respond_append_invalid_reserve(rl_buf *buf, const char *detail);
+void rl_respond_append_invalid_complete(rl_buf *buf, const char *detail);
+
 /* The answer to a body the wire layer refused: 400 {"error":"invalid_request",
  * "detail":..} for RL_INVALID_REQUEST, else (out of memory) 503 backend_error. */
 void rl_respond_decode_failure(rl_handler_ctx *ctx, rl_http_response *res, rl_status status,

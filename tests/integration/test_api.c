@@ -543,7 +543,16 @@ static void test_batches(void **state) {
         const cJSON *r = cJSON_GetArrayItem(results, i);
         assert_int_equal(cJSON_IsTrue(cJSON_GetObjectItem(r, "allowed")), wanted[i].allowed);
         assert_string_equal(cJSON_GetObjectItem(r, "error")->valuestring, wanted[i].error);
-        assert_null(cJSON_GetObjectItem(r, "detail"));
+        /* only an invalid item carries a detail, naming its place in the batch */
+        const cJSON *detail = cJSON_GetObjectItem(r, "detail");
+        if (strcmp(wanted[i].error, "invalid_request") == 0) {
+            assert_non_null(detail);
+            char prefix[32];
+            snprintf(prefix, sizeof prefix, "requests[%d]", i);
+            assert_true(starts_with(detail->valuestring, prefix));
+        } else {
+            assert_null(detail);
+        }
         double reserved_at = cJSON_GetObjectItem(r, "reserved_at_unix_ms")->valuedouble;
         assert_true(wanted[i].allowed ? reserved_at > 0 : reserved_at == 0);
     }
@@ -568,7 +577,8 @@ static void test_batches(void **state) {
              "\"t9:other\",\"actual_amount\":1}]}]}",
              a, c, d);
     expect("POST", "/v1/complete/batch", body, 200,
-           "{\"results\":[{\"ok\":true,\"error\":\"\"},{\"ok\":false,\"error\":\"invalid_request\"},"
+           "{\"results\":[{\"ok\":true,\"error\":\"\"},{\"ok\":false,\"error\":\"invalid_request\","
+           "\"detail\":\"requests[1].lease_id must be a ULID: 26 characters of Crockford base32, the first 0..7\"},"
            "{\"ok\":true,\"error\":\"\"},{\"ok\":true,\"error\":\"\"}]}");
 }
 
