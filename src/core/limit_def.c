@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/error_text.h"
 #include "ratelimiter/keys.h"
 #include "ratelimiter/types.h"
 
@@ -36,15 +37,8 @@ bool rl_overage_parse(const char *name, rl_overage *out) {
     return true;
 }
 
-static bool fail(char *err, size_t err_size, const char *format, ...) {
-    if (err != NULL && err_size > 0) {
-        va_list args;
-        va_start(args, format);
-        vsnprintf(err, err_size, format, args);
-        va_end(args);
-    }
-    return false;
-}
+/* Says why in err and returns false. */
+#define fail(err, err_size, ...) (rl_error_text((err), (err_size), __VA_ARGS__), false)
 
 bool rl_limit_def_validate(const rl_limit_def *def, char *err, size_t err_size) {
     size_t key_len = strnlen(def->key, sizeof def->key);

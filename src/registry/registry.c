@@ -4,6 +4,7 @@
  * A sorted array of pointers keeps lookups O(log n) and list() a copy in
  * order; a put is O(n) anyway because it rewrites the whole file.
  */
+#include "core/error_text.h"
 #include "ratelimiter/registry.h"
 
 #include <pthread.h>
@@ -22,18 +23,8 @@ struct rl_registry {
     size_t count;
 };
 
-static rl_status fail(rl_status status, char *err, size_t err_size, const char *format, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static rl_status fail(rl_status status, char *err, size_t err_size, const char *format, ...) {
-    if (err != NULL && err_size > 0) {
-        va_list args;
-        va_start(args, format);
-        vsnprintf(err, err_size, format, args);
-        va_end(args);
-    }
-    return status;
-}
+/* Says why in err and returns status: "return fail(RL_IO_ERROR, err, ...)". */
+#define fail(status, err, err_size, ...) (rl_error_text((err), (err_size), __VA_ARGS__), (status))
 
 /* Index of key, or where it would go; *found says which. Caller holds the mutex. */
 static size_t find(const rl_registry *registry, const char *key, bool *found) {

@@ -12,22 +12,13 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/error_text.h"
 #include "wire/buf.h"
 #include "wire/decode_common.h"
 #include "wire/wire.h"
 
-static rl_status fail(rl_status status, char *err, size_t err_size, const char *format, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static rl_status fail(rl_status status, char *err, size_t err_size, const char *format, ...) {
-    if (err != NULL && err_size > 0) {
-        va_list args;
-        va_start(args, format);
-        vsnprintf(err, err_size, format, args);
-        va_end(args);
-    }
-    return status;
-}
+/* Says why in err and returns status: "return fail(RL_IO_ERROR, err, ...)". */
+#define fail(status, err, err_size, ...) (rl_error_text((err), (err_size), __VA_ARGS__), (status))
 
 /* ---- loading ---------------------------------------------------------- */
 
@@ -295,7 +286,7 @@ rl_status rl__registry_file_save(const char *path, rl_limit_def *const *defs, si
         status = RL_NO_MEMORY;
     }
     if (status != RL_OK) {
-        fail(status, err, err_size, "%s: out of memory", path);
+        rl_error_text(err, err_size, "%s: out of memory", path);
         goto done;
     }
     status = write_tmp(tmp_path, dir, &buf, err, err_size);
