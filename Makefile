@@ -4,12 +4,15 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 LISTEN ?= 127.0.0.1:8080
+# make install: where to (PREFIX), and a staging root for packagers (DESTDIR).
+PREFIX ?= /usr/local
+DESTDIR ?=
 
 # Debian packages the build, the tests and the benchmarks need.
 PACKAGES = build-essential cmake pkg-config libh2o-evloop-dev libssl-dev libuv1-dev zlib1g-dev \
            libcjson-dev libyaml-dev libcmocka-dev libcurl4-openssl-dev
 
-.PHONY: all deps build test run asan tsan bench clean
+.PHONY: all deps build test run asan tsan bench install example clean
 
 all: build
 
@@ -38,6 +41,27 @@ run: build
 	mkdir -p data
 	[ -f data/limits.json ] || cp examples/limits.json data/limits.json
 	$(BUILD)/ratelimiterd --listen $(LISTEN) --backend memory --registry data/limits.json
+
+# Builds what it installs, then installs libratelimiter.{so,a},
+# include/ratelimiter/*.h, ratelimiter.pc, ratelimiterd and rlctl under
+# $(DESTDIR)$(PREFIX). ldconfig runs for a real (not staged) install as
+# root, so that the shared library is found.
+install: deps $(BUILD)/Makefile
+	cmake -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX="$(PREFIX)" >/dev/null
+	cmake --build $(BUILD) -j $(JOBS) --target ratelimiter ratelimiter_shared ratelimiterd rlctl
+	DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix "$(PREFIX)"
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" -eq 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi
+
+# examples/llm_workload.c built against the installed library (make install
+# first, with the same PREFIX/DESTDIR), with nothing but pkg-config.
+example:
+	@mkdir -p $(BUILD)/examples
+	@export PKG_CONFIG_PATH="$(DESTDIR)$(PREFIX)/lib/pkgconfig:$(DESTDIR)$(PREFIX)/lib/$$(cc -dumpmachine)/pkgconfig$${PKG_CONFIG_PATH:+:$$PKG_CONFIG_PATH}"; \
+	pc="pkg-config"; [ -z "$(DESTDIR)" ] || pc="pkg-config --define-prefix"; \
+	$$pc --exists ratelimiter || { echo "ratelimiter.pc not found under $(DESTDIR)$(PREFIX): run make install first" >&2; exit 1; }; \
+	set -x; cc -std=c11 -O2 -Wall -Wextra examples/llm_workload.c $$($$pc --cflags --libs ratelimiter) \
+	  -Wl,-rpath,"$$($$pc --variable=libdir ratelimiter)" -o $(BUILD)/examples/llm_workload
+	@echo "run it: $(BUILD)/examples/llm_workload   (or --url http://$(LISTEN) against make run)"
 
 # The suite under AddressSanitizer + UndefinedBehaviorSanitizer / ThreadSanitizer.
 asan: deps

@@ -4,6 +4,9 @@
  * strings"). A denial is a result, not an error: an allowed=false reserve
  * carries RL_OK, or one of the statuses that name a key (limit_decreasing,
  * exceeds_capacity) so that callers know why.
+ *
+ * RL_TIMEOUT is the client's own: no answer came before the call's deadline,
+ * so the outcome is unknown (retry with the same lease id, spec §15).
  */
 #ifndef RATELIMITER_STATUS_H
 #define RATELIMITER_STATUS_H
@@ -20,7 +23,8 @@ extern "C" {
     X(LIMIT_DECREASING, "limit_decreasing")                \
     X(EXCEEDS_CAPACITY, "exceeds_capacity")                \
     X(NO_MEMORY, "backend_error")                          \
-    X(IO_ERROR, "backend_error")
+    X(IO_ERROR, "backend_error")                           \
+    X(TIMEOUT, "backend_error")
 
 typedef enum rl_status {
 #define RL_STATUS_ENUM(name, wire) RL_##name,

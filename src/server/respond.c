@@ -55,6 +55,7 @@ int rl_respond_backend_http_status(rl_status status) {
     case RL_BACKEND_ERROR:
     case RL_NO_MEMORY:
     case RL_IO_ERROR:
+    case RL_TIMEOUT:
         break;
     }
     return 503;

@@ -102,4 +102,58 @@ void rl_wire_encode_limit_def(rl_buf *buf, const rl_limit_def *def);
  * "overage_denied_total"}}. */
 void rl_wire_encode_limit_info(rl_buf *buf, const rl_limit_def *def, const rl_limit_usage *usage);
 
+/* ==== Client side: request encoders, response decoders ====================
+ * (issue 3: the http limiter speaks the same JSON from the other end.)
+ *
+ * The encoders write the request shapes of api.md; they do not validate
+ * (check with rl_reserve_request_check first). The decoders read the
+ * responses the daemon writes, leniently where api.md's examples differ
+ * from DESIGN.md ("unknown_limit_key: k" with a space is read like
+ * "unknown_limit_key:k") and strictly everywhere else: a body that is not
+ * exactly the expected shape (truncated, not JSON, wrong count of results)
+ * fails with RL_INVALID_REQUEST, which the client treats as a transport
+ * failure. They decode in place: body must be writable with a NUL at
+ * body[len] (an rl_buf's data is), and status_key points into it.
+ */
+
+/* {"lease_id":..,"job_id":..,"requirements":[{"key":..,"amount":..}]};
+ * job_id is left out when NULL. */
+void rl_wire_encode_reserve_request(rl_buf *buf, const rl_reserve_request *request);
+/* {"requests":[<request>,...]} for requests[0..count). */
+void rl_wire_encode_reserve_batch_request(rl_buf *buf, const rl_reserve_request *requests,
+                                          size_t count);
+/* {"lease_id":..,"job_id":..,"actuals":[{"key":..,"actual_amount":..}]} */
+void rl_wire_encode_complete_request(rl_buf *buf, const rl_complete_request *request);
+void rl_wire_encode_complete_batch_request(rl_buf *buf, const rl_complete_request *requests,
+                                           size_t count);
+
+/* One reserve result as the daemon wrote it. status_key points into the
+ * decoded body (NUL-terminated) or is NULL; the caller maps it to its own
+ * request's key before the body goes away. */
+typedef struct rl_wire_reserve_answer {
+    bool allowed;
+    uint64_t retry_after_ms;
+    uint64_t reserved_at_unix_ms;
+    rl_status status;
+    const char *status_key;
+} rl_wire_reserve_answer;
+
+/* The error string of a result: "" -> RL_OK, "invalid_request",
+ * "backend_error", "<name>:<key>" for the statuses that name a key (the key
+ * may be missing: *key NULL). Returns false for any other string. *key
+ * points into text. */
+bool rl_wire_parse_error_string(const char *text, rl_status *status, const char **key);
+
+/* The body of POST /v1/reserve (200, or the 404 of an unknown key). */
+rl_status rl_wire_decode_reserve_answer(char *body, size_t len, rl_wire_reserve_answer *out);
+/* {"results":[..]} of POST /v1/reserve/batch with exactly count results. */
+rl_status rl_wire_decode_reserve_batch_answer(char *body, size_t len, rl_wire_reserve_answer *out,
+                                              size_t count);
+/* {"ok":..,"error":..} of POST /v1/complete: *status is RL_OK for ok:true,
+ * else the error string's status. */
+rl_status rl_wire_decode_complete_answer(char *body, size_t len, rl_status *status);
+/* {"results":[{"ok":..,"error":..},..]} with exactly count results. */
+rl_status rl_wire_decode_complete_batch_answer(char *body, size_t len, rl_status *statuses,
+                                               size_t count);
+
 #endif

@@ -1,0 +1,119 @@
+/* ratelimiter/limiter.h — the Limiter: how an application reserves and
+ * completes (spec §4, §8, §11.3).
+ *
+ * One interface, two implementations that behave identically:
+ *   - local: the memory backend in this process, limits from a limits.json
+ *     file (single-binary mode: no daemon, no network);
+ *   - http: a ratelimiterd reached over HTTP with libcurl, keep-alive
+ *     connections reused across calls.
+ *
+ * Operational errors are kept apart from per-lease results (TigerBeetle's
+ * tb_client style): a call returns RL_OK when every lease got a result, and a
+ * denial, an unknown key, a decreasing limit are results, not errors. A call
+ * returns an error only when it could not get results: RL_INVALID_REQUEST (the
+ * request breaks api.md's rules; nothing was sent or changed), RL_TIMEOUT (no
+ * answer before the deadline: the outcome is unknown, retry with the SAME
+ * lease id), RL_BACKEND_ERROR (the server said backend_error), RL_NO_MEMORY.
+ *
+ * Every function is thread-safe: one limiter serves many threads.
+ */
+#ifndef RATELIMITER_LIMITER_H
+#define RATELIMITER_LIMITER_H
+
+#include "ratelimiter/memory.h"
+#include "ratelimiter/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RL_LIMITER_ABI_VERSION 1
+#define RL_LIMITER_ERR_SIZE 256
+
+typedef struct rl_limiter rl_limiter;
+
+typedef struct rl_limiter_ops {
+    int abi_version; /* RL_LIMITER_ABI_VERSION */
+    const char *name; /* "local", "http" */
+    rl_status (*reserve_batch)(rl_limiter *limiter, const rl_reserve_request *requests, size_t count,
+                               rl_reserve_result *results);
+    rl_status (*complete_batch)(rl_limiter *limiter, const rl_complete_request *requests, size_t count,
+                                rl_status *statuses);
+    void (*destroy)(rl_limiter *limiter);
+} rl_limiter_ops;
+
+struct rl_limiter {
+    const rl_limiter_ops *ops;
+};
+
+/* Decides count leases (1..RL_LIMITER_MAX_BATCH), results[i] for requests[i].
+ * A result's status_key points to one of the request's own keys (or to memory
+ * the limiter keeps for its life): valid at least as long as the request. */
+#define RL_LIMITER_MAX_BATCH 256u
+
+static inline rl_status rl_limiter_reserve_batch(rl_limiter *l, const rl_reserve_request *requests,
+                                                 size_t count, rl_reserve_result *results) {
+    return l->ops->reserve_batch(l, requests, count, results);
+}
+static inline rl_status rl_limiter_reserve(rl_limiter *l, const rl_reserve_request *request,
+                                           rl_reserve_result *result) {
+    return l->ops->reserve_batch(l, request, 1, result);
+}
+/* Completes count leases; statuses[i] is RL_OK for every lease the server
+ * took (Complete is idempotent, unknown leases included). */
+static inline rl_status rl_limiter_complete_batch(rl_limiter *l, const rl_complete_request *requests,
+                                                  size_t count, rl_status *statuses) {
+    return l->ops->complete_batch(l, requests, count, statuses);
+}
+static inline rl_status rl_limiter_complete(rl_limiter *l, const rl_complete_request *request) {
+    rl_status status;
+    rl_status call = l->ops->complete_batch(l, request, 1, &status);
+    return call != RL_OK ? call : status;
+}
+/* Frees the limiter. No call may be in flight or follow. NULL is allowed. */
+static inline void rl_limiter_destroy(rl_limiter *l) {
+    if (l != NULL) l->ops->destroy(l);
+}
+
+/* ---- local: the memory backend in this process ---- */
+
+/* Opens a local limiter with the limits of the limits.json file at path (the
+ * registry's format, spec §7; read once, never written). options may be NULL
+ * for rl_memory_options_default. On error *out is NULL and err says why. */
+rl_status rl_limiter_local_open(const char *limits_path, const rl_memory_options *options,
+                                rl_limiter **out, char err[RL_LIMITER_ERR_SIZE]);
+
+/* ---- http: a ratelimiterd ---- */
+
+typedef struct rl_http_limiter_options {
+    const char *base_url;       /* "http://127.0.0.1:8080"; copied */
+    uint32_t call_timeout_ms;   /* one HTTP exchange; default 1000 */
+    uint32_t deadline_ms;       /* retries of a transport failure stop after this; default 10000 */
+    uint32_t backoff_initial_ms;/* first wait before a retry, doubled each time; default 10 */
+    uint32_t backoff_max_ms;    /* default 1000 */
+    uint32_t max_connections;   /* keep-alive connections kept for reuse; default 16 */
+} rl_http_limiter_options;
+
+/* Fills options with the defaults above (base_url NULL). */
+void rl_http_limiter_options_default(rl_http_limiter_options *options);
+
+/* Opens a limiter that talks to the ratelimiterd at options->base_url. It
+ * connects lazily: a daemon that is not up yet is not an error here. On a
+ * transport error or timeout a call is retried with the same lease ids, with
+ * backoff, until deadline_ms; it never invents an outcome. */
+rl_status rl_limiter_http_open(const rl_http_limiter_options *options, rl_limiter **out,
+                               char err[RL_LIMITER_ERR_SIZE]);
+
+/* ---- checks shared by both ---- */
+
+/* True if a request follows api.md's rules (ULID lease id, 1..32
+ * requirements with valid keys, amounts 1..2^53, no key twice; for Complete
+ * 0..32 actuals, actual amounts 0..2^53). Otherwise false and err says which
+ * field. Pure, thread-safe. */
+bool rl_reserve_request_check(const rl_reserve_request *request, char err[RL_LIMITER_ERR_SIZE]);
+bool rl_complete_request_check(const rl_complete_request *request, char err[RL_LIMITER_ERR_SIZE]);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

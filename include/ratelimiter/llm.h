@@ -1,0 +1,63 @@
+/* ratelimiter/llm.h — the LLM helpers: what one call to a model needs
+ * reserved (spec §5).
+ *
+ * token upper bound = rl_estimate_prompt_tokens(prompt) + max_output_tokens,
+ * where the v1 estimate is the prompt's UTF-8 byte count: conservative (real
+ * token counts are smaller), so that a reservation is never too small.
+ */
+#ifndef RATELIMITER_LLM_H
+#define RATELIMITER_LLM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ratelimiter/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The spec's v1 estimate: the prompt's length in bytes (NULL is 0). */
+uint64_t rl_estimate_prompt_tokens(const char *prompt);
+
+typedef struct rl_llm_call {
+    const char *tenant_id;      /* needed only with want_daily_budget */
+    const char *provider;       /* "openai" */
+    const char *model;          /* "gpt-4o" */
+    const char *prompt;         /* may be NULL when prompt_tokens is set */
+    uint64_t prompt_tokens;     /* used instead of the estimate when > 0 */
+    uint64_t max_output_tokens;
+    bool want_daily_budget;     /* also reserve tenant:<id>:llm:daily_tokens */
+} rl_llm_call;
+
+/* The requirements of one call, with their keys stored inline so that the
+ * struct can be kept and copied: rpm 1, tpm = upper bound, concurrency 1, and
+ * with want_daily_budget the tenant's daily tokens = upper bound. */
+typedef struct rl_llm_requirements {
+    rl_requirement items[4];
+    size_t count;
+    uint64_t token_upper_bound;
+    char keys[4][RL_KEY_MAX_LEN + 1];
+} rl_llm_requirements;
+
+/* Builds out from call. Returns false if a part (provider, model, tenant) is
+ * not a valid key part (printable ASCII, no spaces or ':'), a key would be
+ * too long, or the upper bound is 0 or above 2^53. out->items point into
+ * out->keys: do not copy an rl_llm_requirements by value while its items are
+ * in use (re-run the builder, or copy and call rl_llm_requirements_fix). */
+bool rl_llm_requirements_build(const rl_llm_call *call, rl_llm_requirements *out);
+
+/* Re-points items at this copy's own keys after a copy by value. */
+void rl_llm_requirements_fix(rl_llm_requirements *requirements);
+
+/* The actuals of a finished call: tpm (and the daily budget when reserved)
+ * = actual_tokens, keys borrowed from requirements. Writes up to 2 into
+ * actuals and returns how many. */
+size_t rl_llm_actuals(const rl_llm_requirements *requirements, uint64_t actual_tokens,
+                      rl_actual actuals[2]);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

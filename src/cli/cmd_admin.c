@@ -1,0 +1,397 @@
+/* cmd_admin.c — rlctl list, get, put, health: the admin API of api.md. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli/cli.h"
+#include "ratelimiter/types.h"
+
+/* Commands parse their options with getopt_long from argv[0] = their name;
+ * the main resets getopt (optind = 0) before calling one. */
+
+static bool wants_help(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) return true;
+    return false;
+}
+
+static int usage_error(const char *usage, const char *fmt, const char *arg) {
+    fputs("rlctl: ", stderr);
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n%s", usage);
+    return RLCTL_EXIT_USAGE;
+}
+
+/* A number of a JSON object at a dotted path, or NULL. */
+static const cJSON *at(const cJSON *node, const char *a, const char *b) {
+    node = cJSON_GetObjectItemCaseSensitive(node, a);
+    return b != NULL ? cJSON_GetObjectItemCaseSensitive(node, b) : node;
+}
+
+static void cell_u64(char *out, size_t size, const cJSON *number) {
+    if (cJSON_IsNumber(number))
+        snprintf(out, size, "%.0f", number->valuedouble);
+    else
+        snprintf(out, size, "-");
+}
+
+/* ---- list ---------------------------------------------------------------- */
+
+static const char list_usage[] =
+    "usage: rlctl [global options] list [--json]\n"
+    "  Every limit with its live usage: key, kind, capacity, used, available, status.\n"
+    "  --json   print the server's JSON as it came\n";
+
+static void print_table(const cJSON *limits) {
+    int key_width = 3;
+    const cJSON *info;
+    cJSON_ArrayForEach(info, limits) {
+        const cJSON *key = at(info, "definition", "key");
+        if (cJSON_IsString(key) && (int)strlen(key->valuestring) > key_width)
+            key_width = (int)strlen(key->valuestring);
+    }
+    printf("%-*s  %-11s  %16s  %16s  %16s  %s\n", key_width, "KEY", "KIND", "CAPACITY", "USED", "AVAILABLE",
+           "STATUS");
+    cJSON_ArrayForEach(info, limits) {
+        const cJSON *key = at(info, "definition", "key"), *kind = at(info, "definition", "kind");
+        const cJSON *status = at(info, "status", NULL);
+        const cJSON *capacity = at(info, "usage", "capacity");
+        if (capacity == NULL) capacity = at(info, "definition", "capacity");
+        char cap[32], used[32], avail[32];
+        cell_u64(cap, sizeof cap, capacity);
+        cell_u64(used, sizeof used, at(info, "usage", "used"));
+        cell_u64(avail, sizeof avail, at(info, "usage", "available"));
+        printf("%-*s  %-11s  %16s  %16s  %16s  %s\n", key_width, cJSON_IsString(key) ? key->valuestring : "?",
+               cJSON_IsString(kind) ? kind->valuestring : "?", cap, used, avail,
+               cJSON_IsString(status) ? status->valuestring : "?");
+    }
+}
+
+int rlctl_cmd_list(const rlctl_global *global, int argc, char **argv) {
+    static const struct option options[] = {{"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {0}};
+    bool json = false;
+    int c;
+    while ((c = getopt_long(argc, argv, "+jh", options, NULL)) != -1) {
+        if (c == 'j') json = true;
+        else if (c == 'h') return fputs(list_usage, stdout), RLCTL_EXIT_OK;
+        else return fputs(list_usage, stderr), RLCTL_EXIT_USAGE;
+    }
+    if (optind < argc) return usage_error(list_usage, "list: unexpected argument \"%s\"", argv[optind]);
+
+    rlctl_response r;
+    int code = RLCTL_EXIT_OK;
+    if (rlctl_http(global, "GET", "/v1/admin/limits", NULL, &r) != 200) {
+        code = rlctl_report_failure("GET /v1/admin/limits", &r);
+    } else if (json) {
+        printf("%s\n", r.body);
+    } else {
+        cJSON *root = cJSON_Parse(r.body);
+        const cJSON *limits = at(root, "limits", NULL);
+        if (!cJSON_IsArray(limits)) {
+            fprintf(stderr, "rlctl: GET /v1/admin/limits: the answer has no \"limits\" array\n");
+            code = RLCTL_EXIT_UNAVAILABLE;
+        } else {
+            print_table(limits);
+        }
+        cJSON_Delete(root);
+    }
+    rlctl_response_free(&r);
+    return code;
+}
+
+/* ---- get ----------------------------------------------------------------- */
+
+static const char get_usage[] =
+    "usage: rlctl [global options] get [--json] KEY\n"
+    "  One limit: its definition, status and live usage, one field a line.\n"
+    "  --json   print the server's JSON as it came\n"
+    "  Exit 3 if no limit has this key.\n";
+
+/* Prints every leaf of node as "path  value", depth first. */
+static void print_fields(const cJSON *node, const char *prefix) {
+    const cJSON *item;
+    cJSON_ArrayForEach(item, node) {
+        char path[128];
+        snprintf(path, sizeof path, "%s%s%s", prefix, prefix[0] ? "." : "", item->string);
+        if (cJSON_IsObject(item)) {
+            print_fields(item, path);
+        } else if (cJSON_IsString(item)) {
+            printf("%-32s %s\n", path, item->valuestring);
+        } else if (cJSON_IsNumber(item)) {
+            printf("%-32s %.0f\n", path, item->valuedouble);
+        } else {
+            char *text = cJSON_PrintUnformatted(item);
+            printf("%-32s %s\n", path, text != NULL ? text : "?");
+            free(text);
+        }
+    }
+}
+
+int rlctl_cmd_get(const rlctl_global *global, int argc, char **argv) {
+    static const struct option options[] = {{"json", no_argument, NULL, 'j'}, {"help", no_argument, NULL, 'h'}, {0}};
+    bool json = false;
+    int c;
+    while ((c = getopt_long(argc, argv, "+jh", options, NULL)) != -1) {
+        if (c == 'j') json = true;
+        else if (c == 'h') return fputs(get_usage, stdout), RLCTL_EXIT_OK;
+        else return fputs(get_usage, stderr), RLCTL_EXIT_USAGE;
+    }
+    if (optind != argc - 1) return usage_error(get_usage, "get: %s", "exactly one KEY is needed");
+    const char *key = argv[optind];
+    if (strlen(key) > RL_KEY_MAX_LEN) return usage_error(get_usage, "get: the key is longer than %s bytes", "256");
+
+    char path[32 + 3 * RL_KEY_MAX_LEN], escaped[3 * RL_KEY_MAX_LEN + 1];
+    rlctl_path_escape(key, escaped, sizeof escaped);
+    snprintf(path, sizeof path, "/v1/admin/limits/%s", escaped);
+    rlctl_response r;
+    int code = RLCTL_EXIT_OK;
+    if (rlctl_http(global, "GET", path, NULL, &r) != 200) {
+        char what[64 + RL_KEY_MAX_LEN];
+        snprintf(what, sizeof what, "get \"%s\"", key);
+        if (r.status == 404) {
+            fprintf(stderr, "rlctl: get: no limit has the key \"%s\"\n", key);
+            code = RLCTL_EXIT_REJECTED;
+        } else {
+            code = rlctl_report_failure(what, &r);
+        }
+    } else if (json) {
+        printf("%s\n", r.body);
+    } else {
+        cJSON *root = cJSON_Parse(r.body);
+        const cJSON *limit = at(root, "limit", NULL);
+        if (cJSON_IsObject(limit)) {
+            print_fields(limit, "");
+        } else {
+            fprintf(stderr, "rlctl: get: the answer has no \"limit\" object\n");
+            code = RLCTL_EXIT_UNAVAILABLE;
+        }
+        cJSON_Delete(root);
+    }
+    rlctl_response_free(&r);
+    return code;
+}
+
+/* ---- put ----------------------------------------------------------------- */
+
+static const char put_usage[] =
+    "usage: rlctl [global options] put --key K --kind rolling|concurrency --capacity N\n"
+    "                                  [--window-seconds N] [--timeout-seconds N] [--unit U]\n"
+    "                                  [--description D] [--overage debt|deny]\n"
+    "       rlctl [global options] put --file FILE\n"
+    "  Defines a limit or changes it (PUT /v1/admin/limits). A rolling limit needs\n"
+    "  --window-seconds, a concurrency limit --timeout-seconds. A lower capacity than\n"
+    "  now makes the limit \"decreasing\" until its usage fits.\n"
+    "  --file FILE   a definition object, or an array of them, in api.md's JSON (\"-\" is\n"
+    "                stdin); they are sent one by one, stopping at the first error\n"
+    "  Prints \"KEY STATUS\" for each limit put.\n";
+
+/* JSON of a flat object, with integral numbers written as integers (cJSON
+ * would write 1e+15), so that large capacities go out exactly. */
+static char *object_text(const cJSON *object) {
+    size_t cap = 256, len = 0;
+    char *out = malloc(cap);
+    if (out == NULL) return NULL;
+    out[len++] = '{';
+    const cJSON *item;
+    cJSON_ArrayForEach(item, object) {
+        cJSON *name = cJSON_CreateString(item->string);
+        char *name_text = cJSON_PrintUnformatted(name), *value_text;
+        cJSON_Delete(name);
+        double v = item->valuedouble;
+        if (cJSON_IsNumber(item) && v >= 0 && v <= 1e19 && (double)(uint64_t)v == v) {
+            value_text = malloc(32);
+            if (value_text != NULL) snprintf(value_text, 32, "%llu", (unsigned long long)v);
+        } else {
+            value_text = cJSON_PrintUnformatted(item);
+        }
+        size_t need = name_text && value_text ? len + strlen(name_text) + strlen(value_text) + 4 : 0;
+        char *grown = need > cap ? realloc(out, cap = need * 2) : out;
+        if (need == 0 || grown == NULL) {
+            free(name_text);
+            free(value_text);
+            free(out);
+            return NULL;
+        }
+        out = grown;
+        len += (size_t)sprintf(out + len, "%s%s:%s", len > 1 ? "," : "", name_text, value_text);
+        free(name_text);
+        free(value_text);
+    }
+    out[len++] = '}';
+    out[len] = '\0';
+    return out;
+}
+
+/* PUTs one definition object; prints "KEY STATUS" when it was taken. */
+static int put_one(const rlctl_global *global, const cJSON *def, const char *where) {
+    char *body = object_text(def);
+    if (body == NULL) {
+        fprintf(stderr, "rlctl: put: out of memory\n");
+        return RLCTL_EXIT_UNAVAILABLE;
+    }
+    const cJSON *key = at(def, "key", NULL);
+    const char *key_text = cJSON_IsString(key) ? key->valuestring : "(no key)";
+    rlctl_response r;
+    int code = RLCTL_EXIT_OK;
+    if (rlctl_http(global, "PUT", "/v1/admin/limits", body, &r) != 200) {
+        char what[96 + RL_KEY_MAX_LEN];
+        snprintf(what, sizeof what, "put %s\"%s\"", where, key_text);
+        code = rlctl_report_failure(what, &r);
+    } else {
+        cJSON *root = cJSON_Parse(r.body);
+        const cJSON *status = at(root, "status", NULL);
+        printf("%s %s\n", key_text, cJSON_IsString(status) ? status->valuestring : "?");
+        cJSON_Delete(root);
+    }
+    rlctl_response_free(&r);
+    free(body);
+    return code;
+}
+
+static char *read_all(const char *path) {
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (f == NULL) return NULL;
+    size_t cap = 4096, len = 0;
+    char *text = malloc(cap);
+    size_t n;
+    while (text != NULL && (n = fread(text + len, 1, cap - len - 1, f)) > 0) {
+        len += n;
+        if (len + 1 == cap) {
+            char *grown = realloc(text, cap *= 2);
+            if (grown == NULL) free(text);
+            text = grown;
+        }
+    }
+    if (text != NULL) text[len] = '\0';
+    if (f != stdin) fclose(f);
+    return text;
+}
+
+static int put_file(const rlctl_global *global, const char *path) {
+    char *text = read_all(path);
+    if (text == NULL) {
+        fprintf(stderr, "rlctl: put: cannot read \"%s\": %m\n", path);
+        return RLCTL_EXIT_USAGE;
+    }
+    cJSON *root = cJSON_Parse(text);
+    int code = RLCTL_EXIT_OK;
+    if (root == NULL) {
+        const char *bad = cJSON_GetErrorPtr();
+        fprintf(stderr, "rlctl: put: \"%s\" is not JSON (at byte %ld)\n", path,
+                bad != NULL ? (long)(bad - text) : 0L);
+        code = RLCTL_EXIT_USAGE;
+    } else if (cJSON_IsObject(root)) {
+        code = put_one(global, root, "");
+    } else if (cJSON_IsArray(root)) {
+        int i = 0;
+        const cJSON *def;
+        cJSON_ArrayForEach(def, root) {
+            char where[48];
+            snprintf(where, sizeof where, "[%d] ", i++);
+            if (!cJSON_IsObject(def)) {
+                fprintf(stderr, "rlctl: put: item %d of \"%s\" is not an object\n", i - 1, path);
+                code = RLCTL_EXIT_USAGE;
+            } else {
+                code = put_one(global, def, where);
+            }
+            if (code != RLCTL_EXIT_OK) break;
+        }
+    } else {
+        fprintf(stderr, "rlctl: put: \"%s\" holds neither a definition object nor an array of them\n", path);
+        code = RLCTL_EXIT_USAGE;
+    }
+    cJSON_Delete(root);
+    free(text);
+    return code;
+}
+
+int rlctl_cmd_put(const rlctl_global *global, int argc, char **argv) {
+    enum { O_KEY = 256, O_KIND, O_CAPACITY, O_WINDOW, O_TIMEOUT, O_UNIT, O_DESCRIPTION, O_OVERAGE, O_FILE };
+    static const struct option options[] = {
+        {"key", required_argument, NULL, O_KEY},
+        {"kind", required_argument, NULL, O_KIND},
+        {"capacity", required_argument, NULL, O_CAPACITY},
+        {"window-seconds", required_argument, NULL, O_WINDOW},
+        {"timeout-seconds", required_argument, NULL, O_TIMEOUT},
+        {"unit", required_argument, NULL, O_UNIT},
+        {"description", required_argument, NULL, O_DESCRIPTION},
+        {"overage", required_argument, NULL, O_OVERAGE},
+        {"file", required_argument, NULL, O_FILE},
+        {"help", no_argument, NULL, 'h'},
+        {0},
+    };
+    const char *file = NULL;
+    const char *text[O_FILE - O_KEY] = {0};
+    bool any_flag = false;
+    int c;
+    while ((c = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
+        if (c == 'h') return fputs(put_usage, stdout), RLCTL_EXIT_OK;
+        if (c == O_FILE) file = optarg;
+        else if (c >= O_KEY && c < O_FILE) text[c - O_KEY] = optarg, any_flag = true;
+        else return fputs(put_usage, stderr), RLCTL_EXIT_USAGE;
+    }
+    if (optind < argc) return usage_error(put_usage, "put: unexpected argument \"%s\"", argv[optind]);
+    if (file != NULL && any_flag) return usage_error(put_usage, "put: %s", "--file goes alone, without other flags");
+    if (file != NULL) return put_file(global, file);
+
+    if (text[O_KEY - O_KEY] == NULL || text[O_KIND - O_KEY] == NULL || text[O_CAPACITY - O_KEY] == NULL)
+        return usage_error(put_usage, "put: %s", "--key, --kind and --capacity are needed (or --file)");
+    rl_kind kind;
+    rl_overage overage;
+    if (!rl_kind_parse(text[O_KIND - O_KEY], &kind))
+        return usage_error(put_usage, "put: --kind \"%s\" is neither rolling nor concurrency", text[O_KIND - O_KEY]);
+    if (text[O_OVERAGE - O_KEY] != NULL && !rl_overage_parse(text[O_OVERAGE - O_KEY], &overage))
+        return usage_error(put_usage, "put: --overage \"%s\" is neither debt nor deny", text[O_OVERAGE - O_KEY]);
+
+    cJSON *def = cJSON_CreateObject();
+    cJSON_AddStringToObject(def, "key", text[O_KEY - O_KEY]);
+    cJSON_AddStringToObject(def, "kind", text[O_KIND - O_KEY]);
+    static const struct { int option; const char *field, *flag; } numbers[] = {
+        {O_CAPACITY, "capacity", "--capacity"},
+        {O_WINDOW, "window_seconds", "--window-seconds"},
+        {O_TIMEOUT, "timeout_seconds", "--timeout-seconds"},
+    };
+    for (size_t i = 0; i < sizeof numbers / sizeof numbers[0]; i++) {
+        const char *value = text[numbers[i].option - O_KEY];
+        uint64_t n;
+        if (value == NULL) continue;
+        if (!rlctl_parse_u64(value, RL_AMOUNT_MAX, &n)) {
+            cJSON_Delete(def);
+            fprintf(stderr, "rlctl: put: %s \"%s\" is not an integer 0..%llu\n%s", numbers[i].flag, value,
+                    (unsigned long long)RL_AMOUNT_MAX, put_usage);
+            return RLCTL_EXIT_USAGE;
+        }
+        cJSON_AddNumberToObject(def, numbers[i].field, (double)n);
+    }
+    if (text[O_UNIT - O_KEY] != NULL) cJSON_AddStringToObject(def, "unit", text[O_UNIT - O_KEY]);
+    if (text[O_DESCRIPTION - O_KEY] != NULL)
+        cJSON_AddStringToObject(def, "description", text[O_DESCRIPTION - O_KEY]);
+    if (text[O_OVERAGE - O_KEY] != NULL) cJSON_AddStringToObject(def, "overage", text[O_OVERAGE - O_KEY]);
+    int code = put_one(global, def, "");
+    cJSON_Delete(def);
+    return code;
+}
+
+/* ---- health -------------------------------------------------------------- */
+
+static const char health_usage[] =
+    "usage: rlctl [global options] health\n"
+    "  GET /healthz: prints the daemon's answer; exit 0 if it is up, 4 if not.\n";
+
+int rlctl_cmd_health(const rlctl_global *global, int argc, char **argv) {
+    if (wants_help(argc, argv)) return fputs(health_usage, stdout), RLCTL_EXIT_OK;
+    if (argc > 1) return usage_error(health_usage, "health: unexpected argument \"%s\"", argv[1]);
+    rlctl_response r;
+    int code = RLCTL_EXIT_OK;
+    if (rlctl_http(global, "GET", "/healthz", NULL, &r) != 200) {
+        code = rlctl_report_failure("GET /healthz", &r);
+        if (code == RLCTL_EXIT_REJECTED) code = RLCTL_EXIT_UNAVAILABLE; /* not healthy, whatever it says */
+    } else {
+        printf("%s\n", r.body);
+    }
+    rlctl_response_free(&r);
+    return code;
+}

@@ -1,0 +1,207 @@
+/* cmd_lease.c — rlctl reserve and complete, by hand, through the library's
+ * HTTP limiter (the same code path as an application's: same validation,
+ * same retries of a transport failure with the same lease id). */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "ratelimiter/limiter.h"
+#include "ratelimiter/ulid.h"
+
+typedef struct key_amounts {
+    char keys[RL_MAX_REQUIREMENTS][RL_KEY_MAX_LEN + 1];
+    uint64_t amounts[RL_MAX_REQUIREMENTS];
+    size_t count;
+} key_amounts;
+
+/* Adds "KEY=AMOUNT"; false (said on stderr) if it is malformed or too many. */
+static bool add_key_amount(key_amounts *list, const char *text, uint64_t min, const char *command) {
+    char err[512];
+    if (list->count == RL_MAX_REQUIREMENTS) {
+        fprintf(stderr, "rlctl: %s: at most %d KEY=AMOUNT\n", command, RL_MAX_REQUIREMENTS);
+        return false;
+    }
+    if (!rlctl_parse_key_amount(text, min, list->keys[list->count], sizeof list->keys[0],
+                                &list->amounts[list->count], err, sizeof err)) {
+        fprintf(stderr, "rlctl: %s: %s\n", command, err);
+        return false;
+    }
+    list->count++;
+    return true;
+}
+
+static rl_status open_limiter(const rlctl_global *global, rl_limiter **out) {
+    rl_http_limiter_options options;
+    rl_http_limiter_options_default(&options);
+    options.base_url = global->url;
+    options.call_timeout_ms = global->timeout_ms;
+    options.deadline_ms = global->timeout_ms;
+    options.max_connections = 1;
+    char err[RL_LIMITER_ERR_SIZE] = "";
+    rl_status status = rl_limiter_http_open(&options, out, err);
+    if (status != RL_OK) fprintf(stderr, "rlctl: cannot use %s: %s\n", global->url, err[0] ? err : rl_status_name(status));
+    return status;
+}
+
+/* The exit code of a call that got no result, said on stderr. */
+static int call_failed(const char *command, const char *lease_id, rl_status status) {
+    switch (status) {
+    case RL_INVALID_REQUEST:
+        fprintf(stderr, "rlctl: %s %s: the server said invalid_request\n", command, lease_id);
+        return RLCTL_EXIT_REJECTED;
+    case RL_TIMEOUT:
+        fprintf(stderr, "rlctl: %s %s: no answer in time (unreachable or timed out); the outcome is unknown, "
+                "retry with the same lease id\n", command, lease_id);
+        return RLCTL_EXIT_UNAVAILABLE;
+    default:
+        fprintf(stderr, "rlctl: %s %s: %s (%s)\n", command, lease_id, rl_status_wire(status)[0] ? rl_status_wire(status) : "error",
+                rl_status_name(status));
+        return RLCTL_EXIT_UNAVAILABLE;
+    }
+}
+
+/* ---- reserve ------------------------------------------------------------- */
+
+static const char reserve_usage[] =
+    "usage: rlctl [global options] reserve [--lease-id ULID] [--job-id J] --req KEY=AMOUNT [--req ...]\n"
+    "  Reserves every KEY=AMOUNT together or nothing (POST /v1/reserve). KEY=AMOUNT may\n"
+    "  also follow the options. Without --lease-id a new ULID is made. Prints one line of\n"
+    "  JSON: lease_id, allowed, retry_after_ms, reserved_at_unix_ms, error.\n"
+    "  Exit 0 allowed, 1 denied (retry after retry_after_ms with a NEW lease id; also a\n"
+    "  decreasing limit or an amount above capacity), 3 unknown key or invalid request,\n"
+    "  4 no answer (retry with the SAME lease id).\n";
+
+int rlctl_cmd_reserve(const rlctl_global *global, int argc, char **argv) {
+    static const struct option options[] = {{"lease-id", required_argument, NULL, 'l'},
+                                            {"job-id", required_argument, NULL, 'j'},
+                                            {"req", required_argument, NULL, 'r'},
+                                            {"help", no_argument, NULL, 'h'},
+                                            {0}};
+    static key_amounts reqs;
+    const char *lease_arg = NULL, *job_id = NULL;
+    memset(&reqs, 0, sizeof reqs);
+    int c;
+    while ((c = getopt_long(argc, argv, "l:j:r:h", options, NULL)) != -1) {
+        if (c == 'h') return fputs(reserve_usage, stdout), RLCTL_EXIT_OK;
+        if (c == 'l') lease_arg = optarg;
+        else if (c == 'j') job_id = optarg;
+        else if (c == 'r') { if (!add_key_amount(&reqs, optarg, 1, "reserve")) return RLCTL_EXIT_USAGE; }
+        else return fputs(reserve_usage, stderr), RLCTL_EXIT_USAGE;
+    }
+    for (int i = optind; i < argc; i++)
+        if (!add_key_amount(&reqs, argv[i], 1, "reserve")) return RLCTL_EXIT_USAGE;
+    if (reqs.count == 0) {
+        fprintf(stderr, "rlctl: reserve: at least one --req KEY=AMOUNT is needed\n%s", reserve_usage);
+        return RLCTL_EXIT_USAGE;
+    }
+    char lease_id[RL_ULID_TEXT_SIZE];
+    if (lease_arg == NULL) {
+        if (rl_ulid_new(lease_id) == NULL) {
+            fprintf(stderr, "rlctl: reserve: the system gave no randomness for a lease id\n");
+            return RLCTL_EXIT_UNAVAILABLE;
+        }
+    } else if (!rl_ulid_is_valid(lease_arg, strlen(lease_arg))) {
+        fprintf(stderr, "rlctl: reserve: --lease-id \"%s\" is not a ULID (26 characters of Crockford base32)\n",
+                lease_arg);
+        return RLCTL_EXIT_USAGE;
+    } else {
+        snprintf(lease_id, sizeof lease_id, "%s", lease_arg);
+    }
+
+    rl_requirement requirements[RL_MAX_REQUIREMENTS];
+    for (size_t i = 0; i < reqs.count; i++) requirements[i] = (rl_requirement){reqs.keys[i], reqs.amounts[i]};
+    rl_reserve_request request = {lease_id, job_id, requirements, reqs.count};
+    char err[RL_LIMITER_ERR_SIZE] = "";
+    if (!rl_reserve_request_check(&request, err)) {
+        fprintf(stderr, "rlctl: reserve: %s\n", err);
+        return RLCTL_EXIT_USAGE;
+    }
+    rl_limiter *limiter = NULL;
+    if (open_limiter(global, &limiter) != RL_OK) return RLCTL_EXIT_UNAVAILABLE;
+    rl_reserve_result result = {0};
+    rl_status call = rl_limiter_reserve(limiter, &request, &result);
+    int code;
+    if (call != RL_OK) {
+        code = call_failed("reserve", lease_id, call);
+    } else {
+        const char *wire = rl_status_wire(result.status);
+        const char *key = result.status_key != NULL ? result.status_key : "";
+        printf("{\"lease_id\":\"%s\",\"allowed\":%s,\"retry_after_ms\":%llu,\"reserved_at_unix_ms\":%llu,"
+               "\"error\":\"%s%s%s\"}\n",
+               lease_id, result.allowed ? "true" : "false", (unsigned long long)result.retry_after_ms,
+               (unsigned long long)result.reserved_at_unix_ms, wire, wire[0] && key[0] ? ":" : "", key);
+        if (result.allowed) {
+            code = RLCTL_EXIT_OK;
+        } else if (result.status == RL_OK) {
+            fprintf(stderr, "rlctl: reserve %s: denied, retry after %llu ms with a new lease id\n", lease_id,
+                    (unsigned long long)result.retry_after_ms);
+            code = RLCTL_EXIT_DENIED;
+        } else if (result.status == RL_LIMIT_DECREASING || result.status == RL_EXCEEDS_CAPACITY) {
+            fprintf(stderr, "rlctl: reserve %s: denied: %s \"%s\"%s\n", lease_id, wire, key,
+                    result.status == RL_EXCEEDS_CAPACITY ? " (the amount is above its capacity: retrying cannot help)"
+                                                         : " (the limit is being decreased)");
+            code = RLCTL_EXIT_DENIED;
+        } else if (result.status == RL_UNKNOWN_LIMIT_KEY || result.status == RL_INVALID_REQUEST) {
+            fprintf(stderr, "rlctl: reserve %s: %s%s%s\n", lease_id, wire, key[0] ? " " : "", key);
+            code = RLCTL_EXIT_REJECTED;
+        } else {
+            fprintf(stderr, "rlctl: reserve %s: %s\n", lease_id, wire);
+            code = RLCTL_EXIT_UNAVAILABLE;
+        }
+    }
+    rl_limiter_destroy(limiter);
+    return code;
+}
+
+/* ---- complete ------------------------------------------------------------ */
+
+static const char complete_usage[] =
+    "usage: rlctl [global options] complete --lease-id ULID [--job-id J] [--actual KEY=AMOUNT ...]\n"
+    "  Completes a lease (POST /v1/complete): concurrency is released, each rolling\n"
+    "  reservation given as --actual shrinks to AMOUNT (0 allowed); without --actual the\n"
+    "  usage is unknown and the reservations stay as reserved. KEY=AMOUNT may also follow\n"
+    "  the options. Idempotent: completing an unknown or completed lease is ok.\n";
+
+int rlctl_cmd_complete(const rlctl_global *global, int argc, char **argv) {
+    static const struct option options[] = {{"lease-id", required_argument, NULL, 'l'},
+                                            {"job-id", required_argument, NULL, 'j'},
+                                            {"actual", required_argument, NULL, 'a'},
+                                            {"help", no_argument, NULL, 'h'},
+                                            {0}};
+    static key_amounts actuals_in;
+    const char *lease_id = NULL, *job_id = NULL;
+    memset(&actuals_in, 0, sizeof actuals_in);
+    int c;
+    while ((c = getopt_long(argc, argv, "l:j:a:h", options, NULL)) != -1) {
+        if (c == 'h') return fputs(complete_usage, stdout), RLCTL_EXIT_OK;
+        if (c == 'l') lease_id = optarg;
+        else if (c == 'j') job_id = optarg;
+        else if (c == 'a') { if (!add_key_amount(&actuals_in, optarg, 0, "complete")) return RLCTL_EXIT_USAGE; }
+        else return fputs(complete_usage, stderr), RLCTL_EXIT_USAGE;
+    }
+    for (int i = optind; i < argc; i++)
+        if (!add_key_amount(&actuals_in, argv[i], 0, "complete")) return RLCTL_EXIT_USAGE;
+    if (lease_id == NULL) {
+        fprintf(stderr, "rlctl: complete: --lease-id is needed\n%s", complete_usage);
+        return RLCTL_EXIT_USAGE;
+    }
+    rl_actual actuals[RL_MAX_REQUIREMENTS];
+    for (size_t i = 0; i < actuals_in.count; i++) actuals[i] = (rl_actual){actuals_in.keys[i], actuals_in.amounts[i]};
+    rl_complete_request request = {lease_id, job_id, actuals, actuals_in.count};
+    char err[RL_LIMITER_ERR_SIZE] = "";
+    if (!rl_complete_request_check(&request, err)) {
+        fprintf(stderr, "rlctl: complete: %s\n", err);
+        return RLCTL_EXIT_USAGE;
+    }
+    rl_limiter *limiter = NULL;
+    if (open_limiter(global, &limiter) != RL_OK) return RLCTL_EXIT_UNAVAILABLE;
+    rl_status status = rl_limiter_complete(limiter, &request);
+    int code = RLCTL_EXIT_OK;
+    if (status == RL_OK)
+        printf("{\"lease_id\":\"%s\",\"ok\":true,\"error\":\"\"}\n", lease_id);
+    else
+        code = call_failed("complete", lease_id, status);
+    rl_limiter_destroy(limiter);
+    return code;
+}

@@ -1,0 +1,120 @@
+/* client/batcher.c — the batching Limiter: checks each call on its own, then
+ * hands it to the reserve or the complete lane (client/batcher_lane.h). */
+#include "ratelimiter/batcher.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/batcher_lane.h"
+
+typedef struct batcher {
+    rl_limiter base; /* first: the rl_limiter * we hand out points here */
+    rl_limiter *inner;
+    bool owns_inner;
+    rl__batcher_lane reserve;
+    rl__batcher_lane complete;
+} batcher;
+
+static const rl_limiter_ops batcher_ops;
+
+void rl_batcher_options_default(rl_batcher_options *options) {
+    options->max_batch = RL_BATCHER_DEFAULT_MAX_BATCH;
+    options->max_delay_us = RL_BATCHER_DEFAULT_MAX_DELAY_US;
+    options->owns_inner = false;
+}
+
+static rl_status send_reserve(rl_limiter *inner, const void *requests, size_t count, void *results) {
+    return rl_limiter_reserve_batch(inner, requests, count, results);
+}
+
+static rl_status send_complete(rl_limiter *inner, const void *requests, size_t count, void *results) {
+    return rl_limiter_complete_batch(inner, requests, count, results);
+}
+
+/* Checked here, per caller, so that one bad call is refused alone instead of
+ * making the inner limiter refuse a whole flush of other callers' leases. */
+static rl_status batcher_reserve_batch(rl_limiter *limiter, const rl_reserve_request *requests,
+                                       size_t count, rl_reserve_result *results) {
+    batcher *b = (batcher *)limiter;
+    if (requests == NULL || results == NULL || count == 0 || count > RL_LIMITER_MAX_BATCH)
+        return RL_INVALID_REQUEST;
+    char err[RL_LIMITER_ERR_SIZE];
+    for (size_t i = 0; i < count; i++)
+        if (!rl_reserve_request_check(&requests[i], err)) return RL_INVALID_REQUEST;
+    rl_status status = rl__batcher_lane_call(&b->reserve, requests, count, results);
+    /* A lone reserve the backend could not decide is a failed call (503 over
+     * HTTP, RL_BACKEND_ERROR from the local limiter); inside a flush it came
+     * back as that lease's result. Keep the lone caller's view unbatched. */
+    if (status == RL_OK && count == 1 && results[0].status == RL_BACKEND_ERROR) return RL_BACKEND_ERROR;
+    return status;
+}
+
+static rl_status batcher_complete_batch(rl_limiter *limiter, const rl_complete_request *requests,
+                                        size_t count, rl_status *statuses) {
+    batcher *b = (batcher *)limiter;
+    if (requests == NULL || statuses == NULL || count == 0 || count > RL_LIMITER_MAX_BATCH)
+        return RL_INVALID_REQUEST;
+    char err[RL_LIMITER_ERR_SIZE];
+    for (size_t i = 0; i < count; i++)
+        if (!rl_complete_request_check(&requests[i], err)) return RL_INVALID_REQUEST;
+    return rl__batcher_lane_call(&b->complete, requests, count, statuses);
+}
+
+static void batcher_destroy(rl_limiter *limiter) {
+    batcher *b = (batcher *)limiter;
+    /* Lanes first: their last flushes still use inner. */
+    rl__batcher_lane_destroy(&b->reserve);
+    rl__batcher_lane_destroy(&b->complete);
+    if (b->owns_inner) rl_limiter_destroy(b->inner);
+    free(b);
+}
+
+static const rl_limiter_ops batcher_ops = {
+    .abi_version = RL_LIMITER_ABI_VERSION,
+    .name = "batching",
+    .reserve_batch = batcher_reserve_batch,
+    .complete_batch = batcher_complete_batch,
+    .destroy = batcher_destroy,
+};
+
+rl_status rl_limiter_batching_open(rl_limiter *inner, const rl_batcher_options *options,
+                                   rl_limiter **out) {
+    *out = NULL;
+    rl_batcher_options defaults;
+    if (options == NULL) {
+        rl_batcher_options_default(&defaults);
+        options = &defaults;
+    }
+    if (inner == NULL || options->max_batch == 0 || options->max_batch > RL_LIMITER_MAX_BATCH ||
+        options->max_delay_us > RL_BATCHER_MAX_DELAY_US_LIMIT)
+        return RL_INVALID_REQUEST;
+
+    batcher *b = calloc(1, sizeof *b);
+    if (b == NULL) return RL_NO_MEMORY;
+    b->base.ops = &batcher_ops;
+    b->inner = inner;
+    b->owns_inner = options->owns_inner;
+    uint64_t max_delay_ns = (uint64_t)options->max_delay_us * 1000u;
+    if (rl__batcher_lane_init(&b->reserve, inner, send_reserve, sizeof(rl_reserve_request),
+                              sizeof(rl_reserve_result), options->max_batch, max_delay_ns) != RL_OK) {
+        free(b);
+        return RL_NO_MEMORY;
+    }
+    if (rl__batcher_lane_init(&b->complete, inner, send_complete, sizeof(rl_complete_request),
+                              sizeof(rl_status), options->max_batch, max_delay_ns) != RL_OK) {
+        rl__batcher_lane_destroy(&b->reserve);
+        free(b);
+        return RL_NO_MEMORY;
+    }
+    *out = &b->base;
+    return RL_OK;
+}
+
+bool rl_limiter_batching_stats(rl_limiter *limiter, rl_batcher_stats *out) {
+    memset(out, 0, sizeof *out);
+    if (limiter == NULL || limiter->ops != &batcher_ops) return false;
+    batcher *b = (batcher *)limiter;
+    rl__batcher_lane_stats(&b->reserve, &out->reserve);
+    rl__batcher_lane_stats(&b->complete, &out->complete);
+    return true;
+}

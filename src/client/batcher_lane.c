@@ -1,0 +1,245 @@
+/* client/batcher_lane.c — a queue of waiting calls and its flusher thread.
+ *
+ * Why a dedicated flusher rather than leader-follower (the first waiter
+ * flushes): with one thread owning the inner call, "who flushes next" is
+ * never in question, callers only ever wait for their own answer, and
+ * destroy has one thread to join. The cost is one thread per lane.
+ */
+#include "client/batcher_lane.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct rl__lane_waiter {
+    const void *requests;
+    void *results;
+    size_t count;
+    uint64_t deadline_ns; /* enqueue time + max_delay_ns, CLOCK_MONOTONIC */
+    rl_status status;     /* set by the flusher with done */
+    bool done;
+    pthread_cond_t answered; /* signalled once, under the lane mutex, when done */
+    rl__lane_waiter *next;
+};
+
+static uint64_t monotonic_now_ns(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+}
+
+static struct timespec timespec_from_ns(uint64_t ns) {
+    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000u), .tv_nsec = (long)(ns % 1000000000u)};
+    return ts;
+}
+
+/* True when the queue should go out now: it holds a full batch (or more),
+ * the oldest call's deadline has passed, or the lane is closing. Otherwise
+ * *wake_ns is when to look again. Called with the mutex held, head != NULL. */
+static bool flush_due(const rl__batcher_lane *lane, uint64_t *wake_ns) {
+    if (lane->closing || lane->waiting_leases >= lane->max_batch) return true;
+    uint64_t now_ns = monotonic_now_ns();
+    if (now_ns >= lane->head->deadline_ns) return true;
+    *wake_ns = lane->head->deadline_ns;
+    return false;
+}
+
+/* Takes the longest prefix of the queue that fits in max_batch leases (the
+ * head always fits: longer calls never queue). Mutex held. */
+static rl__lane_waiter *take_batch(rl__batcher_lane *lane, size_t *out_leases) {
+    rl__lane_waiter *first = lane->head, *last = NULL, *w = lane->head;
+    size_t leases = 0;
+    while (w != NULL && leases + w->count <= lane->max_batch) {
+        leases += w->count;
+        lane->stats.waiting_calls--;
+        last = w;
+        w = w->next;
+    }
+    last->next = NULL;
+    lane->head = w;
+    if (w == NULL) lane->tail = NULL;
+    lane->waiting_leases -= leases;
+    *out_leases = leases;
+    return first;
+}
+
+/* One inner call for the taken waiters; their callers are blocked, so their
+ * requests and result buffers are stable. Runs without the mutex. */
+static rl_status send_batch(rl__batcher_lane *lane, rl__lane_waiter *batch, size_t leases) {
+    size_t offset = 0;
+    for (rl__lane_waiter *w = batch; w != NULL; w = w->next) {
+        memcpy(lane->gathered_requests + offset * lane->request_size, w->requests,
+               w->count * lane->request_size);
+        offset += w->count;
+    }
+    rl_status status = lane->send(lane->inner, lane->gathered_requests, leases, lane->gathered_results);
+    if (status != RL_OK) return status; /* results are undefined: write none */
+    offset = 0;
+    for (rl__lane_waiter *w = batch; w != NULL; w = w->next) {
+        memcpy(w->results, lane->gathered_results + offset * lane->result_size,
+               w->count * lane->result_size);
+        offset += w->count;
+    }
+    return RL_OK;
+}
+
+/* Mutex held. After the signal the waiter may return (once we unlock) and
+ * its memory go away: read next before signalling. */
+static void answer_batch(rl__batcher_lane *lane, rl__lane_waiter *batch, size_t leases, rl_status status) {
+    uint64_t calls = 0;
+    rl__lane_waiter *w = batch;
+    while (w != NULL) {
+        rl__lane_waiter *next = w->next;
+        w->status = status;
+        w->done = true;
+        pthread_cond_signal(&w->answered);
+        calls++;
+        w = next;
+    }
+    lane->stats.calls += calls;
+    lane->stats.flushes++;
+    lane->stats.leases += leases;
+    if (status != RL_OK) lane->stats.failed_flushes++;
+    if (leases > lane->stats.largest_flush_leases) lane->stats.largest_flush_leases = leases;
+}
+
+static void *flusher_main(void *arg) {
+    rl__batcher_lane *lane = arg;
+    pthread_mutex_lock(&lane->mutex);
+    for (;;) {
+        if (lane->head == NULL) {
+            if (lane->closing) break;
+            pthread_cond_wait(&lane->work, &lane->mutex);
+            continue;
+        }
+        uint64_t wake_ns = 0;
+        if (!flush_due(lane, &wake_ns)) {
+            struct timespec wake = timespec_from_ns(wake_ns);
+            pthread_cond_timedwait(&lane->work, &lane->mutex, &wake);
+            continue; /* woken, timed out or spurious: look again */
+        }
+        size_t leases = 0;
+        rl__lane_waiter *batch = take_batch(lane, &leases);
+        pthread_mutex_unlock(&lane->mutex);
+        rl_status status = send_batch(lane, batch, leases);
+        pthread_mutex_lock(&lane->mutex);
+        answer_batch(lane, batch, leases, status);
+    }
+    pthread_mutex_unlock(&lane->mutex);
+    return NULL;
+}
+
+rl_status rl__batcher_lane_init(rl__batcher_lane *lane, rl_limiter *inner, rl__lane_send_fn send,
+                                size_t request_size, size_t result_size, size_t max_batch,
+                                uint64_t max_delay_ns) {
+    memset(lane, 0, sizeof *lane);
+    lane->inner = inner;
+    lane->send = send;
+    lane->request_size = request_size;
+    lane->result_size = result_size;
+    lane->max_batch = max_batch;
+    lane->max_delay_ns = max_delay_ns;
+    lane->gathered_requests = malloc(max_batch * request_size);
+    lane->gathered_results = malloc(max_batch * result_size);
+    if (lane->gathered_requests == NULL || lane->gathered_results == NULL) goto fail_buffers;
+
+    pthread_condattr_t attr;
+    if (pthread_condattr_init(&attr) != 0) goto fail_buffers;
+    /* Deadlines are monotonic: a wall-clock step must not stall or rush a flush. */
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    int rc = pthread_cond_init(&lane->work, &attr);
+    pthread_condattr_destroy(&attr);
+    if (rc != 0) goto fail_buffers;
+    if (pthread_cond_init(&lane->idle, NULL) != 0) goto fail_work;
+    if (pthread_mutex_init(&lane->mutex, NULL) != 0) goto fail_idle;
+    if (pthread_create(&lane->thread, NULL, flusher_main, lane) != 0) goto fail_mutex;
+    lane->thread_started = true;
+    return RL_OK;
+
+fail_mutex:
+    pthread_mutex_destroy(&lane->mutex);
+fail_idle:
+    pthread_cond_destroy(&lane->idle);
+fail_work:
+    pthread_cond_destroy(&lane->work);
+fail_buffers:
+    free(lane->gathered_requests);
+    free(lane->gathered_results);
+    memset(lane, 0, sizeof *lane);
+    return RL_NO_MEMORY;
+}
+
+/* Mutex held. The last caller out wakes a destroy that waits for it. */
+static void leave(rl__batcher_lane *lane) {
+    lane->callers_inside--;
+    if (lane->closing && lane->callers_inside == 0) pthread_cond_broadcast(&lane->idle);
+}
+
+/* A call the flusher cannot take (over max_batch, or the lane is closing)
+ * goes to inner from the caller's own thread; it still counts as inside so
+ * that destroy waits for it. */
+static rl_status call_direct(rl__batcher_lane *lane, const void *requests, size_t count, void *results) {
+    lane->callers_inside++;
+    lane->stats.direct_calls++;
+    pthread_mutex_unlock(&lane->mutex);
+    rl_status status = lane->send(lane->inner, requests, count, results);
+    pthread_mutex_lock(&lane->mutex);
+    leave(lane);
+    pthread_mutex_unlock(&lane->mutex);
+    return status;
+}
+
+rl_status rl__batcher_lane_call(rl__batcher_lane *lane, const void *requests, size_t count,
+                                void *results) {
+    pthread_mutex_lock(&lane->mutex);
+    if (count > lane->max_batch || lane->closing) return call_direct(lane, requests, count, results);
+
+    rl__lane_waiter waiter = {.requests = requests, .results = results, .count = count};
+    pthread_cond_init(&waiter.answered, NULL);
+    waiter.deadline_ns = monotonic_now_ns() + lane->max_delay_ns;
+    bool was_empty = lane->head == NULL;
+    if (was_empty) lane->head = &waiter;
+    else lane->tail->next = &waiter;
+    lane->tail = &waiter;
+    lane->waiting_leases += count;
+    lane->callers_inside++;
+    lane->stats.waiting_calls++;
+    /* The flusher needs a nudge only if this changes when it must act: it
+     * waits untimed on an empty queue, and a full batch is due at once.
+     * Otherwise it already sleeps until the head's deadline. */
+    if (was_empty || lane->waiting_leases >= lane->max_batch) pthread_cond_signal(&lane->work);
+
+    while (!waiter.done) pthread_cond_wait(&waiter.answered, &lane->mutex);
+    rl_status status = waiter.status;
+    leave(lane);
+    pthread_mutex_unlock(&lane->mutex);
+    pthread_cond_destroy(&waiter.answered);
+    return status;
+}
+
+void rl__batcher_lane_destroy(rl__batcher_lane *lane) {
+    if (!lane->thread_started) return;
+    pthread_mutex_lock(&lane->mutex);
+    lane->closing = true; /* the flusher now sends without waiting, then exits */
+    pthread_cond_signal(&lane->work);
+    pthread_mutex_unlock(&lane->mutex);
+    pthread_join(lane->thread, NULL);
+
+    /* Answered callers may not have woken yet; they still use the mutex. */
+    pthread_mutex_lock(&lane->mutex);
+    while (lane->callers_inside > 0) pthread_cond_wait(&lane->idle, &lane->mutex);
+    pthread_mutex_unlock(&lane->mutex);
+
+    pthread_mutex_destroy(&lane->mutex);
+    pthread_cond_destroy(&lane->idle);
+    pthread_cond_destroy(&lane->work);
+    free(lane->gathered_requests);
+    free(lane->gathered_results);
+    lane->thread_started = false;
+}
+
+void rl__batcher_lane_stats(rl__batcher_lane *lane, rl_batcher_lane_stats *out) {
+    pthread_mutex_lock(&lane->mutex);
+    *out = lane->stats;
+    pthread_mutex_unlock(&lane->mutex);
+}

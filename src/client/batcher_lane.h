@@ -1,0 +1,72 @@
+/* client/batcher_lane.h — private: one queue of waiting calls and the thread
+ * that flushes it (the batcher has one lane for reserves, one for completes).
+ *
+ * The lane knows nothing about reserve or complete: a call is `count`
+ * requests of request_size bytes and `count` results of result_size bytes,
+ * and a flush is one `send` of the concatenated requests. Callers wait on a
+ * condition variable of their own (no thundering herd); the flusher sleeps on
+ * `work`, timed on CLOCK_MONOTONIC for the oldest caller's deadline.
+ *
+ * Locking: everything under `mutex` except the flusher's gather/send/scatter,
+ * which touches only waiters it has already taken off the queue (their
+ * callers are blocked, so their memory is stable and no one else reads it).
+ */
+#ifndef RL_CLIENT_BATCHER_LANE_H
+#define RL_CLIENT_BATCHER_LANE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ratelimiter/batcher.h"
+
+/* Sends count requests to inner, writing count results: the inner limiter's
+ * reserve_batch or complete_batch. */
+typedef rl_status (*rl__lane_send_fn)(rl_limiter *inner, const void *requests, size_t count,
+                                      void *results);
+
+typedef struct rl__lane_waiter rl__lane_waiter; /* lives on its caller's stack */
+
+typedef struct rl__batcher_lane {
+    /* Fixed at init. */
+    rl_limiter *inner;
+    rl__lane_send_fn send;
+    size_t request_size, result_size;
+    size_t max_batch;      /* leases per flush */
+    uint64_t max_delay_ns; /* longest wait of the oldest caller */
+    unsigned char *gathered_requests; /* max_batch requests; the flusher's only */
+    unsigned char *gathered_results;  /* max_batch results; the flusher's only */
+
+    pthread_mutex_t mutex;
+    pthread_cond_t work; /* flusher: the queue changed, or closing (CLOCK_MONOTONIC) */
+    pthread_cond_t idle; /* destroy: the last caller left */
+    rl__lane_waiter *head, *tail; /* FIFO of calls not yet taken by a flush */
+    size_t waiting_leases;
+    size_t callers_inside; /* callers between entry and return, queued or not */
+    bool closing;
+    bool thread_started;
+    pthread_t thread;
+    rl_batcher_lane_stats stats;
+} rl__batcher_lane;
+
+/* Sets the lane up and starts its flusher. RL_OK or RL_NO_MEMORY (then
+ * nothing is left to free). */
+rl_status rl__batcher_lane_init(rl__batcher_lane *lane, rl_limiter *inner, rl__lane_send_fn send,
+                                size_t request_size, size_t result_size, size_t max_batch,
+                                uint64_t max_delay_ns);
+
+/* Sends count (1..RL_LIMITER_MAX_BATCH, already valid) requests through the
+ * lane and blocks until their results are written. Returns what the inner
+ * call of their flush returned. Thread-safe. */
+rl_status rl__batcher_lane_call(rl__batcher_lane *lane, const void *requests, size_t count,
+                                void *results);
+
+/* Flushes what is queued, joins the flusher, waits for every caller to
+ * return, frees the lane. inner is not touched. */
+void rl__batcher_lane_destroy(rl__batcher_lane *lane);
+
+/* Snapshot of the counters. Thread-safe. */
+void rl__batcher_lane_stats(rl__batcher_lane *lane, rl_batcher_lane_stats *out);
+
+#endif

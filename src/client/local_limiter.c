@@ -1,0 +1,99 @@
+/* local_limiter.c — the Limiter on the memory backend, in this process
+ * (spec §11.3 "single-binary mode"): limits come from a limits.json file
+ * read once through the registry's loader; no daemon, no network. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/error_text.h"
+#include "ratelimiter/limiter.h"
+#include "ratelimiter/registry.h"
+
+typedef struct local_limiter {
+    rl_limiter base;
+    rl_backend *backend;
+} local_limiter;
+
+static rl_backend *backend_of(rl_limiter *limiter) { return ((local_limiter *)limiter)->backend; }
+
+/* Checks every request first: the backend is given only valid ones, and a
+ * bad one changes nothing (the whole call is refused, as over HTTP). */
+static rl_status local_reserve_batch(rl_limiter *limiter, const rl_reserve_request *requests, size_t count,
+                                     rl_reserve_result *results) {
+    char err[RL_LIMITER_ERR_SIZE];
+    if (count == 0 || count > RL_LIMITER_MAX_BATCH) return RL_INVALID_REQUEST;
+    for (size_t i = 0; i < count; i++)
+        if (!rl_reserve_request_check(&requests[i], err)) return RL_INVALID_REQUEST;
+    rl_backend_reserve_batch(backend_of(limiter), requests, count, results);
+    /* As over HTTP: a lone reserve the backend could not decide is a failed
+     * call (503); in a batch it is that lease's result. */
+    if (count == 1 && (results[0].status == RL_BACKEND_ERROR || results[0].status == RL_NO_MEMORY))
+        return RL_BACKEND_ERROR;
+    for (size_t i = 0; i < count; i++)
+        if (results[i].status == RL_NO_MEMORY) results[i].status = RL_BACKEND_ERROR;
+    return RL_OK;
+}
+
+static rl_status local_complete_batch(rl_limiter *limiter, const rl_complete_request *requests, size_t count,
+                                      rl_status *statuses) {
+    char err[RL_LIMITER_ERR_SIZE];
+    if (count == 0 || count > RL_LIMITER_MAX_BATCH) return RL_INVALID_REQUEST;
+    for (size_t i = 0; i < count; i++)
+        if (!rl_complete_request_check(&requests[i], err)) return RL_INVALID_REQUEST;
+    rl_backend_complete_batch(backend_of(limiter), requests, count, statuses);
+    return RL_OK;
+}
+
+static void local_destroy(rl_limiter *limiter) {
+    rl_backend_destroy(backend_of(limiter));
+    free(limiter);
+}
+
+static const rl_limiter_ops local_ops = {
+    .abi_version = RL_LIMITER_ABI_VERSION,
+    .name = "local",
+    .reserve_batch = local_reserve_batch,
+    .complete_batch = local_complete_batch,
+    .destroy = local_destroy,
+};
+
+/* Gives the backend every definition of the file. */
+static rl_status load_limits(const char *path, rl_backend *backend, char *err) {
+    rl_registry *registry = NULL;
+    rl_status status = rl_registry_open(path, 0, &registry, err, RL_LIMITER_ERR_SIZE);
+    if (status != RL_OK) return status;
+    rl_limit_def *defs = NULL;
+    size_t count = 0;
+    status = rl_registry_list(registry, &defs, &count);
+    for (size_t i = 0; i < count && status == RL_OK; i++) {
+        status = rl_backend_apply_definition(backend, &defs[i], NULL);
+        if (status != RL_OK) rl_error_text(err, RL_LIMITER_ERR_SIZE, "%s: cannot apply limit \"%s\"", path, defs[i].key);
+    }
+    free(defs);
+    rl_registry_close(registry);
+    return status;
+}
+
+rl_status rl_limiter_local_open(const char *limits_path, const rl_memory_options *options, rl_limiter **out,
+                                char err[RL_LIMITER_ERR_SIZE]) {
+    *out = NULL;
+    err[0] = '\0';
+    /* The registry starts empty when its file is missing; a limiter
+     * configured from a file that is not there is a mistake. */
+    if (limits_path == NULL || access(limits_path, R_OK) != 0) {
+        rl_error_text(err, RL_LIMITER_ERR_SIZE, "%s: cannot read the limits file", limits_path ? limits_path : "(null)");
+        return RL_IO_ERROR;
+    }
+    local_limiter *limiter = calloc(1, sizeof *limiter);
+    if (limiter == NULL) return RL_NO_MEMORY;
+    limiter->base.ops = &local_ops;
+    rl_status status = rl_memory_backend_create(options, &limiter->backend);
+    if (status == RL_OK) status = load_limits(limits_path, limiter->backend, err);
+    if (status != RL_OK) {
+        if (err[0] == '\0') rl_error_text(err, RL_LIMITER_ERR_SIZE, "cannot create the memory backend");
+        local_destroy(&limiter->base);
+        return status;
+    }
+    *out = &limiter->base;
+    return RL_OK;
+}

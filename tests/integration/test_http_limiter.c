@@ -1,0 +1,426 @@
+/* test_http_limiter.c — what only the http limiter has: its transport.
+ *
+ * No daemon: a call retries until deadline_ms and returns RL_TIMEOUT. The
+ * daemon restarted on the same port while a call retries: the same lease id
+ * gets through and is reserved once. Keep-alive: many calls ride one
+ * connection. 16 threads share one limiter. Invalid requests send nothing.
+ * The HTTP statuses the memory daemon does not easily produce (503, 502, a
+ * garbled 200) come from a canned server in this file: 503 is answered at
+ * once without a retry, the others are retried until the deadline.
+ * limit_decreasing (which needs the admin API) is mapped like the other
+ * keyed statuses.
+ *
+ * Timing: only "it returned, and not before the deadline".
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <cmocka.h>
+
+#include "client/http_limiter.h"
+#include "ratelimiter/limiter.h"
+#include "ratelimiter/ulid.h"
+#include "support/daemon.h"
+
+static const char limits_json[] =
+    "[{\"key\":\"http:tpm\",\"kind\":\"rolling\",\"capacity\":1000000,\"window_seconds\":60,"
+    "\"timeout_seconds\":0,\"unit\":\"\",\"description\":\"\",\"overage\":\"debt\"},"
+    "{\"key\":\"http:conc\",\"kind\":\"concurrency\",\"capacity\":1000,\"window_seconds\":0,"
+    "\"timeout_seconds\":300,\"unit\":\"\",\"description\":\"\",\"overage\":\"debt\"},"
+    "{\"key\":\"http:shrink\",\"kind\":\"rolling\",\"capacity\":10,\"window_seconds\":60,"
+    "\"timeout_seconds\":0,\"unit\":\"\",\"description\":\"\",\"overage\":\"debt\"}]\n";
+
+static uint64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+    nanosleep(&ts, NULL);
+}
+
+static rl_limiter *open_limiter(uint16_t port, uint32_t deadline_ms) {
+    char url[64], err[RL_LIMITER_ERR_SIZE];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u", (unsigned)port);
+    rl_http_limiter_options options;
+    rl_http_limiter_options_default(&options);
+    options.base_url = url;
+    options.deadline_ms = deadline_ms;
+    options.call_timeout_ms = 1000;
+    options.backoff_initial_ms = 5;
+    options.backoff_max_ms = 100;
+    rl_limiter *limiter = NULL;
+    assert_int_equal(rl_limiter_http_open(&options, &limiter, err), RL_OK);
+    return limiter;
+}
+
+/* A port nothing listens on: bound by us, then released. */
+static uint16_t dead_port(void) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof addr;
+    assert_int_equal(bind(fd, (struct sockaddr *)&addr, sizeof addr), 0);
+    assert_int_equal(getsockname(fd, (struct sockaddr *)&addr, &len), 0);
+    close(fd);
+    return ntohs(addr.sin_port);
+}
+
+static rl_status reserve_one(rl_limiter *l, const char *lease, const char *key, uint64_t amount,
+                             rl_reserve_result *result) {
+    rl_requirement requirement = {key, amount};
+    rl_reserve_request request = {lease, NULL, &requirement, 1};
+    return rl_limiter_reserve(l, &request, result);
+}
+
+/* The admin view of a limit's usage field, e.g. "used". */
+static uint64_t usage_of(rl_test_daemon *d, const char *key, const char *field) {
+    char path[256];
+    snprintf(path, sizeof path, "/v1/admin/limits/%s", key);
+    rl_test_response r;
+    assert_int_equal(rl_test_daemon_http(d, "GET", path, NULL, &r), 200);
+    cJSON *root = cJSON_Parse(r.body);
+    const cJSON *usage = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "limit"), "usage");
+    const cJSON *value = cJSON_GetObjectItem(usage, field);
+    assert_true(cJSON_IsNumber(value));
+    uint64_t result = (uint64_t)value->valuedouble;
+    cJSON_Delete(root);
+    rl_test_response_free(&r);
+    return result;
+}
+
+static void start_daemon(rl_test_daemon *d, const char *const *args) {
+    rl_test_daemon_init(d);
+    rl_test_daemon_write_registry(d, limits_json);
+    assert_true(rl_test_daemon_start(d, args));
+}
+
+static void stop_daemon(rl_test_daemon *d) {
+    assert_int_equal(rl_test_daemon_stop(d), 0);
+    rl_test_daemon_cleanup(d);
+}
+
+/* ---- no daemon ------------------------------------------------------------ */
+
+static void no_daemon_times_out_after_the_deadline(void **state) {
+    (void)state;
+    rl_limiter *l = open_limiter(dead_port(), 300); /* opening connects nothing */
+    char lease[RL_ULID_TEXT_SIZE];
+    rl_reserve_result result;
+    uint64_t start_ms = now_ms();
+    assert_int_equal(reserve_one(l, rl_ulid_new(lease), "http:tpm", 1, &result), RL_TIMEOUT);
+    assert_true(now_ms() - start_ms >= 300);
+    rl_complete_request complete = {lease, NULL, NULL, 0};
+    start_ms = now_ms();
+    assert_int_equal(rl_limiter_complete(l, &complete), RL_TIMEOUT);
+    assert_true(now_ms() - start_ms >= 300);
+    assert_int_equal(rl__http_limiter_connects_total(l), 0);
+    rl_limiter_destroy(l);
+}
+
+static void open_refuses_a_bad_base_url(void **state) {
+    (void)state;
+    rl_http_limiter_options options;
+    rl_http_limiter_options_default(&options);
+    char err[RL_LIMITER_ERR_SIZE];
+    rl_limiter *l = (rl_limiter *)&options; /* must come back NULL */
+    assert_int_equal(rl_limiter_http_open(&options, &l, err), RL_INVALID_REQUEST);
+    assert_null(l);
+    assert_non_null(strstr(err, "base_url"));
+    options.base_url = "127.0.0.1:8080";
+    assert_int_equal(rl_limiter_http_open(&options, &l, err), RL_INVALID_REQUEST);
+}
+
+/* ---- against a daemon ------------------------------------------------------ */
+
+static void invalid_requests_send_nothing(void **state) {
+    (void)state;
+    rl_test_daemon d;
+    start_daemon(&d, NULL);
+    rl_limiter *l = open_limiter(d.port, 5000);
+    rl_reserve_result result;
+    assert_int_equal(reserve_one(l, "not-a-ulid", "http:tpm", 1, &result), RL_INVALID_REQUEST);
+    rl_complete_request complete = {"not-a-ulid", NULL, NULL, 0};
+    assert_int_equal(rl_limiter_complete(l, &complete), RL_INVALID_REQUEST);
+    assert_int_equal(rl__http_limiter_connects_total(l), 0); /* never connected */
+    char lease[RL_ULID_TEXT_SIZE];
+    assert_int_equal(reserve_one(l, rl_ulid_new(lease), "http:tpm", 1, &result), RL_OK);
+    assert_int_equal(rl__http_limiter_connects_total(l), 1);
+    rl_limiter_destroy(l);
+    stop_daemon(&d);
+}
+
+static void keep_alive_reuses_one_connection(void **state) {
+    (void)state;
+    rl_test_daemon d;
+    start_daemon(&d, NULL);
+    rl_limiter *l = open_limiter(d.port, 5000);
+    for (int i = 0; i < 300; i++) {
+        char lease[RL_ULID_TEXT_SIZE];
+        rl_reserve_result result;
+        assert_int_equal(reserve_one(l, rl_ulid_new(lease), "http:conc", 1, &result), RL_OK);
+        assert_true(result.allowed);
+        rl_complete_request complete = {lease, NULL, NULL, 0};
+        assert_int_equal(rl_limiter_complete(l, &complete), RL_OK);
+    }
+    assert_int_equal(rl__http_limiter_connects_total(l), 1);
+    assert_int_equal(usage_of(&d, "http:conc", "active"), 0);
+    rl_limiter_destroy(l);
+    stop_daemon(&d);
+}
+
+static void limit_decreasing_names_the_request_key(void **state) {
+    (void)state;
+    rl_test_daemon d;
+    start_daemon(&d, NULL);
+    rl_limiter *l = open_limiter(d.port, 5000);
+    char lease[RL_ULID_TEXT_SIZE];
+    rl_reserve_result result;
+    assert_int_equal(reserve_one(l, rl_ulid_new(lease), "http:shrink", 10, &result), RL_OK);
+    assert_true(result.allowed);
+    /* 10 used of 10: a decrease to 5 cannot apply yet, the limit is decreasing. */
+    rl_test_response r;
+    assert_int_equal(rl_test_daemon_http(&d, "PUT", "/v1/admin/limits",
+                                         "{\"key\":\"http:shrink\",\"kind\":\"rolling\",\"capacity\":5,"
+                                         "\"window_seconds\":60}",
+                                         &r),
+                     200);
+    assert_non_null(strstr(r.body, "decreasing"));
+    rl_test_response_free(&r);
+    char key[] = "http:shrink";
+    assert_int_equal(reserve_one(l, rl_ulid_new(lease), key, 1, &result), RL_OK);
+    assert_false(result.allowed);
+    assert_int_equal(result.status, RL_LIMIT_DECREASING);
+    assert_ptr_equal(result.status_key, key);
+    assert_int_equal(result.retry_after_ms, RL_DECREASING_RETRY_AFTER_MS);
+    rl_limiter_destroy(l);
+    stop_daemon(&d);
+}
+
+typedef struct reserve_job {
+    rl_limiter *limiter;
+    const char *lease;
+    rl_status status;
+    rl_reserve_result result;
+} reserve_job;
+
+static void *reserve_in_thread(void *arg) {
+    reserve_job *job = arg;
+    job->status = reserve_one(job->limiter, job->lease, "http:tpm", 7, &job->result);
+    return NULL;
+}
+
+static void restarted_daemon_gets_the_same_lease_once(void **state) {
+    (void)state;
+    rl_test_daemon d;
+    start_daemon(&d, NULL);
+    uint16_t port = d.port;
+    rl_limiter *l = open_limiter(port, 60000);
+    char lease[RL_ULID_TEXT_SIZE];
+    rl_reserve_result result;
+    /* A keep-alive connection that the stop will break. */
+    assert_int_equal(reserve_one(l, rl_ulid_new(lease), "http:conc", 1, &result), RL_OK);
+    assert_int_equal(rl_test_daemon_stop(&d), 0);
+
+    /* The call starts while nothing listens: its first attempts must fail. */
+    reserve_job job = {l, rl_ulid_new(lease), RL_IO_ERROR, {0}};
+    pthread_t thread;
+    assert_int_equal(pthread_create(&thread, NULL, reserve_in_thread, &job), 0);
+    sleep_ms(300);
+    char listen[32];
+    snprintf(listen, sizeof listen, "127.0.0.1:%u", (unsigned)port);
+    const char *args[] = {"--listen", listen, NULL};
+    assert_true(rl_test_daemon_start(&d, args));
+    assert_int_equal(d.port, port);
+    pthread_join(thread, NULL);
+
+    assert_int_equal(job.status, RL_OK);
+    assert_true(job.result.allowed);
+    assert_true(rl__http_limiter_connects_total(l) >= 2);
+    assert_int_equal(usage_of(&d, "http:tpm", "used"), 7);
+    assert_int_equal(usage_of(&d, "http:tpm", "active"), 1);
+    /* Once more, as a client unsure of the outcome would: the same answer, nothing more held. */
+    assert_int_equal(reserve_one(l, lease, "http:tpm", 7, &result), RL_OK);
+    assert_true(result.allowed);
+    assert_int_equal(result.reserved_at_unix_ms, job.result.reserved_at_unix_ms);
+    assert_int_equal(usage_of(&d, "http:tpm", "used"), 7);
+    assert_int_equal(usage_of(&d, "http:tpm", "active"), 1);
+    rl_limiter_destroy(l);
+    stop_daemon(&d);
+}
+
+enum { THREADS = 16, CALLS_PER_THREAD = 50 };
+
+static atomic_int thread_failures;
+
+static void *reserve_and_complete(void *arg) {
+    rl_limiter *l = arg;
+    for (int i = 0; i < CALLS_PER_THREAD; i++) {
+        char lease[RL_ULID_TEXT_SIZE];
+        rl_requirement requirements[] = {{"http:tpm", 3}, {"http:conc", 1}};
+        rl_reserve_request request = {rl_ulid_new(lease), NULL, requirements, 2};
+        rl_reserve_result result;
+        if (rl_limiter_reserve(l, &request, &result) != RL_OK || !result.allowed) {
+            atomic_fetch_add(&thread_failures, 1);
+            continue;
+        }
+        rl_actual actual = {"http:tpm", 2};
+        rl_complete_request complete = {lease, NULL, &actual, 1};
+        if (rl_limiter_complete(l, &complete) != RL_OK) atomic_fetch_add(&thread_failures, 1);
+    }
+    return NULL;
+}
+
+static void sixteen_threads_share_one_limiter(void **state) {
+    (void)state;
+    rl_test_daemon d;
+    start_daemon(&d, NULL);
+    rl_limiter *l = open_limiter(d.port, 30000);
+    atomic_store(&thread_failures, 0);
+    pthread_t threads[THREADS];
+    for (int i = 0; i < THREADS; i++)
+        assert_int_equal(pthread_create(&threads[i], NULL, reserve_and_complete, l), 0);
+    for (int i = 0; i < THREADS; i++) pthread_join(threads[i], NULL);
+    assert_int_equal(atomic_load(&thread_failures), 0);
+    assert_int_equal(usage_of(&d, "http:tpm", "used"), 2 * THREADS * CALLS_PER_THREAD);
+    assert_int_equal(usage_of(&d, "http:conc", "active"), 0);
+    assert_true(rl__http_limiter_connects_total(l) <= 16); /* max_connections */
+    rl_limiter_destroy(l);
+    stop_daemon(&d);
+}
+
+/* ---- a canned server: answers every request with one fixed response ----- */
+
+typedef struct canned_server {
+    int listen_fd;
+    uint16_t port;
+    const char *response; /* written whole, then the connection is closed */
+    atomic_int requests;
+    atomic_bool stop;
+    pthread_t thread;
+} canned_server;
+
+/* Reads one request: the headers, then Content-Length bytes of body. */
+static bool read_request(int fd) {
+    char buf[65536];
+    size_t len = 0;
+    while (len < sizeof buf - 1) {
+        ssize_t n = read(fd, buf + len, sizeof buf - 1 - len);
+        if (n <= 0) return false;
+        len += (size_t)n;
+        buf[len] = '\0';
+        const char *end = strstr(buf, "\r\n\r\n");
+        if (end == NULL) continue;
+        const char *length = strcasestr(buf, "content-length:");
+        size_t body_len = length != NULL ? strtoul(length + 15, NULL, 10) : 0;
+        if (len >= (size_t)(end - buf) + 4 + body_len) return true;
+    }
+    return false;
+}
+
+static void *serve_canned(void *arg) {
+    canned_server *s = arg;
+    while (!atomic_load(&s->stop)) {
+        struct pollfd p = {s->listen_fd, POLLIN, 0};
+        if (poll(&p, 1, 20) <= 0) continue;
+        int fd = accept(s->listen_fd, NULL, NULL);
+        if (fd < 0) continue;
+        if (read_request(fd)) {
+            atomic_fetch_add(&s->requests, 1);
+            ssize_t ignored = write(fd, s->response, strlen(s->response));
+            (void)ignored;
+        }
+        close(fd);
+    }
+    return NULL;
+}
+
+static void canned_start(canned_server *s, const char *response) {
+    memset(s, 0, sizeof *s);
+    s->response = response;
+    s->listen_fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof addr;
+    assert_int_equal(bind(s->listen_fd, (struct sockaddr *)&addr, sizeof addr), 0);
+    assert_int_equal(listen(s->listen_fd, 16), 0);
+    assert_int_equal(getsockname(s->listen_fd, (struct sockaddr *)&addr, &len), 0);
+    s->port = ntohs(addr.sin_port);
+    assert_int_equal(pthread_create(&s->thread, NULL, serve_canned, s), 0);
+}
+
+static int canned_stop(canned_server *s) {
+    atomic_store(&s->stop, true);
+    pthread_join(s->thread, NULL);
+    close(s->listen_fd);
+    return atomic_load(&s->requests);
+}
+
+static void service_unavailable_is_answered_without_retry(void **state) {
+    (void)state;
+    static const char body[] = "{\"allowed\":false,\"retry_after_ms\":0,\"reserved_at_unix_ms\":0,\"error\":\"backend_error\"}";
+    char response[512];
+    snprintf(response, sizeof response,
+             "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+             "Connection: close\r\nContent-Length: %zu\r\n\r\n%s", strlen(body), body);
+    canned_server s;
+    canned_start(&s, response);
+    rl_limiter *l = open_limiter(s.port, 5000);
+    char lease[RL_ULID_TEXT_SIZE];
+    rl_reserve_result result;
+    assert_int_equal(reserve_one(l, rl_ulid_new(lease), "http:tpm", 1, &result), RL_BACKEND_ERROR);
+    rl_limiter_destroy(l);
+    assert_int_equal(canned_stop(&s), 1);
+}
+
+static void garbled_or_proxy_answers_are_retried_until_the_deadline(void **state) {
+    (void)state;
+    static const char *const responses[] = {
+        /* 200 whose body is cut short: not an answer */
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
+        "Content-Length: 13\r\n\r\n{\"allowed\":tr",
+        /* a proxy that got nothing from the daemon */
+        "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+    };
+    for (size_t i = 0; i < sizeof responses / sizeof responses[0]; i++) {
+        canned_server s;
+        canned_start(&s, responses[i]);
+        rl_limiter *l = open_limiter(s.port, 300);
+        char lease[RL_ULID_TEXT_SIZE];
+        rl_reserve_result result;
+        uint64_t start_ms = now_ms();
+        assert_int_equal(reserve_one(l, rl_ulid_new(lease), "http:tpm", 1, &result), RL_TIMEOUT);
+        assert_true(now_ms() - start_ms >= 300);
+        rl_limiter_destroy(l);
+        assert_true(canned_stop(&s) >= 2);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(no_daemon_times_out_after_the_deadline),
+        cmocka_unit_test(open_refuses_a_bad_base_url),
+        cmocka_unit_test(invalid_requests_send_nothing),
+        cmocka_unit_test(keep_alive_reuses_one_connection),
+        cmocka_unit_test(limit_decreasing_names_the_request_key),
+        cmocka_unit_test(restarted_daemon_gets_the_same_lease_once),
+        cmocka_unit_test(sixteen_threads_share_one_limiter),
+        cmocka_unit_test(service_unavailable_is_answered_without_retry),
+        cmocka_unit_test(garbled_or_proxy_answers_are_retried_until_the_deadline),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

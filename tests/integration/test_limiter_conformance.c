@@ -1,0 +1,374 @@
+/* test_limiter_conformance.c — one table of cases, written against
+ * rl_limiter_* only, run unchanged against both implementations: the local
+ * limiter on a limits.json in a temp dir, and the http limiter against a
+ * ratelimiterd started on the same limits.json. limiter.h promises they
+ * behave identically; this is where that promise is checked.
+ *
+ * Every case has its own keys (prefix "conf:<case>:"), so the cases do not
+ * depend on each other's usage, nor on their order. Lease ids are fresh
+ * ULIDs each time.
+ *
+ * Not here: limit_decreasing. A decrease needs an admin call and the local
+ * limiter has no admin API (limits are read once from the file), so the
+ * case cannot be written against rl_limiter_* alone; test_http_limiter.c
+ * checks the http mapping of it.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "ratelimiter/limiter.h"
+#include "ratelimiter/ulid.h"
+#include "support/daemon.h"
+
+#define ROLLING(key, capacity)                                                               \
+    "{\"key\":\"" key "\",\"kind\":\"rolling\",\"capacity\":" #capacity                      \
+    ",\"window_seconds\":60,\"timeout_seconds\":0,\"unit\":\"\",\"description\":\"\","       \
+    "\"overage\":\"debt\"}"
+#define CONCURRENCY(key, capacity)                                                           \
+    "{\"key\":\"" key "\",\"kind\":\"concurrency\",\"capacity\":" #capacity                  \
+    ",\"window_seconds\":0,\"timeout_seconds\":300,\"unit\":\"\",\"description\":\"\","      \
+    "\"overage\":\"debt\"}"
+
+static const char limits_json[] =
+    "[" ROLLING("conf:allow:rpm", 2) "," ROLLING("conf:aon:a", 10) "," ROLLING("conf:aon:b", 1) ","
+    ROLLING("conf:idem:tpm", 1) "," CONCURRENCY("conf:stays:conc", 1) "," ROLLING("conf:unknown:known", 100) ","
+    ROLLING("conf:exceeds:tpm", 5) "," CONCURRENCY("conf:release:conc", 1) ","
+    ROLLING("conf:reconcile:tpm", 100) "," ROLLING("conf:batch:rpm", 3) ","
+    ROLLING("conf:invalid:rpm", 1) "," ROLLING("conf:max:rpm", 1000) "]\n";
+
+/* ---- the two implementations -------------------------------------------- */
+
+typedef struct fixture {
+    rl_limiter *limiter;
+    rl_test_daemon daemon; /* http only */
+    char dir[64];          /* local only */
+    char path[128];
+} fixture;
+
+static int setup_local(void **state) {
+    static fixture f;
+    memset(&f, 0, sizeof f);
+    snprintf(f.dir, sizeof f.dir, "/tmp/rl_conformance_XXXXXX");
+    if (mkdtemp(f.dir) == NULL) return -1;
+    snprintf(f.path, sizeof f.path, "%s/limits.json", f.dir);
+    FILE *file = fopen(f.path, "w");
+    if (file == NULL) return -1;
+    fputs(limits_json, file);
+    fclose(file);
+    char err[RL_LIMITER_ERR_SIZE];
+    if (rl_limiter_local_open(f.path, NULL, &f.limiter, err) != RL_OK) {
+        fprintf(stderr, "local open: %s\n", err);
+        return -1;
+    }
+    *state = &f;
+    return 0;
+}
+
+static int teardown_local(void **state) {
+    fixture *f = *state;
+    rl_limiter_destroy(f->limiter);
+    unlink(f->path);
+    rmdir(f->dir);
+    return 0;
+}
+
+static int setup_http(void **state) {
+    static fixture f;
+    memset(&f, 0, sizeof f);
+    rl_test_daemon_init(&f.daemon);
+    rl_test_daemon_write_registry(&f.daemon, limits_json);
+    if (!rl_test_daemon_start(&f.daemon, NULL)) return -1;
+    char url[64], err[RL_LIMITER_ERR_SIZE];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u", (unsigned)f.daemon.port);
+    rl_http_limiter_options options;
+    rl_http_limiter_options_default(&options);
+    options.base_url = url;
+    if (rl_limiter_http_open(&options, &f.limiter, err) != RL_OK) {
+        fprintf(stderr, "http open: %s\n", err);
+        return -1;
+    }
+    *state = &f;
+    return 0;
+}
+
+static int teardown_http(void **state) {
+    fixture *f = *state;
+    rl_limiter_destroy(f->limiter);
+    int status = rl_test_daemon_stop(&f->daemon);
+    rl_test_daemon_cleanup(&f->daemon);
+    return status == 0 ? 0 : -1;
+}
+
+/* ---- helpers ------------------------------------------------------------- */
+
+static rl_limiter *limiter_of(void **state) { return ((fixture *)*state)->limiter; }
+
+static char *new_lease(char out[RL_ULID_TEXT_SIZE]) {
+    assert_non_null(rl_ulid_new(out));
+    return out;
+}
+
+/* A one-requirement reserve; asserts the call itself succeeded. */
+static rl_reserve_result reserve_one(rl_limiter *l, const char *lease, const char *key, uint64_t amount) {
+    rl_requirement requirement = {key, amount};
+    rl_reserve_request request = {lease, NULL, &requirement, 1};
+    rl_reserve_result result;
+    assert_int_equal(rl_limiter_reserve(l, &request, &result), RL_OK);
+    return result;
+}
+
+static void assert_allowed(rl_reserve_result r) {
+    assert_true(r.allowed);
+    assert_int_equal(r.status, RL_OK);
+    assert_true(r.reserved_at_unix_ms > 0);
+    assert_int_equal(r.retry_after_ms, 0);
+    assert_null(r.status_key);
+}
+
+static void assert_denied(rl_reserve_result r) {
+    assert_false(r.allowed);
+    assert_int_equal(r.status, RL_OK);
+    assert_true(r.retry_after_ms > 0);
+    assert_int_equal(r.reserved_at_unix_ms, 0);
+    assert_null(r.status_key);
+}
+
+static rl_status complete_one(rl_limiter *l, const char *lease, const char *key, uint64_t actual) {
+    rl_actual a = {key, actual};
+    rl_complete_request request = {lease, NULL, key != NULL ? &a : NULL, key != NULL ? 1u : 0u};
+    return rl_limiter_complete(l, &request);
+}
+
+/* ---- cases --------------------------------------------------------------- */
+
+static void allow_then_deny_with_retry_after(void **state) {
+    rl_limiter *l = limiter_of(state);
+    char lease[RL_ULID_TEXT_SIZE];
+    assert_allowed(reserve_one(l, new_lease(lease), "conf:allow:rpm", 1));
+    assert_allowed(reserve_one(l, new_lease(lease), "conf:allow:rpm", 1));
+    rl_reserve_result denied = reserve_one(l, new_lease(lease), "conf:allow:rpm", 1);
+    assert_denied(denied);
+    assert_true(denied.retry_after_ms <= 60000); /* the window is 60 s */
+}
+
+static void all_or_nothing_across_keys(void **state) {
+    rl_limiter *l = limiter_of(state);
+    char lease[RL_ULID_TEXT_SIZE];
+    rl_requirement both[] = {{"conf:aon:a", 5}, {"conf:aon:b", 1}};
+    rl_reserve_request request = {new_lease(lease), "job-1", both, 2};
+    rl_reserve_result result;
+    assert_int_equal(rl_limiter_reserve(l, &request, &result), RL_OK);
+    assert_allowed(result);
+    /* b is full now: the second lease is denied and takes nothing from a. */
+    request.lease_id = new_lease(lease);
+    assert_int_equal(rl_limiter_reserve(l, &request, &result), RL_OK);
+    assert_denied(result);
+    assert_allowed(reserve_one(l, new_lease(lease), "conf:aon:a", 5)); /* a still had 5 */
+    assert_denied(reserve_one(l, new_lease(lease), "conf:aon:a", 1));
+}
+
+static void retry_of_the_same_lease_is_idempotent(void **state) {
+    rl_limiter *l = limiter_of(state);
+    char lease[RL_ULID_TEXT_SIZE];
+    new_lease(lease);
+    rl_reserve_result first = reserve_one(l, lease, "conf:idem:tpm", 1);
+    assert_allowed(first);
+    /* Capacity 1: a second reservation would be denied; a retry is not one. */
+    rl_reserve_result again = reserve_one(l, lease, "conf:idem:tpm", 1);
+    assert_allowed(again);
+    assert_int_equal(again.reserved_at_unix_ms, first.reserved_at_unix_ms);
+    char other[RL_ULID_TEXT_SIZE];
+    assert_denied(reserve_one(l, new_lease(other), "conf:idem:tpm", 1));
+}
+
+static void denied_lease_stays_denied(void **state) {
+    rl_limiter *l = limiter_of(state);
+    char holder[RL_ULID_TEXT_SIZE], denied[RL_ULID_TEXT_SIZE], fresh[RL_ULID_TEXT_SIZE];
+    assert_allowed(reserve_one(l, new_lease(holder), "conf:stays:conc", 1));
+    assert_denied(reserve_one(l, new_lease(denied), "conf:stays:conc", 1));
+    assert_int_equal(complete_one(l, holder, NULL, 0), RL_OK);
+    /* The slot is free, but a denied lease keeps its first outcome. */
+    assert_denied(reserve_one(l, denied, "conf:stays:conc", 1));
+    assert_allowed(reserve_one(l, new_lease(fresh), "conf:stays:conc", 1));
+}
+
+static void unknown_key_is_a_result_naming_the_request_key(void **state) {
+    rl_limiter *l = limiter_of(state);
+    char lease[RL_ULID_TEXT_SIZE];
+    char unknown_key[] = "conf:unknown:nope"; /* the caller's own memory */
+    rl_requirement requirements[] = {{"conf:unknown:known", 1}, {unknown_key, 1}};
+    rl_reserve_request request = {new_lease(lease), NULL, requirements, 2};
+    rl_reserve_result result;
+    assert_int_equal(rl_limiter_reserve(l, &request, &result), RL_OK);
+    assert_false(result.allowed);
+    assert_int_equal(result.status, RL_UNKNOWN_LIMIT_KEY);
+    assert_ptr_equal(result.status_key, unknown_key); /* the limiter has no copy of it */
+    assert_int_equal(result.retry_after_ms, 0);
+    /* All or nothing: the known key was not charged. */
+    assert_allowed(reserve_one(l, new_lease(lease), "conf:unknown:known", 100));
+}
+
+static void amount_above_capacity_never_fits(void **state) {
+    rl_limiter *l = limiter_of(state);
+    char lease[RL_ULID_TEXT_SIZE];
+    char key[] = "conf:exceeds:tpm";
+    rl_reserve_result r = reserve_one(l, new_lease(lease), key, 6);
+    assert_false(r.allowed);
+    assert_int_equal(r.status, RL_EXCEEDS_CAPACITY);
+    /* The request's key, or the limiter's own copy of it (limiter.h). */
+    assert_string_equal(r.status_key, key);
+    assert_int_equal(r.retry_after_ms, 0); /* retrying cannot help */
+    assert_allowed(reserve_one(l, new_lease(lease), key, 5));
+}
+
+static void complete_releases_concurrency(void **state) {
+    rl_limiter *l = limiter_of(state);
+    char first[RL_ULID_TEXT_SIZE], lease[RL_ULID_TEXT_SIZE];
+    assert_allowed(reserve_one(l, new_lease(first), "conf:release:conc", 1));
+    assert_denied(reserve_one(l, new_lease(lease), "conf:release:conc", 1));
+    assert_int_equal(complete_one(l, first, NULL, 0), RL_OK); /* empty actuals */
+    assert_int_equal(complete_one(l, first, NULL, 0), RL_OK); /* idempotent */
+    assert_allowed(reserve_one(l, new_lease(lease), "conf:release:conc", 1));
+    assert_denied(reserve_one(l, new_lease(lease), "conf:release:conc", 1));
+}
+
+static void complete_reconciles_tokens(void **state) {
+    rl_limiter *l = limiter_of(state);
+    char first[RL_ULID_TEXT_SIZE], lease[RL_ULID_TEXT_SIZE];
+    assert_allowed(reserve_one(l, new_lease(first), "conf:reconcile:tpm", 100));
+    assert_denied(reserve_one(l, new_lease(lease), "conf:reconcile:tpm", 50));
+    /* The call used 40 of the 100 reserved: 60 come back at once. */
+    assert_int_equal(complete_one(l, first, "conf:reconcile:tpm", 40), RL_OK);
+    assert_allowed(reserve_one(l, new_lease(lease), "conf:reconcile:tpm", 60));
+    assert_denied(reserve_one(l, new_lease(lease), "conf:reconcile:tpm", 1));
+}
+
+static void complete_of_an_unknown_lease_is_ok(void **state) {
+    rl_limiter *l = limiter_of(state);
+    char lease[RL_ULID_TEXT_SIZE];
+    assert_int_equal(complete_one(l, new_lease(lease), NULL, 0), RL_OK);
+    assert_int_equal(complete_one(l, new_lease(lease), "conf:reconcile:tpm", 3), RL_OK);
+}
+
+static void batch_keeps_order_with_mixed_results(void **state) {
+    rl_limiter *l = limiter_of(state);
+    char leases[5][RL_ULID_TEXT_SIZE];
+    char key[] = "conf:batch:rpm", unknown[] = "conf:batch:nope";
+    rl_requirement r0 = {key, 1}, r1 = {key, 10}, r2 = {unknown, 1}, r3 = {key, 2}, r4 = {key, 1};
+    rl_reserve_request requests[5] = {
+        {new_lease(leases[0]), NULL, &r0, 1}, {new_lease(leases[1]), NULL, &r1, 1},
+        {new_lease(leases[2]), NULL, &r2, 1}, {new_lease(leases[3]), NULL, &r3, 1},
+        {new_lease(leases[4]), NULL, &r4, 1},
+    };
+    rl_reserve_result results[5];
+    assert_int_equal(rl_limiter_reserve_batch(l, requests, 5, results), RL_OK);
+    assert_allowed(results[0]);
+    assert_false(results[1].allowed);
+    assert_int_equal(results[1].status, RL_EXCEEDS_CAPACITY);
+    assert_string_equal(results[1].status_key, key);
+    assert_false(results[2].allowed);
+    assert_int_equal(results[2].status, RL_UNKNOWN_LIMIT_KEY);
+    assert_ptr_equal(results[2].status_key, unknown);
+    assert_allowed(results[3]); /* 1 + 2 = the capacity of 3 */
+    assert_denied(results[4]);
+
+    /* The same batch again: every lease keeps its first outcome. */
+    rl_reserve_result again[5];
+    assert_int_equal(rl_limiter_reserve_batch(l, requests, 5, again), RL_OK);
+    for (size_t i = 0; i < 5; i++) {
+        assert_int_equal(again[i].allowed, results[i].allowed);
+        assert_int_equal(again[i].status, results[i].status);
+        assert_int_equal(again[i].reserved_at_unix_ms, results[i].reserved_at_unix_ms);
+    }
+
+    rl_complete_request completes[3] = {
+        {leases[0], NULL, NULL, 0}, {leases[3], NULL, NULL, 0}, {leases[4], NULL, NULL, 0}};
+    rl_status statuses[3] = {RL_TIMEOUT, RL_TIMEOUT, RL_TIMEOUT};
+    assert_int_equal(rl_limiter_complete_batch(l, completes, 3, statuses), RL_OK);
+    for (size_t i = 0; i < 3; i++) assert_int_equal(statuses[i], RL_OK);
+}
+
+static void largest_batch_is_served_and_one_more_refused(void **state) {
+    rl_limiter *l = limiter_of(state);
+    enum { N = RL_LIMITER_MAX_BATCH + 1 };
+    static char leases[N][RL_ULID_TEXT_SIZE];
+    static rl_reserve_request requests[N];
+    static rl_reserve_result results[N];
+    rl_requirement requirement = {"conf:max:rpm", 1};
+    for (size_t i = 0; i < N; i++)
+        requests[i] = (rl_reserve_request){new_lease(leases[i]), NULL, &requirement, 1};
+    assert_int_equal(rl_limiter_reserve_batch(l, requests, N, results), RL_INVALID_REQUEST);
+    assert_int_equal(rl_limiter_reserve_batch(l, requests, N - 1, results), RL_OK);
+    for (size_t i = 0; i < N - 1; i++) assert_allowed(results[i]);
+    /* Nothing of the refused call was reserved: 256 of 1000 are used. */
+    char lease[RL_ULID_TEXT_SIZE];
+    assert_allowed(reserve_one(l, new_lease(lease), "conf:max:rpm", 1000 - 256));
+}
+
+static void invalid_requests_are_refused_before_anything_changes(void **state) {
+    rl_limiter *l = limiter_of(state);
+    char lease[RL_ULID_TEXT_SIZE], valid[RL_ULID_TEXT_SIZE];
+    rl_reserve_result results[2];
+    rl_requirement one = {"conf:invalid:rpm", 1};
+    rl_requirement zero = {"conf:invalid:rpm", 0};
+    rl_requirement twice[] = {{"conf:invalid:rpm", 1}, {"conf:invalid:rpm", 1}};
+    rl_requirement bad_key = {"conf:invalid rpm", 1};
+    const rl_reserve_request bad[] = {
+        {"not-a-ulid", NULL, &one, 1},
+        {"8ZZZZZZZZZZZZZZZZZZZZZZZZZ", NULL, &one, 1}, /* overflows 128 bits */
+        {NULL, NULL, &one, 1},
+        {new_lease(lease), NULL, &one, 0},  /* no requirements */
+        {lease, NULL, &zero, 1},            /* amount 0 */
+        {lease, NULL, twice, 2},            /* a key twice */
+        {lease, NULL, &bad_key, 1},         /* a space in the key */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        /* Alone, and in a batch after a valid lease that must not be reserved. */
+        assert_int_equal(rl_limiter_reserve(l, &bad[i], &results[0]), RL_INVALID_REQUEST);
+        rl_reserve_request pair[2] = {{new_lease(valid), NULL, &one, 1}, bad[i]};
+        assert_int_equal(rl_limiter_reserve_batch(l, pair, 2, results), RL_INVALID_REQUEST);
+    }
+    assert_int_equal(rl_limiter_reserve_batch(l, bad, 0, results), RL_INVALID_REQUEST);
+    /* Capacity 1 and still free: no refused call took anything. */
+    assert_allowed(reserve_one(l, new_lease(lease), "conf:invalid:rpm", 1));
+
+    rl_actual actual_twice[] = {{"conf:invalid:rpm", 1}, {"conf:invalid:rpm", 2}};
+    rl_actual too_much = {"conf:invalid:rpm", RL_AMOUNT_MAX + 1};
+    rl_complete_request bad_completes[] = {
+        {"not-a-ulid", NULL, NULL, 0},
+        {new_lease(lease), NULL, actual_twice, 2},
+        {lease, NULL, &too_much, 1},
+    };
+    for (size_t i = 0; i < sizeof bad_completes / sizeof bad_completes[0]; i++)
+        assert_int_equal(rl_limiter_complete(l, &bad_completes[i]), RL_INVALID_REQUEST);
+}
+
+#define CASES                                                                       \
+    cmocka_unit_test(allow_then_deny_with_retry_after),                             \
+        cmocka_unit_test(all_or_nothing_across_keys),                               \
+        cmocka_unit_test(retry_of_the_same_lease_is_idempotent),                    \
+        cmocka_unit_test(denied_lease_stays_denied),                                \
+        cmocka_unit_test(unknown_key_is_a_result_naming_the_request_key),           \
+        cmocka_unit_test(amount_above_capacity_never_fits),                         \
+        cmocka_unit_test(complete_releases_concurrency),                            \
+        cmocka_unit_test(complete_reconciles_tokens),                               \
+        cmocka_unit_test(complete_of_an_unknown_lease_is_ok),                       \
+        cmocka_unit_test(batch_keeps_order_with_mixed_results),                     \
+        cmocka_unit_test(largest_batch_is_served_and_one_more_refused),             \
+        cmocka_unit_test(invalid_requests_are_refused_before_anything_changes)
+
+int main(void) {
+    const struct CMUnitTest local_cases[] = {CASES};
+    const struct CMUnitTest http_cases[] = {CASES};
+    int failed = cmocka_run_group_tests_name("conformance/local", local_cases, setup_local, teardown_local);
+    failed += cmocka_run_group_tests_name("conformance/http", http_cases, setup_http, teardown_http);
+    return failed;
+}

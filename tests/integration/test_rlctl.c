@@ -1,0 +1,407 @@
+/* test_rlctl.c — the built rlctl (RL_RLCTL_PATH) against a daemon started by
+ * the test: every command, what it prints, and each exit code of --help
+ * (0 ok, 1 denied, 2 usage, 3 refused by the server, 4 unreachable).
+ *
+ * One daemon serves the group; each test uses its own limit keys.
+ */
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <cmocka.h>
+
+#include "support/daemon.h"
+#include "support/ulid_gen.h"
+
+static rl_test_daemon daemon_;
+static char url[64];
+
+typedef struct run_result {
+    int code;
+    char out[65536];
+    char err[16384];
+} run_result;
+
+static run_result ran;
+
+static void slurp(const char *path, char *out, size_t size) {
+    FILE *f = fopen(path, "rb");
+    size_t n = f != NULL ? fread(out, 1, size - 1, f) : 0;
+    out[n] = '\0';
+    if (f != NULL) fclose(f);
+}
+
+/* Runs rlctl with argv (NULL-terminated), stdout/stderr into `ran`; returns
+ * its exit code. With_url puts --url <daemon> first. */
+static int run_args(bool with_url, const char *const *args) {
+    char out_path[320], err_path[320];
+    snprintf(out_path, sizeof out_path, "%s/rlctl.out", daemon_.dir);
+    snprintf(err_path, sizeof err_path, "%s/rlctl.err", daemon_.dir);
+    const char *argv[64];
+    int n = 0;
+    argv[n++] = RL_RLCTL_PATH;
+    if (with_url) {
+        argv[n++] = "--url";
+        argv[n++] = url;
+    }
+    for (int i = 0; args[i] != NULL && n < 63; i++) argv[n++] = args[i];
+    argv[n] = NULL;
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) fail_msg("fork failed");
+    if (pid == 0) {
+        int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        if (o < 0 || e < 0) _exit(120);
+        dup2(o, 1);
+        dup2(e, 2);
+        execv(RL_RLCTL_PATH, (char *const *)argv);
+        _exit(127);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0) {
+    }
+    ran.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    slurp(out_path, ran.out, sizeof ran.out);
+    slurp(err_path, ran.err, sizeof ran.err);
+    return ran.code;
+}
+
+#define RLCTL(...) run_args(true, (const char *const[]){__VA_ARGS__, NULL})
+#define RLCTL_NO_URL(...) run_args(false, (const char *const[]){__VA_ARGS__, NULL})
+
+/* Fails unless the last run exited with code. */
+static void expect_code(int code) {
+    if (ran.code != code)
+        fail_msg("rlctl exited %d (wanted %d)\nstdout: %s\nstderr: %s", ran.code, code, ran.out, ran.err);
+}
+
+static void expect_contains(const char *text, const char *part) {
+    if (strstr(text, part) == NULL) fail_msg("\"%s\" not in:\n%s", part, text);
+}
+
+/* A number at path a.b.c of the last stdout (JSON). */
+static double out_number(const char *a, const char *b, const char *c) {
+    cJSON *root = cJSON_Parse(ran.out);
+    if (root == NULL) fail_msg("not JSON: %s", ran.out);
+    const cJSON *node = cJSON_GetObjectItemCaseSensitive(root, a);
+    if (b != NULL) node = cJSON_GetObjectItemCaseSensitive(node, b);
+    if (c != NULL) node = cJSON_GetObjectItemCaseSensitive(node, c);
+    if (!cJSON_IsNumber(node)) {
+        cJSON_Delete(root);
+        fail_msg("no number at %s.%s.%s in %s", a, b ? b : "", c ? c : "", ran.out);
+    }
+    double value = node->valuedouble;
+    cJSON_Delete(root);
+    return value;
+}
+
+static int group_setup(void **state) {
+    (void)state;
+    rl_test_daemon_init(&daemon_);
+    rl_test_daemon_write_registry(
+        &daemon_,
+        "[{\"key\":\"global:llm:openai:gpt-4o:rpm\",\"kind\":\"rolling\",\"capacity\":3000,"
+        "\"window_seconds\":60,\"timeout_seconds\":0,\"unit\":\"requests\",\"description\":\"rpm\","
+        "\"overage\":\"debt\"}]\n");
+    const char *args[] = {"--listen", "127.0.0.1:0", NULL};
+    if (!rl_test_daemon_start(&daemon_, args)) return -1;
+    snprintf(url, sizeof url, "http://127.0.0.1:%u", (unsigned)daemon_.port);
+    return 0;
+}
+
+static int group_teardown(void **state) {
+    (void)state;
+    int code = rl_test_daemon_stop(&daemon_);
+    rl_test_daemon_cleanup(&daemon_);
+    return code == 0 ? 0 : -1;
+}
+
+/* ---- tests -------------------------------------------------------------- */
+
+static void test_help_and_version(void **state) {
+    (void)state;
+    RLCTL_NO_URL("--help");
+    expect_code(0);
+    expect_contains(ran.out, "exit codes:");
+    expect_contains(ran.out, "reserve");
+    RLCTL_NO_URL("--version");
+    expect_code(0);
+    expect_contains(ran.out, "rlctl " RL_VERSION);
+    static const char *const commands[] = {"list", "get", "put", "reserve", "complete", "health"};
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        RLCTL_NO_URL(commands[i], "--help");
+        expect_code(0);
+        expect_contains(ran.out, "usage: rlctl");
+        expect_contains(ran.out, commands[i]);
+    }
+    RLCTL_NO_URL("help", "put");
+    expect_code(0);
+    expect_contains(ran.out, "--window-seconds");
+
+    /* Usage errors: 2, with a sentence on stderr. */
+    RLCTL_NO_URL("frobnicate");
+    expect_code(2);
+    expect_contains(ran.err, "unknown command \"frobnicate\"");
+    RLCTL_NO_URL("--bogus");
+    expect_code(2);
+    run_args(false, (const char *const[]){NULL});
+    expect_code(2);
+    expect_contains(ran.err, "COMMAND");
+    RLCTL_NO_URL("--timeout-ms", "abc", "list");
+    expect_code(2);
+    RLCTL_NO_URL("--url", "localhost:8080", "list");
+    expect_code(2);
+    RLCTL("list", "--nope");
+    expect_code(2);
+}
+
+static void test_health(void **state) {
+    (void)state;
+    RLCTL("health");
+    expect_code(0);
+    expect_contains(ran.out, "\"ok\":true");
+    expect_contains(ran.out, "\"backend\":\"memory\"");
+}
+
+static void test_put_get_list(void **state) {
+    (void)state;
+    RLCTL("put", "--key", "cli:a:tpm", "--kind", "rolling", "--capacity", "9007199254740992", "--window-seconds",
+          "60", "--unit", "tokens", "--description", "a \"quoted\" limit", "--overage", "deny");
+    expect_code(0);
+    expect_contains(ran.out, "cli:a:tpm active");
+    RLCTL("put", "--key", "cli:a:concurrency", "--kind", "concurrency", "--capacity", "5", "--timeout-seconds",
+          "300");
+    expect_code(0);
+
+    RLCTL("get", "cli:a:tpm");
+    expect_code(0);
+    expect_contains(ran.out, "definition.capacity");
+    expect_contains(ran.out, "9007199254740992");
+    expect_contains(ran.out, "a \"quoted\" limit");
+    expect_contains(ran.out, "deny");
+    RLCTL("get", "--json", "cli:a:tpm");
+    expect_code(0);
+    assert_true(out_number("limit", "definition", "capacity") == 9007199254740992.0);
+    assert_true(out_number("limit", "definition", "window_seconds") == 60);
+
+    RLCTL("list");
+    expect_code(0);
+    expect_contains(ran.out, "KEY");
+    expect_contains(ran.out, "AVAILABLE");
+    expect_contains(ran.out, "STATUS");
+    expect_contains(ran.out, "cli:a:concurrency");
+    expect_contains(ran.out, "global:llm:openai:gpt-4o:rpm");
+    RLCTL("list", "--json");
+    expect_code(0);
+    cJSON *root = cJSON_Parse(ran.out);
+    assert_non_null(root);
+    assert_true(cJSON_IsArray(cJSON_GetObjectItem(root, "limits")));
+    cJSON_Delete(root);
+
+    /* A lower capacity: decreasing (nothing is used, so it may apply at once). */
+    RLCTL("put", "--key", "cli:a:concurrency", "--kind", "concurrency", "--capacity", "3", "--timeout-seconds",
+          "300");
+    expect_code(0);
+    expect_contains(ran.out, "cli:a:concurrency ");
+}
+
+static void test_put_errors(void **state) {
+    (void)state;
+    /* Caught by rlctl: 2. */
+    RLCTL("put", "--key", "cli:b:x", "--kind", "rolling");
+    expect_code(2);
+    expect_contains(ran.err, "--capacity");
+    RLCTL("put", "--key", "cli:b:x", "--kind", "sliding", "--capacity", "5");
+    expect_code(2);
+    expect_contains(ran.err, "sliding");
+    RLCTL("put", "--key", "cli:b:x", "--kind", "rolling", "--capacity", "-5", "--window-seconds", "60");
+    expect_code(2);
+    RLCTL("put", "--key", "cli:b:x", "--kind", "rolling", "--capacity", "5", "--overage", "maybe");
+    expect_code(2);
+    RLCTL("put", "--file", "x.json", "--key", "k");
+    expect_code(2);
+    /* Refused by the server: 3, with its detail. */
+    RLCTL("put", "--key", "cli:b:x", "--kind", "rolling", "--capacity", "5");
+    expect_code(3);
+    expect_contains(ran.err, "invalid_request");
+    expect_contains(ran.err, "window");
+    RLCTL("put", "--key", "cli:b:x", "--kind", "concurrency", "--capacity", "5", "--window-seconds", "60",
+          "--timeout-seconds", "10");
+    expect_code(3);
+    expect_contains(ran.err, "HTTP 400");
+    RLCTL("get", "cli:b:x");
+    expect_code(3);
+    expect_contains(ran.err, "cli:b:x");
+}
+
+static void write_file(const char *name, const char *text, char *path, size_t size) {
+    snprintf(path, size, "%s/%s", daemon_.dir, name);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void test_put_file(void **state) {
+    (void)state;
+    char path[512];
+    /* An array: put one by one, stopping at the first error. */
+    write_file("defs.json",
+               "[{\"key\":\"cli:f:one\",\"kind\":\"rolling\",\"capacity\":10,\"window_seconds\":60},\n"
+               " {\"key\":\"cli:f:two\",\"kind\":\"concurrency\",\"capacity\":2,\"timeout_seconds\":30,"
+               "\"unit\":\"inflight\",\"overage\":\"debt\"},\n"
+               " {\"key\":\"cli:f:bad\",\"kind\":\"rolling\",\"capacity\":0,\"window_seconds\":60},\n"
+               " {\"key\":\"cli:f:four\",\"kind\":\"rolling\",\"capacity\":10,\"window_seconds\":60}]\n",
+               path, sizeof path);
+    RLCTL("put", "--file", path);
+    expect_code(3);
+    expect_contains(ran.out, "cli:f:one active");
+    expect_contains(ran.out, "cli:f:two active");
+    expect_contains(ran.err, "[2] \"cli:f:bad\"");
+    expect_contains(ran.err, "capacity");
+    RLCTL("get", "cli:f:two");
+    expect_code(0);
+    RLCTL("get", "cli:f:four");
+    expect_code(3);
+
+    /* One object; a large capacity goes out exactly. */
+    write_file("one.json",
+               "{\"key\":\"cli:f:big\",\"kind\":\"rolling\",\"capacity\":1000000000000000,\"window_seconds\":60}",
+               path, sizeof path);
+    RLCTL("put", "--file", path);
+    expect_code(0);
+    RLCTL("get", "--json", "cli:f:big");
+    expect_code(0);
+    assert_true(out_number("limit", "definition", "capacity") == 1e15);
+
+    /* Not JSON, not there, not definitions: 2. */
+    write_file("broken.json", "[{\"key\":", path, sizeof path);
+    RLCTL("put", "--file", path);
+    expect_code(2);
+    expect_contains(ran.err, "not JSON");
+    RLCTL("put", "--file", "/nonexistent/defs.json");
+    expect_code(2);
+    write_file("number.json", "42", path, sizeof path);
+    RLCTL("put", "--file", path);
+    expect_code(2);
+}
+
+static void test_reserve_complete(void **state) {
+    (void)state;
+    RLCTL("put", "--key", "cli:r:tpm", "--kind", "rolling", "--capacity", "100", "--window-seconds", "60");
+    expect_code(0);
+    RLCTL("put", "--key", "cli:r:conc", "--kind", "concurrency", "--capacity", "1", "--timeout-seconds", "300");
+    expect_code(0);
+
+    /* Allowed, with a lease id made by rlctl. */
+    RLCTL("reserve", "--req", "cli:r:tpm=60", "--req", "cli:r:conc=1");
+    expect_code(0);
+    expect_contains(ran.out, "\"allowed\":true");
+    cJSON *root = cJSON_Parse(ran.out);
+    assert_non_null(root);
+    const cJSON *lease = cJSON_GetObjectItem(root, "lease_id");
+    assert_true(cJSON_IsString(lease) && strlen(lease->valuestring) == 26);
+    char lease_id[27];
+    snprintf(lease_id, sizeof lease_id, "%s", lease->valuestring);
+    cJSON_Delete(root);
+    assert_true(out_number("reserved_at_unix_ms", NULL, NULL) > 1.7e12);
+
+    /* The same lease again: the same outcome, nothing reserved twice. */
+    RLCTL("reserve", "--lease-id", lease_id, "cli:r:tpm=60", "cli:r:conc=1");
+    expect_code(0);
+    expect_contains(ran.out, lease_id);
+    RLCTL("get", "--json", "cli:r:tpm");
+    assert_true(out_number("limit", "usage", "used") == 60);
+
+    /* Denied: 1, the retry hint on stdout and a sentence on stderr. */
+    char other[27];
+    RLCTL("reserve", "--lease-id", rl_test_ulid_new(other), "--job-id", "job-7", "--req", "cli:r:tpm=1",
+          "--req", "cli:r:conc=1");
+    expect_code(1);
+    expect_contains(ran.out, "\"allowed\":false");
+    expect_contains(ran.err, "denied");
+    RLCTL("reserve", "--req", "cli:r:tpm=101");
+    expect_code(1);
+    expect_contains(ran.err, "exceeds_capacity");
+
+    /* Complete gives back the unused part and the slot. */
+    RLCTL("complete", "--lease-id", lease_id, "--actual", "cli:r:tpm=20");
+    expect_code(0);
+    expect_contains(ran.out, "\"ok\":true");
+    RLCTL("get", "--json", "cli:r:tpm");
+    assert_true(out_number("limit", "usage", "used") == 20);
+    RLCTL("get", "--json", "cli:r:conc");
+    assert_true(out_number("limit", "usage", "used") == 0);
+    RLCTL("complete", "--lease-id", lease_id); /* idempotent */
+    expect_code(0);
+    RLCTL("complete", "--lease-id", rl_test_ulid_new(other), "cli:r:tpm=0"); /* unknown lease: ok */
+    expect_code(0);
+
+    /* Refused by the server: 3. */
+    RLCTL("reserve", "--req", "cli:r:nope=1");
+    expect_code(3);
+    expect_contains(ran.err, "unknown_limit_key");
+    expect_contains(ran.err, "cli:r:nope");
+
+    /* Usage errors: 2. */
+    RLCTL("reserve");
+    expect_code(2);
+    RLCTL("reserve", "--req", "cli:r:tpm");
+    expect_code(2);
+    expect_contains(ran.err, "KEY=AMOUNT");
+    RLCTL("reserve", "--req", "cli:r:tpm=0");
+    expect_code(2);
+    RLCTL("reserve", "--req", "cli:r:tpm=1", "--req", "cli:r:tpm=2");
+    expect_code(2);
+    RLCTL("reserve", "--lease-id", "not-a-ulid", "--req", "cli:r:tpm=1");
+    expect_code(2);
+    expect_contains(ran.err, "ULID");
+    RLCTL("complete", "--actual", "cli:r:tpm=1");
+    expect_code(2);
+    expect_contains(ran.err, "--lease-id");
+    RLCTL("complete", "--lease-id", "01J", "--actual", "cli:r:tpm=1");
+    expect_code(2);
+}
+
+static void test_unreachable(void **state) {
+    (void)state;
+    /* Nothing listens on port 1: 4, and stderr says so. */
+    static const char *const dead[] = {"--url", "http://127.0.0.1:1", "--timeout-ms", "300"};
+#define DEAD(...) run_args(false, (const char *const[]){dead[0], dead[1], dead[2], dead[3], __VA_ARGS__, NULL})
+    DEAD("health");
+    expect_code(4);
+    expect_contains(ran.err, "GET /healthz");
+    DEAD("list");
+    expect_code(4);
+    DEAD("get", "k");
+    expect_code(4);
+    DEAD("put", "--key", "k", "--kind", "rolling", "--capacity", "1", "--window-seconds", "1");
+    expect_code(4);
+    DEAD("reserve", "--req", "k=1");
+    expect_code(4);
+    expect_contains(ran.err, "same lease id");
+    char lease[27];
+    DEAD("complete", "--lease-id", rl_test_ulid_new(lease));
+    expect_code(4);
+#undef DEAD
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_help_and_version), cmocka_unit_test(test_health),
+        cmocka_unit_test(test_put_get_list),     cmocka_unit_test(test_put_errors),
+        cmocka_unit_test(test_put_file),         cmocka_unit_test(test_reserve_complete),
+        cmocka_unit_test(test_unreachable),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

@@ -1,0 +1,77 @@
+/* test_request_check.c — api.md's rules, checked before anything is sent. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ratelimiter/limiter.h"
+
+#define LEASE "01JD5Z8Q6X4W8N1V0M9R7T3K2A"
+
+static void reserve_rules(void **state) {
+    (void)state;
+    char err[RL_LIMITER_ERR_SIZE];
+    rl_requirement two[] = {{"a:rpm", 1}, {"a:tpm", RL_AMOUNT_MAX}};
+    rl_reserve_request ok = {LEASE, NULL, two, 2};
+    assert_true(rl_reserve_request_check(&ok, err));
+
+    rl_reserve_request bad = ok;
+    bad.lease_id = "01JD5Z8Q6X4W8N1V0M9R7T3K2"; /* 25 characters */
+    assert_false(rl_reserve_request_check(&bad, err));
+    assert_non_null(strstr(err, "lease_id"));
+    bad = ok;
+    bad.requirement_count = 0;
+    assert_false(rl_reserve_request_check(&bad, err));
+    bad.requirement_count = RL_MAX_REQUIREMENTS + 1;
+    assert_false(rl_reserve_request_check(&bad, err));
+
+    rl_requirement twice[] = {{"a:rpm", 1}, {"a:rpm", 1}};
+    rl_reserve_request dup = {LEASE, NULL, twice, 2};
+    assert_false(rl_reserve_request_check(&dup, err));
+    assert_string_equal(err, "requirements[1].key repeats requirements[0].key: a lease names each key once");
+
+    rl_requirement zero[] = {{"a:rpm", 0}};
+    rl_reserve_request z = {LEASE, NULL, zero, 1};
+    assert_false(rl_reserve_request_check(&z, err));
+    assert_string_equal(err, "requirements[0].amount must be an integer 1..9007199254740992");
+    zero[0].amount = RL_AMOUNT_MAX + 1;
+    assert_false(rl_reserve_request_check(&z, err));
+
+    rl_requirement space[] = {{"a rpm", 1}};
+    rl_reserve_request s = {LEASE, NULL, space, 1};
+    assert_false(rl_reserve_request_check(&s, err));
+    char long_job[RL_JOB_ID_MAX_LEN + 2];
+    memset(long_job, 'j', sizeof long_job - 1);
+    long_job[sizeof long_job - 1] = '\0';
+    rl_reserve_request job = ok;
+    job.job_id = long_job;
+    assert_false(rl_reserve_request_check(&job, err));
+}
+
+static void complete_rules(void **state) {
+    (void)state;
+    char err[RL_LIMITER_ERR_SIZE];
+    rl_complete_request none = {LEASE, NULL, NULL, 0};
+    assert_true(rl_complete_request_check(&none, err));
+    rl_actual actuals[] = {{"a:tpm", 0}, {"a:daily", RL_AMOUNT_MAX}};
+    rl_complete_request ok = {LEASE, "job-1", actuals, 2};
+    assert_true(rl_complete_request_check(&ok, err));
+    actuals[1].actual_amount = RL_AMOUNT_MAX + 1;
+    assert_false(rl_complete_request_check(&ok, err));
+    rl_actual twice[] = {{"a:tpm", 1}, {"a:tpm", 2}};
+    rl_complete_request dup = {LEASE, NULL, twice, 2};
+    assert_false(rl_complete_request_check(&dup, err));
+    rl_complete_request bad = {"nope", NULL, NULL, 0};
+    assert_false(rl_complete_request_check(&bad, err));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(reserve_rules),
+        cmocka_unit_test(complete_rules),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
