@@ -83,6 +83,15 @@ static inline void rl_limiter_destroy(rl_limiter *l) {
 rl_status rl_limiter_local_open(const char *limits_path, const rl_memory_options *options,
                                 rl_limiter **out, char err[RL_LIMITER_ERR_SIZE]);
 
+/* Defines or changes a limit of a local limiter at run time, as PUT
+ * /v1/admin/limits does for the daemon: validated alike (rl_limit_def_validate),
+ * a capacity decrease goes through the decreasing state. The limits file is
+ * not rewritten. *out_status (may be NULL) is the limit's state after the
+ * call. Returns RL_OK, RL_INVALID_REQUEST (an invalid definition, or not a
+ * local limiter; rl_limiter_last_error says which) or RL_NO_MEMORY.
+ * Thread-safe. */
+rl_status rl_limiter_local_define(rl_limiter *limiter, const rl_limit_def *def, rl_limit_status *out_status);
+
 /* ---- http: a ratelimiterd ---- */
 
 typedef struct rl_http_limiter_options {
@@ -103,6 +112,14 @@ void rl_http_limiter_options_default(rl_http_limiter_options *options);
  * backoff, until deadline_ms; it never invents an outcome. */
 rl_status rl_limiter_http_open(const rl_http_limiter_options *options, rl_limiter **out,
                                char err[RL_LIMITER_ERR_SIZE]);
+
+/* Why the last call on this thread that returned an error failed, in words:
+ * the rule a request broke ("requirements[1].amount must be ..."), the
+ * server's answer with its HTTP status, error string and detail ("HTTP 503
+ * backend_error"), or the deadline that passed. "" after a call that
+ * returned RL_OK. Thread-local, like errno: valid until this thread's next
+ * Limiter call. */
+const char *rl_limiter_last_error(void);
 
 /* ---- checks shared by both ---- */
 

@@ -44,21 +44,13 @@ static rl_status open_limiter(const rlctl_global *global, rl_limiter **out) {
     return status;
 }
 
-/* The exit code of a call that got no result, said on stderr. */
+/* The exit code of a call that got no result, said on stderr in the
+ * library's words (rl_limiter_last_error: the server's detail, or the
+ * deadline that passed). */
 static int call_failed(const char *command, const char *lease_id, rl_status status) {
-    switch (status) {
-    case RL_INVALID_REQUEST:
-        fprintf(stderr, "rlctl: %s %s: the server said invalid_request\n", command, lease_id);
-        return RLCTL_EXIT_REJECTED;
-    case RL_TIMEOUT:
-        fprintf(stderr, "rlctl: %s %s: no answer in time (unreachable or timed out); the outcome is unknown, "
-                "retry with the same lease id\n", command, lease_id);
-        return RLCTL_EXIT_UNAVAILABLE;
-    default:
-        fprintf(stderr, "rlctl: %s %s: %s (%s)\n", command, lease_id, rl_status_wire(status)[0] ? rl_status_wire(status) : "error",
-                rl_status_name(status));
-        return RLCTL_EXIT_UNAVAILABLE;
-    }
+    const char *why = rl_limiter_last_error();
+    fprintf(stderr, "rlctl: %s %s: %s\n", command, lease_id, why[0] ? why : rl_status_name(status));
+    return status == RL_INVALID_REQUEST ? RLCTL_EXIT_REJECTED : RLCTL_EXIT_UNAVAILABLE;
 }
 
 /* ---- reserve ------------------------------------------------------------- */

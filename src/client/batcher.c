@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "client/batcher_lane.h"
+#include "client/call_check.h"
+#include "client/last_error.h"
 
 typedef struct batcher {
     rl_limiter base; /* first: the rl_limiter * we hand out points here */
@@ -31,33 +33,34 @@ static rl_status send_complete(rl_limiter *inner, const void *requests, size_t c
     return rl_limiter_complete_batch(inner, requests, count, results);
 }
 
+/* The inner call ran on the flusher's thread, whose last error this caller
+ * cannot see: say at least what came back. */
+static rl_status failed_flush(rl_status status) {
+    if (status == RL_OK) return status;
+    return rl__last_error_set(status, "the batched call failed: %s", rl_status_name(status));
+}
+
 /* Checked here, per caller, so that one bad call is refused alone instead of
  * making the inner limiter refuse a whole flush of other callers' leases. */
 static rl_status batcher_reserve_batch(rl_limiter *limiter, const rl_reserve_request *requests,
                                        size_t count, rl_reserve_result *results) {
     batcher *b = (batcher *)limiter;
-    if (requests == NULL || results == NULL || count == 0 || count > RL_LIMITER_MAX_BATCH)
-        return RL_INVALID_REQUEST;
-    char err[RL_LIMITER_ERR_SIZE];
-    for (size_t i = 0; i < count; i++)
-        if (!rl_reserve_request_check(&requests[i], err)) return RL_INVALID_REQUEST;
+    rl_status checked = rl__check_reserve_call(requests, count, results);
+    if (checked != RL_OK) return checked;
     rl_status status = rl__batcher_lane_call(&b->reserve, requests, count, results);
     /* A lone reserve the backend could not decide is a failed call (503 over
      * HTTP, RL_BACKEND_ERROR from the local limiter); inside a flush it came
      * back as that lease's result. Keep the lone caller's view unbatched. */
-    if (status == RL_OK && count == 1 && results[0].status == RL_BACKEND_ERROR) return RL_BACKEND_ERROR;
-    return status;
+    if (status == RL_OK && count == 1 && results[0].status == RL_BACKEND_ERROR) status = RL_BACKEND_ERROR;
+    return failed_flush(status);
 }
 
 static rl_status batcher_complete_batch(rl_limiter *limiter, const rl_complete_request *requests,
                                         size_t count, rl_status *statuses) {
     batcher *b = (batcher *)limiter;
-    if (requests == NULL || statuses == NULL || count == 0 || count > RL_LIMITER_MAX_BATCH)
-        return RL_INVALID_REQUEST;
-    char err[RL_LIMITER_ERR_SIZE];
-    for (size_t i = 0; i < count; i++)
-        if (!rl_complete_request_check(&requests[i], err)) return RL_INVALID_REQUEST;
-    return rl__batcher_lane_call(&b->complete, requests, count, statuses);
+    rl_status checked = rl__check_complete_call(requests, count, statuses);
+    if (checked != RL_OK) return checked;
+    return failed_flush(rl__batcher_lane_call(&b->complete, requests, count, statuses));
 }
 
 static void batcher_destroy(rl_limiter *limiter) {

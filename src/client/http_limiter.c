@@ -12,6 +12,7 @@
 #include <curl/curl.h>
 
 #include "client/http_limiter.h"
+#include "client/last_error.h"
 
 #define DEFAULT_CALL_TIMEOUT_MS 1000u
 #define DEFAULT_DEADLINE_MS 10000u
@@ -123,14 +124,17 @@ rl_status rl__http_call(rl__http_limiter *limiter, const char *path, const rl_bu
         long http_status;
         rl__http_outcome outcome = rl__http_post(limiter->transport, path, request->data,
                                                  request->len, deadline_mono_ms, response, &http_status);
-        if (outcome == RL__HTTP_NO_MEMORY) return RL_NO_MEMORY;
-        if (outcome == RL__HTTP_NO_HANDLE) return RL_TIMEOUT;
+        if (outcome == RL__HTTP_NO_MEMORY) return rl__last_error_set(RL_NO_MEMORY, "out of memory");
+        if (outcome == RL__HTTP_NO_HANDLE) break; /* the deadline passed, waiting or before sending */
         if (outcome == RL__HTTP_ANSWERED) {
             rl_status status = RL_OK;
-            if (read(ctx, http_status, response, &status) == RL__HTTP_DONE) return status;
+            if (read(ctx, http_status, response, &status) == RL__HTTP_DONE) {
+                if (status != RL_OK) rl__last_error_from_answer(http_status, response->data, response->len);
+                return status;
+            }
         }
         uint64_t now_ms = rl__http_monotonic_ms();
-        if (now_ms >= deadline_mono_ms) return RL_TIMEOUT;
+        if (now_ms >= deadline_mono_ms) break;
         /* "Equal jitter": at least half the backoff, so that retries do
          * back off, and a random rest, so that many clients cut off by the
          * same restart do not come back in lockstep. */
@@ -139,4 +143,7 @@ rl_status rl__http_call(rl__http_limiter *limiter, const char *path, const rl_bu
         sleep_ms(wait_ms);
         backoff_ms = backoff_ms * 2 < o->backoff_max_ms ? backoff_ms * 2 : o->backoff_max_ms;
     }
+    return rl__last_error_set(RL_TIMEOUT,
+                              "no answer from %s within %u ms: the outcome is unknown, retry with the same lease id",
+                              path, o->deadline_ms);
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client/call_check.h"
 #include "client/http_limiter.h"
 #include "wire/wire.h"
 
@@ -63,11 +64,8 @@ static rl__http_verdict read_reserve(void *ctx, long http_status, rl_buf *body, 
 static rl_status reserve_batch(rl_limiter *base, const rl_reserve_request *requests, size_t count,
                                rl_reserve_result *results) {
     rl__http_limiter *limiter = (rl__http_limiter *)base;
-    if (count == 0 || count > RL_LIMITER_MAX_BATCH || requests == NULL || results == NULL)
-        return RL_INVALID_REQUEST;
-    char err[RL_LIMITER_ERR_SIZE];
-    for (size_t i = 0; i < count; i++)
-        if (!rl_reserve_request_check(&requests[i], err)) return RL_INVALID_REQUEST;
+    rl_status checked = rl__check_reserve_call(requests, count, results);
+    if (checked != RL_OK) return checked;
     memset(results, 0, count * sizeof *results);
 
     uint64_t deadline_ms = rl__http_monotonic_ms() + limiter->options.deadline_ms;
@@ -113,11 +111,8 @@ static rl__http_verdict read_complete(void *ctx, long http_status, rl_buf *body,
 static rl_status complete_batch(rl_limiter *base, const rl_complete_request *requests, size_t count,
                                 rl_status *statuses) {
     rl__http_limiter *limiter = (rl__http_limiter *)base;
-    if (count == 0 || count > RL_LIMITER_MAX_BATCH || requests == NULL || statuses == NULL)
-        return RL_INVALID_REQUEST;
-    char err[RL_LIMITER_ERR_SIZE];
-    for (size_t i = 0; i < count; i++)
-        if (!rl_complete_request_check(&requests[i], err)) return RL_INVALID_REQUEST;
+    rl_status checked = rl__check_complete_call(requests, count, statuses);
+    if (checked != RL_OK) return checked;
     for (size_t i = 0; i < count; i++) statuses[i] = RL_TIMEOUT; /* until answered */
 
     uint64_t deadline_ms = rl__http_monotonic_ms() + limiter->options.deadline_ms;

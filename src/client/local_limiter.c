@@ -5,6 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "client/call_check.h"
+#include "client/last_error.h"
 #include "core/error_text.h"
 #include "ratelimiter/limiter.h"
 #include "ratelimiter/registry.h"
@@ -20,15 +22,14 @@ static rl_backend *backend_of(rl_limiter *limiter) { return ((local_limiter *)li
  * bad one changes nothing (the whole call is refused, as over HTTP). */
 static rl_status local_reserve_batch(rl_limiter *limiter, const rl_reserve_request *requests, size_t count,
                                      rl_reserve_result *results) {
-    char err[RL_LIMITER_ERR_SIZE];
-    if (count == 0 || count > RL_LIMITER_MAX_BATCH) return RL_INVALID_REQUEST;
-    for (size_t i = 0; i < count; i++)
-        if (!rl_reserve_request_check(&requests[i], err)) return RL_INVALID_REQUEST;
+    rl_status checked = rl__check_reserve_call(requests, count, results);
+    if (checked != RL_OK) return checked;
     rl_backend_reserve_batch(backend_of(limiter), requests, count, results);
     /* As over HTTP: a lone reserve the backend could not decide is a failed
      * call (503); in a batch it is that lease's result. */
     if (count == 1 && (results[0].status == RL_BACKEND_ERROR || results[0].status == RL_NO_MEMORY))
-        return RL_BACKEND_ERROR;
+        return rl__last_error_set(RL_BACKEND_ERROR, "the memory backend could not decide: %s",
+                                  rl_status_name(results[0].status));
     for (size_t i = 0; i < count; i++)
         if (results[i].status == RL_NO_MEMORY) results[i].status = RL_BACKEND_ERROR;
     return RL_OK;
@@ -36,10 +37,8 @@ static rl_status local_reserve_batch(rl_limiter *limiter, const rl_reserve_reque
 
 static rl_status local_complete_batch(rl_limiter *limiter, const rl_complete_request *requests, size_t count,
                                       rl_status *statuses) {
-    char err[RL_LIMITER_ERR_SIZE];
-    if (count == 0 || count > RL_LIMITER_MAX_BATCH) return RL_INVALID_REQUEST;
-    for (size_t i = 0; i < count; i++)
-        if (!rl_complete_request_check(&requests[i], err)) return RL_INVALID_REQUEST;
+    rl_status checked = rl__check_complete_call(requests, count, statuses);
+    if (checked != RL_OK) return checked;
     rl_backend_complete_batch(backend_of(limiter), requests, count, statuses);
     return RL_OK;
 }
@@ -56,6 +55,17 @@ static const rl_limiter_ops local_ops = {
     .complete_batch = local_complete_batch,
     .destroy = local_destroy,
 };
+
+rl_status rl_limiter_local_define(rl_limiter *limiter, const rl_limit_def *def, rl_limit_status *out_status) {
+    char err[RL_LIMITER_ERR_SIZE];
+    rl__last_error_clear();
+    if (limiter == NULL || limiter->ops != &local_ops)
+        return rl__last_error_set(RL_INVALID_REQUEST, "not a local limiter: define limits on the daemon (PUT /v1/admin/limits)");
+    if (def == NULL || !rl_limit_def_validate(def, err, sizeof err))
+        return rl__last_error_set(RL_INVALID_REQUEST, "%s", def == NULL ? "no definition" : err);
+    rl_status status = rl_backend_apply_definition(backend_of(limiter), def, out_status);
+    return status == RL_OK ? RL_OK : rl__last_error_set(status, "the memory backend refused \"%s\"", def->key);
+}
 
 /* Gives the backend every definition of the file. */
 static rl_status load_limits(const char *path, rl_backend *backend, char *err) {

@@ -128,6 +128,8 @@ static void no_daemon_times_out_after_the_deadline(void **state) {
     rl_complete_request complete = {lease, NULL, NULL, 0};
     start_ms = now_ms();
     assert_int_equal(rl_limiter_complete(l, &complete), RL_TIMEOUT);
+    if (strstr(rl_limiter_last_error(), "the outcome is unknown, retry with the same lease id") == NULL)
+        fail_msg("last error: \"%s\"", rl_limiter_last_error());
     assert_true(now_ms() - start_ms >= 300);
     assert_int_equal(rl__http_limiter_connects_total(l), 0);
     rl_limiter_destroy(l);
@@ -383,6 +385,7 @@ static void service_unavailable_is_answered_without_retry(void **state) {
     char lease[RL_ULID_TEXT_SIZE];
     rl_reserve_result result;
     assert_int_equal(reserve_one(l, rl_ulid_new(lease), "http:tpm", 1, &result), RL_BACKEND_ERROR);
+    assert_string_equal(rl_limiter_last_error(), "HTTP 503 backend_error"); /* the server's own words */
     rl_limiter_destroy(l);
     assert_int_equal(canned_stop(&s), 1);
 }

@@ -8,10 +8,9 @@
  * depend on each other's usage, nor on their order. Lease ids are fresh
  * ULIDs each time.
  *
- * Not here: limit_decreasing. A decrease needs an admin call and the local
- * limiter has no admin API (limits are read once from the file), so the
- * case cannot be written against rl_limiter_* alone; test_http_limiter.c
- * checks the http mapping of it.
+ * Changing a limit is the one thing the Limiter interface does not do: the
+ * fixture's define() does it the way each mode does, PUT /v1/admin/limits
+ * for the daemon and rl_limiter_local_define in-process.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,9 +23,11 @@
 
 #include <cmocka.h>
 
+#include "ratelimiter/batcher.h"
 #include "ratelimiter/limiter.h"
 #include "ratelimiter/ulid.h"
 #include "support/daemon.h"
+#include "support/http_client.h"
 
 #define ROLLING(key, capacity)                                                               \
     "{\"key\":\"" key "\",\"kind\":\"rolling\",\"capacity\":" #capacity                      \
@@ -42,20 +43,42 @@ static const char limits_json[] =
     ROLLING("conf:idem:tpm", 1) "," CONCURRENCY("conf:stays:conc", 1) "," ROLLING("conf:unknown:known", 100) ","
     ROLLING("conf:exceeds:tpm", 5) "," CONCURRENCY("conf:release:conc", 1) ","
     ROLLING("conf:reconcile:tpm", 100) "," ROLLING("conf:batch:rpm", 3) ","
-    ROLLING("conf:invalid:rpm", 1) "," ROLLING("conf:max:rpm", 1000) "]\n";
+    ROLLING("conf:invalid:rpm", 1) "," ROLLING("conf:max:rpm", 1000) "," ROLLING("conf:decrease:tpm", 10) "]\n";
 
 /* ---- the two implementations -------------------------------------------- */
 
 typedef struct fixture {
-    rl_limiter *limiter;
+    rl_limiter *limiter; /* what the cases call */
+    rl_limiter *local;   /* the local limiter under it, for define_local */
+    /* Changes a rolling limit's capacity (window 60 s), as the mode does. */
+    void (*define)(struct fixture *f, const char *key, uint64_t capacity);
     rl_test_daemon daemon; /* http only */
     char dir[64];          /* local only */
     char path[128];
 } fixture;
 
+static void define_local(fixture *f, const char *key, uint64_t capacity) {
+    rl_limit_def def = {.kind = RL_KIND_ROLLING, .capacity = capacity, .window_seconds = 60};
+    snprintf(def.key, sizeof def.key, "%s", key);
+    assert_int_equal(rl_limiter_local_define(f->local, &def, NULL), RL_OK);
+}
+
+static void define_http(fixture *f, const char *key, uint64_t capacity) {
+    char body[512];
+    snprintf(body, sizeof body, "{\"key\":\"%s\",\"kind\":\"rolling\",\"capacity\":%llu,\"window_seconds\":60}", key,
+             (unsigned long long)capacity);
+    rl_test_client client;
+    assert_true(rl_test_client_init(&client, f->daemon.port));
+    rl_test_response response;
+    assert_int_equal(rl_test_client_request(&client, "PUT", "/v1/admin/limits", body, &response), 200);
+    rl_test_response_free(&response);
+    rl_test_client_cleanup(&client);
+}
+
 static int setup_local(void **state) {
     static fixture f;
     memset(&f, 0, sizeof f);
+    f.define = define_local;
     snprintf(f.dir, sizeof f.dir, "/tmp/rl_conformance_XXXXXX");
     if (mkdtemp(f.dir) == NULL) return -1;
     snprintf(f.path, sizeof f.path, "%s/limits.json", f.dir);
@@ -68,6 +91,7 @@ static int setup_local(void **state) {
         fprintf(stderr, "local open: %s\n", err);
         return -1;
     }
+    f.local = f.limiter;
     *state = &f;
     return 0;
 }
@@ -83,6 +107,7 @@ static int teardown_local(void **state) {
 static int setup_http(void **state) {
     static fixture f;
     memset(&f, 0, sizeof f);
+    f.define = define_http;
     rl_test_daemon_init(&f.daemon);
     rl_test_daemon_write_registry(&f.daemon, limits_json);
     if (!rl_test_daemon_start(&f.daemon, NULL)) return -1;
@@ -106,6 +131,22 @@ static int teardown_http(void **state) {
     rl_test_daemon_cleanup(&f->daemon);
     return status == 0 ? 0 : -1;
 }
+
+/* The same cases through the client-side batcher: batching must not change
+ * any outcome. The batcher owns the limiter it wraps. */
+static int wrap_in_batcher(void **state) {
+    fixture *f = *state;
+    rl_batcher_options options;
+    rl_batcher_options_default(&options);
+    options.owns_inner = true;
+    rl_limiter *batching;
+    if (rl_limiter_batching_open(f->limiter, &options, &batching) != RL_OK) return -1;
+    f->limiter = batching;
+    return 0;
+}
+
+static int setup_local_batching(void **state) { return setup_local(state) != 0 ? -1 : wrap_in_batcher(state); }
+static int setup_http_batching(void **state) { return setup_http(state) != 0 ? -1 : wrap_in_batcher(state); }
 
 /* ---- helpers ------------------------------------------------------------- */
 
@@ -333,12 +374,17 @@ static void invalid_requests_are_refused_before_anything_changes(void **state) {
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         /* Alone, and in a batch after a valid lease that must not be reserved. */
         assert_int_equal(rl_limiter_reserve(l, &bad[i], &results[0]), RL_INVALID_REQUEST);
+        assert_true(rl_limiter_last_error()[0] != '\0'); /* and says why */
         rl_reserve_request pair[2] = {{new_lease(valid), NULL, &one, 1}, bad[i]};
         assert_int_equal(rl_limiter_reserve_batch(l, pair, 2, results), RL_INVALID_REQUEST);
+        assert_true(strncmp(rl_limiter_last_error(), "requests[1].", 12) == 0);
     }
+    assert_int_equal(rl_limiter_reserve(l, &bad[4], &results[0]), RL_INVALID_REQUEST);
+    assert_string_equal(rl_limiter_last_error(), "requirements[0].amount must be an integer 1..9007199254740992");
     assert_int_equal(rl_limiter_reserve_batch(l, bad, 0, results), RL_INVALID_REQUEST);
     /* Capacity 1 and still free: no refused call took anything. */
     assert_allowed(reserve_one(l, new_lease(lease), "conf:invalid:rpm", 1));
+    assert_string_equal(rl_limiter_last_error(), ""); /* a call that succeeds leaves no error */
 
     rl_actual actual_twice[] = {{"conf:invalid:rpm", 1}, {"conf:invalid:rpm", 2}};
     rl_actual too_much = {"conf:invalid:rpm", RL_AMOUNT_MAX + 1};
@@ -349,6 +395,26 @@ static void invalid_requests_are_refused_before_anything_changes(void **state) {
     };
     for (size_t i = 0; i < sizeof bad_completes / sizeof bad_completes[0]; i++)
         assert_int_equal(rl_limiter_complete(l, &bad_completes[i]), RL_INVALID_REQUEST);
+}
+
+/* A decrease below what is in use denies with limit_decreasing:<key> until
+ * usage allows it; an increase applies at once and ends it. */
+static void a_decreasing_limit_denies_naming_the_request_key(void **state) {
+    fixture *f = *state;
+    rl_limiter *l = f->limiter;
+    char lease[RL_ULID_TEXT_SIZE];
+    assert_allowed(reserve_one(l, new_lease(lease), "conf:decrease:tpm", 8));
+    f->define(f, "conf:decrease:tpm", 5);
+    rl_requirement requirement = {"conf:decrease:tpm", 1};
+    rl_reserve_request request = {new_lease(lease), NULL, &requirement, 1};
+    rl_reserve_result result;
+    assert_int_equal(rl_limiter_reserve(l, &request, &result), RL_OK);
+    assert_false(result.allowed);
+    assert_int_equal(result.status, RL_LIMIT_DECREASING);
+    assert_string_equal(result.status_key, "conf:decrease:tpm");
+    assert_int_equal(result.retry_after_ms, RL_DECREASING_RETRY_AFTER_MS);
+    f->define(f, "conf:decrease:tpm", 20);
+    assert_allowed(reserve_one(l, new_lease(lease), "conf:decrease:tpm", 12));
 }
 
 #define CASES                                                                       \
@@ -363,12 +429,20 @@ static void invalid_requests_are_refused_before_anything_changes(void **state) {
         cmocka_unit_test(complete_of_an_unknown_lease_is_ok),                       \
         cmocka_unit_test(batch_keeps_order_with_mixed_results),                     \
         cmocka_unit_test(largest_batch_is_served_and_one_more_refused),             \
-        cmocka_unit_test(invalid_requests_are_refused_before_anything_changes)
+        cmocka_unit_test(invalid_requests_are_refused_before_anything_changes),     \
+        cmocka_unit_test(a_decreasing_limit_denies_naming_the_request_key)
 
 int main(void) {
+    rl_test_http_global_init();
     const struct CMUnitTest local_cases[] = {CASES};
     const struct CMUnitTest http_cases[] = {CASES};
+    const struct CMUnitTest local_batching_cases[] = {CASES};
+    const struct CMUnitTest http_batching_cases[] = {CASES};
     int failed = cmocka_run_group_tests_name("conformance/local", local_cases, setup_local, teardown_local);
     failed += cmocka_run_group_tests_name("conformance/http", http_cases, setup_http, teardown_http);
+    failed += cmocka_run_group_tests_name("conformance/local+batching", local_batching_cases, setup_local_batching,
+                                          teardown_local);
+    failed += cmocka_run_group_tests_name("conformance/http+batching", http_batching_cases, setup_http_batching,
+                                          teardown_http);
     return failed;
 }
