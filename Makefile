@@ -10,7 +10,7 @@ DESTDIR ?=
 
 # Debian packages the build, the tests and the benchmarks need.
 PACKAGES = build-essential cmake pkg-config libh2o-evloop-dev libssl-dev libuv1-dev zlib1g-dev \
-           libcjson-dev libyaml-dev libcmocka-dev libcurl4-openssl-dev
+           libcjson-dev libyaml-dev libcmocka-dev libcurl4-openssl-dev libhiredis-dev redis-server
 
 .PHONY: all deps build test run asan tsan bench install example clean
 

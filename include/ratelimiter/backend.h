@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-#define RL_BACKEND_ABI_VERSION 1
+#define RL_BACKEND_ABI_VERSION 2
 
 typedef struct rl_backend rl_backend;
 
@@ -52,6 +52,19 @@ typedef struct rl_backend_ops {
 
     /* Frees everything. No call may be in flight or follow. */
     void (*destroy)(rl_backend *backend);
+
+    /* --- ABI 2: backends whose state lives elsewhere (redis) --- */
+
+    /* RL_OK while the backend can serve; RL_BACKEND_ERROR when its store is
+     * unreachable (detail, if not NULL, gets detail_size bytes of why).
+     * NULL: always healthy (memory). */
+    rl_status (*health)(rl_backend *backend, char *detail, size_t detail_size);
+
+    /* Every definition the backend holds, sorted by key, in one malloc'd array
+     * the caller frees; for backends shared by many daemons, where the store,
+     * not this process's registry, is the authority on which limits exist.
+     * NULL: the registry is the authority (memory). */
+    rl_status (*list_definitions)(rl_backend *backend, rl_limit_def **out, size_t *count);
 } rl_backend_ops;
 
 struct rl_backend {
@@ -85,6 +98,10 @@ static inline rl_status rl_backend_limit_usage(rl_backend *b, const char *key, r
 static inline void rl_backend_sweep(rl_backend *b) { b->ops->sweep(b); }
 static inline void rl_backend_destroy(rl_backend *b) {
     if (b != NULL) b->ops->destroy(b);
+}
+static inline rl_status rl_backend_health(rl_backend *b, char *detail, size_t detail_size) {
+    if (detail != NULL && detail_size > 0) detail[0] = '\0';
+    return b->ops->health != NULL ? b->ops->health(b, detail, detail_size) : RL_OK;
 }
 
 #ifdef __cplusplus

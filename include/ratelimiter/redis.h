@@ -1,0 +1,52 @@
+/* ratelimiter/redis.h — the redis backend: many ratelimiterd instances
+ * sharing one Redis 7 (spec §9 with Redis in TigerBeetle's place, DESIGN.md).
+ *
+ * The same semantics as the memory backend, enforced by Lua scripts that run
+ * atomically inside Redis (loaded with SCRIPT LOAD, called with EVALSHA,
+ * reloaded on NOSCRIPT): all-or-nothing reserve, expiry, holds with timeout,
+ * reconcile, overage, capacity decrease, idempotent lease ids, retry_after_ms.
+ * Time is Redis's own (TIME), so instances with skewed clocks agree. Limit
+ * definitions live in Redis too: a definition applied through one instance is
+ * used by all from their next reserve. Every key that holds lease state has a
+ * TTL, so Redis memory stays bounded however many leases are never completed.
+ *
+ * Operations are thread-safe. When Redis is unreachable or slow, calls fail
+ * within connect_timeout_ms + command_timeout_ms with RL_BACKEND_ERROR: fail
+ * closed, nothing is admitted without the store.
+ */
+#ifndef RATELIMITER_REDIS_H
+#define RATELIMITER_REDIS_H
+
+#include "ratelimiter/backend.h"
+#include "ratelimiter/clock.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rl_redis_options {
+    const char *host;            /* default "127.0.0.1"; copied */
+    uint16_t port;               /* default 6379 */
+    const char *password;        /* NULL: no AUTH; copied */
+    uint32_t db;                 /* SELECT db; default 0 */
+    const char *key_prefix;      /* default "rl:"; lets tests and tenants share a server */
+    uint32_t connections;        /* connections in the pool; default 4 */
+    uint32_t connect_timeout_ms; /* default 200 */
+    uint32_t command_timeout_ms; /* default 500 */
+    uint32_t lease_memory_ms;    /* as the memory backend's; default 600000 */
+    /* Tests only: read "now" from this clock instead of Redis TIME, so that a
+     * manual clock drives expiry. NULL in production. Borrowed. */
+    const rl_clock *clock;
+} rl_redis_options;
+
+void rl_redis_options_default(rl_redis_options *options);
+
+/* Connects (failing fast if Redis is not there: RL_BACKEND_ERROR, err says
+ * why), loads the scripts, and returns a backend the caller frees with
+ * rl_backend_destroy. */
+rl_status rl_redis_backend_create(const rl_redis_options *options, rl_backend **out, char *err, size_t err_size);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,14 @@
+/* redis/lua.h — the backend's Lua scripts, embedded at build time from
+ * src/backend/redis/lua (see CMakeLists.txt). Each script sent to
+ * Redis is rl_lua_common followed by one entry script. */
+#ifndef RL_REDIS_LUA_H
+#define RL_REDIS_LUA_H
+
+extern const char rl_lua_common[];
+extern const char rl_lua_reserve[];
+extern const char rl_lua_complete[];
+extern const char rl_lua_define[];
+extern const char rl_lua_usage[];
+extern const char rl_lua_sweep[];
+
+#endif

@@ -1,0 +1,86 @@
+-- common.lua: the prelude of every script of the redis backend. The C side
+-- sends it concatenated with one entry script (reserve, complete, define,
+-- usage, sweep), so each loaded script is self-contained.
+--
+-- Every script gets ARGV[1] = key prefix, ARGV[2] = "now" in ms for expiry
+-- and ARGV[3] = "now" in Unix ms, or '' for both to use Redis TIME (tests
+-- pass a manual clock's). Keys, for a limit K and a lease I:
+--   P..'l:'..K  hash: the definition (kind r|c, cap, win ms, ovg, def JSON)
+--               and the state (enf = capacity enforced now, pend = pending
+--               decrease, used, debt = debt_total, denied = overage_denied_total)
+--   P..'e:'..K  zset: lease id -> expiry ms of its entry in K
+--   P..'a:'..K  hash: lease id -> amount of its entry in K
+--   P..'L:'..I  hash: the lease's first outcome and its entries, with a TTL
+--   P..'defs'   set: every defined K
+-- Numbers are doubles in Lua: amounts stay below 2^53 so they are exact;
+-- fmt() writes them without an exponent.
+local P = ARGV[1]
+local NOW, UNIX_NOW
+if ARGV[2] ~= '' then
+  NOW = tonumber(ARGV[2]); UNIX_NOW = tonumber(ARGV[3])
+else
+  local t = redis.call('TIME')
+  NOW = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  UNIX_NOW = NOW
+end
+
+local ST_OK, ST_UNKNOWN, ST_DECREASING, ST_EXCEEDS = 0, 1, 2, 3
+local CHUNK = 256 -- members handled per call, below Lua's unpack limit
+
+local function fmt(x) return string.format('%.0f', x) end
+
+local function load(K)
+  local lk = P .. 'l:' .. K
+  local v = redis.call('HMGET', lk, 'kind', 'enf', 'pend', 'used', 'win', 'ovg', 'debt', 'denied')
+  if not v[1] then return nil end
+  return {key = K, lk = lk, ek = P .. 'e:' .. K, ak = P .. 'a:' .. K, kind = v[1],
+          enf = tonumber(v[2]), pend = tonumber(v[3]), used = tonumber(v[4]), win = tonumber(v[5]),
+          ovg = v[6], debt = tonumber(v[7]), denied = tonumber(v[8]), dirty = false}
+end
+
+local function save(L)
+  if L.dirty then
+    redis.call('HSET', L.lk, 'enf', fmt(L.enf), 'pend', fmt(L.pend), 'used', fmt(L.used),
+               'debt', fmt(L.debt), 'denied', fmt(L.denied))
+    L.dirty = false
+  end
+end
+
+local function try_decrease(L)
+  if L.pend ~= 0 and L.used <= L.pend then
+    L.enf = L.pend; L.pend = 0; L.dirty = true
+  end
+end
+
+-- Drops every entry that expired at or before NOW, then applies a pending
+-- decrease if usage allows it.
+local function purge(L)
+  while true do
+    local expired = redis.call('ZRANGEBYSCORE', L.ek, '-inf', NOW, 'LIMIT', 0, CHUNK)
+    if #expired == 0 then break end
+    local amounts = redis.call('HMGET', L.ak, unpack(expired))
+    for i = 1, #expired do L.used = L.used - (tonumber(amounts[i]) or 0) end
+    redis.call('ZREM', L.ek, unpack(expired))
+    redis.call('HDEL', L.ak, unpack(expired))
+    L.dirty = true
+  end
+  -- The entries' TTL may have dropped what expired before anything purged it.
+  if L.used ~= 0 and redis.call('EXISTS', L.ek) == 0 then L.used = 0; L.dirty = true end
+  try_decrease(L)
+end
+
+-- Makes sure a state key outlives the entry that expires at at_ms.
+local function keep_until(key, at_ms)
+  local want = at_ms - NOW + 1000
+  local ttl = redis.call('PTTL', key)
+  if ttl < want then redis.call('PEXPIRE', key, want) end
+end
+
+-- Takes a lease's entry out of L now (Complete), if it is still there.
+local function release(L, id)
+  local amount = redis.call('HGET', L.ak, id)
+  if amount and redis.call('ZREM', L.ek, id) == 1 then
+    redis.call('HDEL', L.ak, id)
+    L.used = L.used - tonumber(amount); L.dirty = true
+  end
+end

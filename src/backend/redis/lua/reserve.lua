@@ -1,0 +1,113 @@
+-- reserve.lua: decides a batch of leases, each all-or-nothing, in order.
+-- ARGV[4] = lease memory ms, ARGV[5] = count, then per lease: id, n, and n
+-- pairs (key, amount). Returns 5 values per lease: allowed (0|1),
+-- retry_after_ms, reserved_at_unix_ms, status, the key the status names ('').
+local memory_ms = tonumber(ARGV[4])
+local limits = {} -- K -> state, shared by the leases of this batch
+
+local function limit(K)
+  local L = limits[K]
+  if L == nil then
+    L = load(K)
+    if L == nil then return nil end
+    purge(L)
+    limits[K] = L
+  end
+  return L
+end
+
+-- Milliseconds until `amount` more would fit, walking expiries in order.
+local function retry_after(L, amount)
+  local need = L.used + amount - L.enf
+  local offset = 0
+  while true do
+    local batch = redis.call('ZRANGE', L.ek, offset, offset + CHUNK - 1, 'WITHSCORES')
+    if #batch == 0 then return 1 end
+    local members = {}
+    for i = 1, #batch, 2 do members[#members + 1] = batch[i] end
+    local amounts = redis.call('HMGET', L.ak, unpack(members))
+    for i = 1, #members do
+      local a = tonumber(amounts[i]) or 0
+      if a >= need then
+        local at = tonumber(batch[2 * i])
+        if at > NOW then return at - NOW end
+        return 1
+      end
+      need = need - a
+    end
+    offset = offset + CHUNK
+  end
+end
+
+-- exceeds_capacity beats limit_decreasing beats a plain deny: a client must
+-- not retry what can never fit.
+local function decide(keys, amounts, L)
+  local decreasing, fits, wait = nil, true, 0
+  for i = 1, #keys do
+    local lim = L[i]
+    if amounts[i] > lim.enf then return {0, 0, 0, ST_EXCEEDS, lim.key} end
+    if lim.pend ~= 0 then
+      if decreasing == nil then decreasing = lim.key end
+    elseif lim.used + amounts[i] > lim.enf then
+      fits = false
+      local w = retry_after(lim, amounts[i])
+      if w > wait then wait = w end
+    end
+  end
+  if decreasing then return {0, 10000, 0, ST_DECREASING, decreasing} end
+  if not fits then return {0, wait, 0, ST_OK, ''} end
+  return {1, 0, UNIX_NOW, ST_OK, ''}
+end
+
+local function reserve(id, keys, amounts)
+  local lease = P .. 'L:' .. id
+  local first = redis.call('HMGET', lease, 'a', 'ra', 'at', 's', 'sk')
+  if first[1] then
+    return {tonumber(first[1]), tonumber(first[2]), tonumber(first[3]), tonumber(first[4]), first[5] or ''}
+  end
+  local L = {}
+  local forget_at = NOW
+  for i = 1, #keys do
+    local lim = limit(keys[i])
+    if lim == nil then return {0, 0, 0, ST_UNKNOWN, keys[i]} end -- not remembered
+    L[i] = lim
+    if NOW + lim.win > forget_at then forget_at = NOW + lim.win end
+  end
+  local r = decide(keys, amounts, L)
+  local fields = {'a', r[1], 'ra', r[2], 'at', fmt(r[3]), 's', r[4], 'sk', r[5], 'c', 0, 'n', 0}
+  if r[1] == 1 then
+    fields[14] = #keys
+    for i = 1, #keys do
+      local lim = L[i]
+      local at = NOW + lim.win
+      redis.call('ZADD', lim.ek, at, id)
+      redis.call('HSET', lim.ak, id, fmt(amounts[i]))
+      keep_until(lim.ek, at)
+      keep_until(lim.ak, at)
+      lim.used = lim.used + amounts[i]; lim.dirty = true
+      fields[#fields + 1] = 'k' .. i; fields[#fields + 1] = lim.key
+      fields[#fields + 1] = 't' .. i; fields[#fields + 1] = lim.kind
+    end
+  else
+    forget_at = NOW
+  end
+  redis.call('HSET', lease, unpack(fields))
+  redis.call('PEXPIRE', lease, forget_at - NOW + memory_ms)
+  return r
+end
+
+local out = {}
+local at = 6
+for _ = 1, tonumber(ARGV[5]) do
+  local id, n = ARGV[at], tonumber(ARGV[at + 1])
+  local keys, amounts = {}, {}
+  for i = 1, n do
+    keys[i] = ARGV[at + 2 * i]
+    amounts[i] = tonumber(ARGV[at + 2 * i + 1])
+  end
+  at = at + 2 + 2 * n
+  local r = reserve(id, keys, amounts)
+  for i = 1, 5 do out[#out + 1] = r[i] end
+end
+for _, L in pairs(limits) do save(L) end
+return out

@@ -1,0 +1,458 @@
+/* redis_backend.c — the backend vtable over Redis (see ratelimiter/redis.h).
+ *
+ * Each operation is one script call: the C side only checks requests, lays
+ * them out as the script's ARGV and maps the answer back. All accounting
+ * happens inside the scripts (src/backend/redis/lua), atomically.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "backend/redis/redis_pool.h"
+#include "core/error_text.h"
+#include "ratelimiter/keys.h"
+#include "ratelimiter/memory.h"
+#include "ratelimiter/ulid.h"
+#include "wire/buf.h"
+#include "wire/wire.h"
+
+#define ERR_SIZE 256
+#define NUMBER_SIZE 24 /* a uint64 in decimal and a NUL */
+#define SWEEP_LIMITS_PER_CALL "100"
+
+typedef struct redis_backend {
+    rl_backend base;
+    rl_redis_pool *pool;
+    char *prefix;
+    uint64_t lease_memory_ms;
+    const rl_clock *clock; /* tests only */
+} redis_backend;
+
+static inline redis_backend *from_base(rl_backend *base) { return (redis_backend *)base; }
+
+void rl_redis_options_default(rl_redis_options *options) {
+    memset(options, 0, sizeof *options);
+    options->host = "127.0.0.1";
+    options->port = 6379;
+    options->key_prefix = "rl:";
+    options->connections = 4;
+    options->connect_timeout_ms = 200;
+    options->command_timeout_ms = 500;
+    options->lease_memory_ms = RL_MEMORY_DEFAULT_LEASE_MEMORY_MS;
+}
+
+/* ---- ARGV building: strings that live until the call returns ---- */
+
+typedef struct args {
+    const char **argv;
+    size_t *len;
+    int count;
+    int capacity;
+    char (*numbers)[NUMBER_SIZE]; /* storage for the numbers among them */
+    int number_count;
+    char (*ids)[RL_ULID_TEXT_SIZE]; /* upper-cased lease ids */
+    int id_count;
+} args;
+
+static bool args_init(args *a, int capacity) {
+    memset(a, 0, sizeof *a);
+    a->argv = malloc((size_t)capacity * sizeof *a->argv);
+    a->len = malloc((size_t)capacity * sizeof *a->len);
+    a->numbers = malloc((size_t)capacity * sizeof *a->numbers);
+    a->ids = malloc((size_t)capacity * sizeof *a->ids);
+    a->capacity = capacity;
+    return a->argv != NULL && a->len != NULL && a->numbers != NULL && a->ids != NULL;
+}
+
+static void args_free(args *a) {
+    free(a->argv);
+    free(a->len);
+    free(a->numbers);
+    free(a->ids);
+}
+
+static void push(args *a, const char *text, size_t len) {
+    a->argv[a->count] = text;
+    a->len[a->count++] = len;
+}
+
+static void push_str(args *a, const char *text) { push(a, text, strlen(text)); }
+
+static void push_u64(args *a, uint64_t value) {
+    char *slot = a->numbers[a->number_count++];
+    int n = snprintf(slot, NUMBER_SIZE, "%llu", (unsigned long long)value);
+    push(a, slot, (size_t)n);
+}
+
+/* Lease ids go in upper case: "01j..." and "01J..." are one lease. */
+static void push_lease_id(args *a, const char *lease_id) {
+    char *slot = a->ids[a->id_count++];
+    for (int i = 0; i < RL_ULID_LEN; i++) slot[i] = (char)toupper((unsigned char)lease_id[i]);
+    slot[RL_ULID_LEN] = '\0';
+    push(a, slot, RL_ULID_LEN);
+}
+
+/* ARGV[1..3]: prefix and the clock ('' '': Redis TIME). */
+static void push_header(redis_backend *backend, args *a) {
+    push_str(a, backend->prefix);
+    if (backend->clock != NULL) {
+        push_u64(a, backend->clock->monotonic_ms(backend->clock));
+        push_u64(a, backend->clock->unix_ms(backend->clock));
+    } else {
+        push(a, "", 0);
+        push(a, "", 0);
+    }
+}
+
+/* ---- checks: the scripts trust their input ---- */
+
+static bool key_ok(const char *key) { return key != NULL && rl_key_is_valid(key, strnlen(key, RL_KEY_MAX_LEN + 1)); }
+
+static bool reserve_ok(const rl_reserve_request *r) {
+    if (r->lease_id == NULL || !rl_ulid_is_valid(r->lease_id, strlen(r->lease_id))) return false;
+    if (r->requirement_count < 1 || r->requirement_count > RL_MAX_REQUIREMENTS) return false;
+    for (size_t i = 0; i < r->requirement_count; i++) {
+        const rl_requirement *q = &r->requirements[i];
+        if (!key_ok(q->key) || q->amount < 1 || q->amount > RL_AMOUNT_MAX) return false;
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(r->requirements[j].key, q->key) == 0) return false;
+    }
+    return true;
+}
+
+static bool complete_ok(const rl_complete_request *r) {
+    if (r->lease_id == NULL || !rl_ulid_is_valid(r->lease_id, strlen(r->lease_id))) return false;
+    if (r->actual_count > RL_MAX_REQUIREMENTS) return false;
+    for (size_t i = 0; i < r->actual_count; i++)
+        if (!key_ok(r->actuals[i].key) || r->actuals[i].actual_amount > RL_AMOUNT_MAX) return false;
+    return true;
+}
+
+static void fail_result(rl_reserve_result *result, rl_status status) {
+    memset(result, 0, sizeof *result);
+    result->status = status;
+}
+
+/* ---- reserve ---- */
+
+static uint64_t integer_at(const redisReply *reply, size_t i) {
+    const redisReply *item = reply->element[i];
+    if (item->type == REDIS_REPLY_INTEGER) return item->integer > 0 ? (uint64_t)item->integer : 0;
+    if (item->type == REDIS_REPLY_STRING) return strtoull(item->str, NULL, 10);
+    return 0;
+}
+
+/* The status key is one of the request's own keys: point at it, so that it
+ * lives as long as the request (rl_reserve_result's contract). */
+static const char *request_key(const rl_reserve_request *request, const redisReply *item) {
+    if (item->type != REDIS_REPLY_STRING || item->len == 0) return NULL;
+    for (size_t i = 0; i < request->requirement_count; i++)
+        if (strlen(request->requirements[i].key) == item->len &&
+            memcmp(request->requirements[i].key, item->str, item->len) == 0)
+            return request->requirements[i].key;
+    return NULL;
+}
+
+static rl_status status_of_code(uint64_t code) {
+    switch (code) {
+    case 0: return RL_OK;
+    case 1: return RL_UNKNOWN_LIMIT_KEY;
+    case 2: return RL_LIMIT_DECREASING;
+    case 3: return RL_EXCEEDS_CAPACITY;
+    default: return RL_BACKEND_ERROR;
+    }
+}
+
+static void reserve_batch(rl_backend *base, const rl_reserve_request *requests, size_t count,
+                          rl_reserve_result *results) {
+    redis_backend *backend = from_base(base);
+    size_t valid = 0, argc = 5;
+    for (size_t i = 0; i < count; i++) {
+        if (reserve_ok(&requests[i])) {
+            valid++;
+            argc += 2 + 2 * requests[i].requirement_count;
+        } else {
+            fail_result(&results[i], RL_INVALID_REQUEST);
+        }
+    }
+    if (valid == 0) return;
+    args a;
+    char err[ERR_SIZE];
+    redisReply *reply = NULL;
+    rl_status status = RL_NO_MEMORY;
+    if (args_init(&a, (int)argc)) {
+        push_header(backend, &a);
+        push_u64(&a, backend->lease_memory_ms);
+        push_u64(&a, valid);
+        for (size_t i = 0; i < count; i++) {
+            if (!reserve_ok(&requests[i])) continue;
+            push_lease_id(&a, requests[i].lease_id);
+            push_u64(&a, requests[i].requirement_count);
+            for (size_t j = 0; j < requests[i].requirement_count; j++) {
+                push_str(&a, requests[i].requirements[j].key);
+                push_u64(&a, requests[i].requirements[j].amount);
+            }
+        }
+        status = rl_redis_eval(backend->pool, RL_SCRIPT_RESERVE, a.count, a.argv, a.len, &reply, err, sizeof err);
+        args_free(&a);
+    }
+    if (status == RL_OK && (reply->type != REDIS_REPLY_ARRAY || reply->elements != 5 * valid)) status = RL_BACKEND_ERROR;
+    size_t at = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (!reserve_ok(&requests[i])) continue;
+        rl_reserve_result *r = &results[i];
+        if (status != RL_OK) {
+            fail_result(r, RL_BACKEND_ERROR); /* fail closed: nothing admitted without the store */
+            continue;
+        }
+        r->allowed = integer_at(reply, at) == 1;
+        r->retry_after_ms = integer_at(reply, at + 1);
+        r->reserved_at_unix_ms = integer_at(reply, at + 2);
+        r->status = status_of_code(integer_at(reply, at + 3));
+        r->status_key = request_key(&requests[i], reply->element[at + 4]);
+        at += 5;
+    }
+    if (reply != NULL) freeReplyObject(reply);
+}
+
+/* ---- complete ---- */
+
+static void complete_batch(rl_backend *base, const rl_complete_request *requests, size_t count,
+                           rl_status *statuses) {
+    redis_backend *backend = from_base(base);
+    size_t valid = 0, argc = 4;
+    for (size_t i = 0; i < count; i++) {
+        statuses[i] = RL_OK; /* an invalid Complete has nothing to release */
+        if (complete_ok(&requests[i])) {
+            valid++;
+            argc += 2 + 2 * requests[i].actual_count;
+        }
+    }
+    if (valid == 0) return;
+    args a;
+    char err[ERR_SIZE];
+    redisReply *reply = NULL;
+    rl_status status = RL_NO_MEMORY;
+    if (args_init(&a, (int)argc)) {
+        push_header(backend, &a);
+        push_u64(&a, valid);
+        for (size_t i = 0; i < count; i++) {
+            if (!complete_ok(&requests[i])) continue;
+            push_lease_id(&a, requests[i].lease_id);
+            push_u64(&a, requests[i].actual_count);
+            for (size_t j = 0; j < requests[i].actual_count; j++) {
+                push_str(&a, requests[i].actuals[j].key);
+                push_u64(&a, requests[i].actuals[j].actual_amount);
+            }
+        }
+        status = rl_redis_eval(backend->pool, RL_SCRIPT_COMPLETE, a.count, a.argv, a.len, &reply, err, sizeof err);
+        args_free(&a);
+    }
+    if (reply != NULL) freeReplyObject(reply);
+    if (status != RL_OK)
+        for (size_t i = 0; i < count; i++)
+            if (complete_ok(&requests[i])) statuses[i] = RL_BACKEND_ERROR;
+}
+
+/* ---- definitions and usage ---- */
+
+static rl_status apply_definition(rl_backend *base, const rl_limit_def *def, rl_limit_status *out_status) {
+    redis_backend *backend = from_base(base);
+    rl_buf json;
+    rl_buf_init(&json);
+    rl_wire_encode_limit_def(&json, def);
+    if (json.failed) {
+        rl_buf_free(&json);
+        return RL_NO_MEMORY;
+    }
+    args a;
+    if (!args_init(&a, 9)) {
+        args_free(&a);
+        rl_buf_free(&json);
+        return RL_NO_MEMORY;
+    }
+    push_header(backend, &a);
+    push_str(&a, def->key);
+    push_str(&a, def->kind == RL_KIND_ROLLING ? "r" : "c");
+    push_u64(&a, def->capacity);
+    push_u64(&a, (uint64_t)(def->kind == RL_KIND_ROLLING ? def->window_seconds : def->timeout_seconds) * 1000u);
+    push_str(&a, def->overage == RL_OVERAGE_DEBT ? "debt" : "deny");
+    push(&a, json.data, json.len);
+    char err[ERR_SIZE];
+    redisReply *reply = NULL;
+    rl_status status = rl_redis_eval(backend->pool, RL_SCRIPT_DEFINE, a.count, a.argv, a.len, &reply, err, sizeof err);
+    args_free(&a);
+    rl_buf_free(&json);
+    if (status == RL_OK && out_status != NULL)
+        *out_status = reply->type == REDIS_REPLY_INTEGER && reply->integer == 1 ? RL_LIMIT_STATUS_DECREASING
+                                                                                : RL_LIMIT_STATUS_ACTIVE;
+    if (reply != NULL) freeReplyObject(reply);
+    return status;
+}
+
+static rl_status limit_usage(rl_backend *base, const char *key, rl_limit_usage *out) {
+    redis_backend *backend = from_base(base);
+    args a;
+    if (!args_init(&a, 4)) {
+        args_free(&a);
+        return RL_NO_MEMORY;
+    }
+    push_header(backend, &a);
+    push_str(&a, key);
+    char err[ERR_SIZE];
+    redisReply *reply = NULL;
+    rl_status status = rl_redis_eval(backend->pool, RL_SCRIPT_USAGE, a.count, a.argv, a.len, &reply, err, sizeof err);
+    args_free(&a);
+    if (status == RL_OK) {
+        if (reply->type != REDIS_REPLY_ARRAY || reply->elements == 0) {
+            status = RL_UNKNOWN_LIMIT_KEY;
+        } else if (reply->elements != 6) {
+            status = RL_BACKEND_ERROR;
+        } else {
+            memset(out, 0, sizeof *out);
+            out->capacity = integer_at(reply, 0);
+            out->pending_decrease_to = integer_at(reply, 1);
+            out->status = out->pending_decrease_to != 0 ? RL_LIMIT_STATUS_DECREASING : RL_LIMIT_STATUS_ACTIVE;
+            out->used = integer_at(reply, 2);
+            out->active = integer_at(reply, 3);
+            out->available = out->used < out->capacity ? out->capacity - out->used : 0;
+            out->debt = out->used > out->capacity ? out->used - out->capacity : 0;
+            out->debt_total = integer_at(reply, 4);
+            out->overage_denied_total = integer_at(reply, 5);
+        }
+    }
+    if (reply != NULL) freeReplyObject(reply);
+    return status;
+}
+
+static void sweep(rl_backend *base) {
+    redis_backend *backend = from_base(base);
+    char cursor[NUMBER_SIZE] = "0";
+    do {
+        args a;
+        if (!args_init(&a, 5)) {
+            args_free(&a);
+            return;
+        }
+        push_header(backend, &a);
+        push_str(&a, cursor);
+        push_str(&a, SWEEP_LIMITS_PER_CALL);
+        char err[ERR_SIZE];
+        redisReply *reply = NULL;
+        rl_status status = rl_redis_eval(backend->pool, RL_SCRIPT_SWEEP, a.count, a.argv, a.len, &reply, err, sizeof err);
+        args_free(&a);
+        if (status != RL_OK || reply->type != REDIS_REPLY_STRING) {
+            if (reply != NULL) freeReplyObject(reply);
+            return; /* the next sweep tries again */
+        }
+        snprintf(cursor, sizeof cursor, "%s", reply->str);
+        freeReplyObject(reply);
+    } while (strcmp(cursor, "0") != 0);
+}
+
+static rl_status health(rl_backend *base, char *detail, size_t detail_size) {
+    redis_backend *backend = from_base(base);
+    const char *argv[] = {"PING"};
+    size_t len[] = {4};
+    redisReply *reply = NULL;
+    char err[ERR_SIZE] = "";
+    rl_status status = rl_redis_command(backend->pool, 1, argv, len, &reply, err, sizeof err);
+    if (reply != NULL) freeReplyObject(reply);
+    if (status != RL_OK) rl_error_text(detail, detail_size, "%s", err);
+    return status == RL_OK ? RL_OK : RL_BACKEND_ERROR;
+}
+
+static int by_key(const void *a, const void *b) {
+    return strcmp(((const rl_limit_def *)a)->key, ((const rl_limit_def *)b)->key);
+}
+
+/* SMEMBERS of the definitions set, then each definition's JSON. */
+static rl_status list_definitions(rl_backend *base, rl_limit_def **out, size_t *count) {
+    redis_backend *backend = from_base(base);
+    *out = NULL;
+    *count = 0;
+    char set_key[RL_KEY_MAX_LEN + 64];
+    snprintf(set_key, sizeof set_key, "%sdefs", backend->prefix);
+    const char *argv[] = {"SMEMBERS", set_key};
+    size_t len[] = {8, strlen(set_key)};
+    char err[ERR_SIZE];
+    redisReply *members = NULL;
+    rl_status status = rl_redis_command(backend->pool, 2, argv, len, &members, err, sizeof err);
+    if (status != RL_OK) return status;
+    rl_limit_def *defs = members->elements > 0 ? calloc(members->elements, sizeof *defs) : NULL;
+    if (members->elements > 0 && defs == NULL) status = RL_NO_MEMORY;
+    size_t n = 0;
+    for (size_t i = 0; status == RL_OK && i < members->elements; i++) {
+        char limit_key[RL_KEY_MAX_LEN + 64];
+        snprintf(limit_key, sizeof limit_key, "%sl:%s", backend->prefix, members->element[i]->str);
+        const char *get[] = {"HGET", limit_key, "def"};
+        size_t get_len[] = {4, strlen(limit_key), 3};
+        redisReply *json = NULL;
+        status = rl_redis_command(backend->pool, 3, get, get_len, &json, err, sizeof err);
+        if (status != RL_OK) break;
+        if (json->type == REDIS_REPLY_STRING) {
+            cJSON *root = cJSON_ParseWithLength(json->str, json->len);
+            char detail[RL_WIRE_DETAIL_SIZE];
+            if (root != NULL && rl_wire_limit_def_from_json(root, &defs[n], detail) == RL_OK) n++;
+            cJSON_Delete(root);
+        }
+        freeReplyObject(json);
+    }
+    freeReplyObject(members);
+    if (status != RL_OK) {
+        free(defs);
+        return status;
+    }
+    qsort(defs, n, sizeof *defs, by_key);
+    *out = defs;
+    *count = n;
+    return RL_OK;
+}
+
+static void destroy(rl_backend *base) {
+    redis_backend *backend = from_base(base);
+    rl_redis_pool_destroy(backend->pool);
+    free(backend->prefix);
+    free(backend);
+}
+
+static const rl_backend_ops redis_ops = {
+    .abi_version = RL_BACKEND_ABI_VERSION,
+    .name = "redis",
+    .apply_definition = apply_definition,
+    .reserve_batch = reserve_batch,
+    .complete_batch = complete_batch,
+    .limit_usage = limit_usage,
+    .sweep = sweep,
+    .destroy = destroy,
+    .health = health,
+    .list_definitions = list_definitions,
+};
+
+rl_status rl_redis_backend_create(const rl_redis_options *options, rl_backend **out, char *err, size_t err_size) {
+    *out = NULL;
+    rl_redis_options defaults;
+    rl_redis_options_default(&defaults);
+    if (options == NULL) options = &defaults;
+    redis_backend *backend = calloc(1, sizeof *backend);
+    if (backend == NULL) return RL_NO_MEMORY;
+    backend->base.ops = &redis_ops;
+    backend->prefix = strdup(options->key_prefix != NULL ? options->key_prefix : "rl:");
+    backend->lease_memory_ms = options->lease_memory_ms;
+    backend->clock = options->clock;
+    if (backend->prefix == NULL) {
+        free(backend);
+        return RL_NO_MEMORY;
+    }
+    rl_status status = rl_redis_pool_create(options, &backend->pool, err, err_size);
+    if (status != RL_OK) {
+        free(backend->prefix);
+        free(backend);
+        return status;
+    }
+    *out = &backend->base;
+    return RL_OK;
+}
