@@ -1,11 +1,11 @@
 /* client/batcher.c — the batching Limiter: checks each call on its own, then
- * hands it to the reserve or the complete lane (client/batcher_lane.h). */
+ * hands it to the reserve or the complete lane (core/batch_lane.h). */
 #include "ratelimiter/batcher.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/batcher_lane.h"
+#include "core/batch_lane.h"
 #include "client/call_check.h"
 #include "client/last_error.h"
 
@@ -25,11 +25,11 @@ void rl_batcher_options_default(rl_batcher_options *options) {
     options->owns_inner = false;
 }
 
-static rl_status send_reserve(rl_limiter *inner, const void *requests, size_t count, void *results) {
+static rl_status send_reserve(void *inner, const void *requests, size_t count, void *results) {
     return rl_limiter_reserve_batch(inner, requests, count, results);
 }
 
-static rl_status send_complete(rl_limiter *inner, const void *requests, size_t count, void *results) {
+static rl_status send_complete(void *inner, const void *requests, size_t count, void *results) {
     return rl_limiter_complete_batch(inner, requests, count, results);
 }
 

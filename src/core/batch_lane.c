@@ -1,11 +1,11 @@
-/* client/batcher_lane.c — a queue of waiting calls and its flusher thread.
+/* core/batch_lane.c — a queue of waiting calls and its flusher thread.
  *
  * Why a dedicated flusher rather than leader-follower (the first waiter
  * flushes): with one thread owning the inner call, "who flushes next" is
  * never in question, callers only ever wait for their own answer, and
  * destroy has one thread to join. The cost is one thread per lane.
  */
-#include "client/batcher_lane.h"
+#include "core/batch_lane.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -129,7 +129,7 @@ static void *flusher_main(void *arg) {
     return NULL;
 }
 
-rl_status rl__batcher_lane_init(rl__batcher_lane *lane, rl_limiter *inner, rl__lane_send_fn send,
+rl_status rl__batcher_lane_init(rl__batcher_lane *lane, void *inner, rl__lane_send_fn send,
                                 size_t request_size, size_t result_size, size_t max_batch,
                                 uint64_t max_delay_ns) {
     memset(lane, 0, sizeof *lane);

@@ -1,5 +1,7 @@
-/* client/batcher_lane.h — private: one queue of waiting calls and the thread
- * that flushes it (the batcher has one lane for reserves, one for completes).
+/* core/batch_lane.h — private: one queue of waiting calls and the thread
+ * that flushes them as one call. The client-side batcher has a lane for
+ * reserves and one for completes over a Limiter; the daemon's submitter has
+ * the same over a backend.
  *
  * The lane knows nothing about reserve or complete: a call is `count`
  * requests of request_size bytes and `count` results of result_size bytes,
@@ -11,8 +13,8 @@
  * which touches only waiters it has already taken off the queue (their
  * callers are blocked, so their memory is stable and no one else reads it).
  */
-#ifndef RL_CLIENT_BATCHER_LANE_H
-#define RL_CLIENT_BATCHER_LANE_H
+#ifndef RL_CORE_BATCH_LANE_H
+#define RL_CORE_BATCH_LANE_H
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -21,16 +23,16 @@
 
 #include "ratelimiter/batcher.h"
 
-/* Sends count requests to inner, writing count results: the inner limiter's
- * reserve_batch or complete_batch. */
-typedef rl_status (*rl__lane_send_fn)(rl_limiter *inner, const void *requests, size_t count,
+/* Sends count requests to inner, writing count results: a Limiter's or a
+ * backend's reserve_batch or complete_batch. */
+typedef rl_status (*rl__lane_send_fn)(void *inner, const void *requests, size_t count,
                                       void *results);
 
 typedef struct rl__lane_waiter rl__lane_waiter; /* lives on its caller's stack */
 
 typedef struct rl__batcher_lane {
     /* Fixed at init. */
-    rl_limiter *inner;
+    void *inner; /* what send() is given: a Limiter, a backend */
     rl__lane_send_fn send;
     size_t request_size, result_size;
     size_t max_batch;      /* leases per flush */
@@ -52,7 +54,7 @@ typedef struct rl__batcher_lane {
 
 /* Sets the lane up and starts its flusher. RL_OK or RL_NO_MEMORY (then
  * nothing is left to free). */
-rl_status rl__batcher_lane_init(rl__batcher_lane *lane, rl_limiter *inner, rl__lane_send_fn send,
+rl_status rl__batcher_lane_init(rl__batcher_lane *lane, void *inner, rl__lane_send_fn send,
                                 size_t request_size, size_t result_size, size_t max_batch,
                                 uint64_t max_delay_ns);
 

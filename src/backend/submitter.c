@@ -1,0 +1,109 @@
+/* submitter.c — micro-batching in front of a backend (see ratelimiter/submitter.h):
+ * two lanes (core/batch_lane.h), one for reserves and one for completes. */
+#include "ratelimiter/submitter.h"
+
+#include <stdlib.h>
+
+#include "core/batch_lane.h"
+
+typedef struct submitter {
+    rl_backend base; /* first: the rl_backend * handed out points here */
+    rl_backend *inner;
+    rl__batcher_lane reserve;
+    rl__batcher_lane complete;
+} submitter;
+
+static inline submitter *from_base(rl_backend *base) { return (submitter *)base; }
+
+void rl_submitter_options_default(rl_submitter_options *options) {
+    options->max_leases = 1024;
+    options->flush_interval_us = 200;
+}
+
+/* A backend answers every lease (failures included) in its results. */
+static rl_status send_reserve(void *inner, const void *requests, size_t count, void *results) {
+    rl_backend_reserve_batch(inner, requests, count, results);
+    return RL_OK;
+}
+
+static rl_status send_complete(void *inner, const void *requests, size_t count, void *results) {
+    rl_backend_complete_batch(inner, requests, count, results);
+    return RL_OK;
+}
+
+static void reserve_batch(rl_backend *base, const rl_reserve_request *requests, size_t count,
+                          rl_reserve_result *results) {
+    (void)rl__batcher_lane_call(&from_base(base)->reserve, requests, count, results);
+}
+
+static void complete_batch(rl_backend *base, const rl_complete_request *requests, size_t count,
+                           rl_status *statuses) {
+    (void)rl__batcher_lane_call(&from_base(base)->complete, requests, count, statuses);
+}
+
+static rl_status apply_definition(rl_backend *base, const rl_limit_def *def, rl_limit_status *out_status) {
+    return rl_backend_apply_definition(from_base(base)->inner, def, out_status);
+}
+
+static rl_status limit_usage(rl_backend *base, const char *key, rl_limit_usage *out) {
+    return rl_backend_limit_usage(from_base(base)->inner, key, out);
+}
+
+static void sweep(rl_backend *base) { rl_backend_sweep(from_base(base)->inner); }
+
+static rl_status health(rl_backend *base, char *detail, size_t detail_size) {
+    return rl_backend_health(from_base(base)->inner, detail, detail_size);
+}
+
+static rl_status list_definitions(rl_backend *base, rl_limit_def **out, size_t *count) {
+    rl_backend *inner = from_base(base)->inner;
+    return inner->ops->list_definitions(inner, out, count);
+}
+
+static void destroy(rl_backend *base) {
+    submitter *s = from_base(base);
+    rl__batcher_lane_destroy(&s->reserve); /* its last flush still uses inner */
+    rl__batcher_lane_destroy(&s->complete);
+    rl_backend_destroy(s->inner);
+    free(s);
+}
+
+rl_status rl_submitter_create(rl_backend *inner, const rl_submitter_options *options, rl_backend **out) {
+    *out = NULL;
+    rl_submitter_options defaults;
+    if (options == NULL) {
+        rl_submitter_options_default(&defaults);
+        options = &defaults;
+    }
+    if (inner == NULL || options->max_leases == 0) return RL_INVALID_REQUEST;
+    submitter *s = calloc(1, sizeof *s);
+    if (s == NULL) return RL_NO_MEMORY;
+    /* The ops copy the inner backend's optional ones: a submitter over the
+     * memory backend has no list_definitions, as the memory backend. */
+    static const rl_backend_ops with_definitions = {
+        .abi_version = RL_BACKEND_ABI_VERSION, .name = "submitter", .apply_definition = apply_definition,
+        .reserve_batch = reserve_batch, .complete_batch = complete_batch, .limit_usage = limit_usage,
+        .sweep = sweep, .destroy = destroy, .health = health, .list_definitions = list_definitions,
+    };
+    static const rl_backend_ops without_definitions = {
+        .abi_version = RL_BACKEND_ABI_VERSION, .name = "submitter", .apply_definition = apply_definition,
+        .reserve_batch = reserve_batch, .complete_batch = complete_batch, .limit_usage = limit_usage,
+        .sweep = sweep, .destroy = destroy, .health = health, .list_definitions = NULL,
+    };
+    s->base.ops = inner->ops->list_definitions != NULL ? &with_definitions : &without_definitions;
+    s->inner = inner;
+    uint64_t delay_ns = (uint64_t)options->flush_interval_us * 1000u;
+    if (rl__batcher_lane_init(&s->reserve, inner, send_reserve, sizeof(rl_reserve_request), sizeof(rl_reserve_result),
+                              options->max_leases, delay_ns) != RL_OK) {
+        free(s);
+        return RL_NO_MEMORY;
+    }
+    if (rl__batcher_lane_init(&s->complete, inner, send_complete, sizeof(rl_complete_request), sizeof(rl_status),
+                              options->max_leases, delay_ns) != RL_OK) {
+        rl__batcher_lane_destroy(&s->reserve);
+        free(s);
+        return RL_NO_MEMORY;
+    }
+    *out = &s->base;
+    return RL_OK;
+}

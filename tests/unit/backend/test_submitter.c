@@ -1,0 +1,158 @@
+/* test_submitter.c — the submitter in front of a backend: many threads'
+ * leases go out in fewer, larger calls, each caller gets its own results,
+ * and nothing is admitted twice or lost. The inner backend is the memory
+ * backend behind a counting wrapper. */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ratelimiter/memory.h"
+#include "ratelimiter/submitter.h"
+#include "support/lease_ids.h"
+
+/* Counts the calls and the largest batch that reach the real backend. */
+typedef struct counting {
+    rl_backend base;
+    rl_backend *real;
+    atomic_uint calls;
+    atomic_uint largest;
+} counting;
+
+static void counting_reserve(rl_backend *b, const rl_reserve_request *r, size_t n, rl_reserve_result *out) {
+    counting *c = (counting *)b;
+    atomic_fetch_add(&c->calls, 1);
+    unsigned largest = atomic_load(&c->largest);
+    while (n > largest && !atomic_compare_exchange_weak(&c->largest, &largest, (unsigned)n)) {
+    }
+    rl_backend_reserve_batch(c->real, r, n, out);
+}
+static void counting_complete(rl_backend *b, const rl_complete_request *r, size_t n, rl_status *out) {
+    rl_backend_complete_batch(((counting *)b)->real, r, n, out);
+}
+static rl_status counting_apply(rl_backend *b, const rl_limit_def *d, rl_limit_status *s) {
+    return rl_backend_apply_definition(((counting *)b)->real, d, s);
+}
+static rl_status counting_usage(rl_backend *b, const char *k, rl_limit_usage *u) {
+    return rl_backend_limit_usage(((counting *)b)->real, k, u);
+}
+static void counting_sweep(rl_backend *b) { rl_backend_sweep(((counting *)b)->real); }
+static void counting_destroy(rl_backend *b) { rl_backend_destroy(((counting *)b)->real); }
+
+static const rl_backend_ops counting_ops = {
+    .abi_version = RL_BACKEND_ABI_VERSION, .name = "counting", .apply_definition = counting_apply,
+    .reserve_batch = counting_reserve, .complete_batch = counting_complete, .limit_usage = counting_usage,
+    .sweep = counting_sweep, .destroy = counting_destroy,
+};
+
+enum { THREADS = 16, PER_THREAD = 300, CAPACITY = 1000 };
+
+typedef struct worker {
+    rl_backend *backend;
+    int thread;
+    int allowed;
+    int mismatched;
+} worker;
+
+static void *work(void *arg) {
+    worker *w = arg;
+    char own_key[32];
+    snprintf(own_key, sizeof own_key, "own:%d", w->thread); /* undefined: an unknown key, this thread's own */
+    for (int i = 0; i < PER_THREAD; i++) {
+        char id[27];
+        rl_test_lease_id((uint64_t)w->thread * 100000u + (uint64_t)i + 1, id);
+        rl_requirement shared = {"shared:rpm", 1};
+        rl_requirement own = {own_key, 1};
+        rl_reserve_request request = {id, NULL, i % 10 == 9 ? &own : &shared, 1};
+        rl_reserve_result result;
+        rl_backend_reserve(w->backend, &request, &result);
+        if (i % 10 == 9) {
+            /* the unknown key named must be this thread's own, pointing into its request */
+            if (result.status != RL_UNKNOWN_LIMIT_KEY || result.status_key != own.key) w->mismatched++;
+        } else if (result.allowed) {
+            w->allowed++;
+            rl_complete_request done = {id, NULL, NULL, 0};
+            if (rl_backend_complete(w->backend, &done) != RL_OK) w->mismatched++;
+        }
+    }
+    return NULL;
+}
+
+static void many_threads_share_fewer_larger_calls(void **state) {
+    (void)state;
+    rl_memory_options memory;
+    rl_memory_options_default(&memory);
+    memory.sweep_interval_ms = 0;
+    counting *c = calloc(1, sizeof *c);
+    c->base.ops = &counting_ops;
+    assert_int_equal(rl_memory_backend_create(&memory, &c->real), RL_OK);
+    rl_limit_def def = {.key = "shared:rpm", .kind = RL_KIND_ROLLING, .capacity = CAPACITY, .window_seconds = 3600};
+    assert_int_equal(rl_backend_apply_definition(&c->base, &def, NULL), RL_OK);
+
+    rl_submitter_options options;
+    rl_submitter_options_default(&options);
+    options.max_leases = 64;
+    options.flush_interval_us = 1000;
+    rl_backend *submitter;
+    assert_int_equal(rl_submitter_create(&c->base, &options, &submitter), RL_OK);
+
+    worker workers[THREADS];
+    pthread_t threads[THREADS];
+    for (int t = 0; t < THREADS; t++) {
+        workers[t] = (worker){submitter, t, 0, 0};
+        pthread_create(&threads[t], NULL, work, &workers[t]);
+    }
+    int allowed = 0, mismatched = 0;
+    for (int t = 0; t < THREADS; t++) {
+        pthread_join(threads[t], NULL);
+        allowed += workers[t].allowed;
+        mismatched += workers[t].mismatched;
+    }
+    assert_int_equal(mismatched, 0);
+    assert_int_equal(allowed, CAPACITY); /* 16 x 270 shared attempts, exactly the capacity admitted */
+    rl_limit_usage usage;
+    assert_int_equal(rl_backend_limit_usage(submitter, "shared:rpm", &usage), RL_OK);
+    assert_int_equal(usage.used, CAPACITY);
+    unsigned calls = atomic_load(&c->calls);
+    assert_true(calls < THREADS * PER_THREAD); /* leases shared calls */
+    assert_true(atomic_load(&c->largest) <= 64);
+    rl_backend_destroy(submitter); /* and the counting backend, and the memory backend */
+    free(c);
+}
+
+static void a_lone_caller_is_flushed_after_the_interval(void **state) {
+    (void)state;
+    rl_backend *memory;
+    assert_int_equal(rl_memory_backend_create(NULL, &memory), RL_OK);
+    rl_limit_def def = {.key = "k", .kind = RL_KIND_CONCURRENCY, .capacity = 1, .timeout_seconds = 60};
+    assert_int_equal(rl_backend_apply_definition(memory, &def, NULL), RL_OK);
+    rl_backend *submitter;
+    assert_int_equal(rl_submitter_create(memory, NULL, &submitter), RL_OK);
+    assert_string_equal(submitter->ops->name, "submitter");
+    assert_null(submitter->ops->list_definitions); /* as the memory backend under it */
+    char id[27];
+    rl_requirement one = {"k", 1};
+    rl_reserve_request request = {rl_test_lease_id(1, id), NULL, &one, 1};
+    rl_reserve_result result;
+    rl_backend_reserve(submitter, &request, &result);
+    assert_true(result.allowed);
+    rl_backend_reserve(submitter, &request, &result); /* idempotent through it too */
+    assert_true(result.allowed);
+    assert_int_equal(rl_backend_health(submitter, NULL, 0), RL_OK);
+    rl_backend_destroy(submitter);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(many_threads_share_fewer_larger_calls),
+        cmocka_unit_test(a_lone_caller_is_flushed_after_the_interval),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
