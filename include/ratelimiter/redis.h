@@ -10,9 +10,11 @@
  * used by all from their next reserve. Every key that holds lease state has a
  * TTL, so Redis memory stays bounded however many leases are never completed.
  *
- * Operations are thread-safe. When Redis is unreachable or slow, calls fail
- * within connect_timeout_ms + command_timeout_ms with RL_BACKEND_ERROR: fail
- * closed, nothing is admitted without the store.
+ * Operations are thread-safe. When Redis is unreachable or slow, reserves
+ * fail within about connect_timeout_ms + 2 x command_timeout_ms with
+ * RL_BACKEND_ERROR: fail closed, nothing is admitted without the store.
+ * Completes that fail are retried in the background (see below), so that a
+ * short outage does not leave holds until their timeout.
  */
 #ifndef RATELIMITER_REDIS_H
 #define RATELIMITER_REDIS_H
@@ -34,6 +36,15 @@ typedef struct rl_redis_options {
     uint32_t connect_timeout_ms; /* default 200 */
     uint32_t command_timeout_ms; /* default 500 */
     uint32_t lease_memory_ms;    /* as the memory backend's; default 600000 */
+    /* A Complete that cannot reach Redis is kept and retried in the
+     * background for this long (then its holds time out on their own);
+     * default 30000. At most max_pending_completes wait; beyond, Complete
+     * fails with RL_BACKEND_ERROR. Default 100000. */
+    uint32_t complete_retry_deadline_ms;
+    uint32_t max_pending_completes;
+    /* How often the background thread purges expired state; default 1000,
+     * 0: never (scripts still purge every limit they touch). */
+    uint32_t sweep_interval_ms;
     /* Tests only: read "now" from this clock instead of Redis TIME, so that a
      * manual clock drives expiry. NULL in production. Borrowed. */
     const rl_clock *clock;

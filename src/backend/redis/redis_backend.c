@@ -11,6 +11,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "backend/redis/complete_retry.h"
 #include "backend/redis/redis_pool.h"
 #include "core/error_text.h"
 #include "ratelimiter/keys.h"
@@ -29,6 +30,7 @@ typedef struct redis_backend {
     char *prefix;
     uint64_t lease_memory_ms;
     const rl_clock *clock; /* tests only */
+    rl_complete_retry *retry; /* Completes waiting for Redis to come back; the sweeps */
 } redis_backend;
 
 static inline redis_backend *from_base(rl_backend *base) { return (redis_backend *)base; }
@@ -42,6 +44,9 @@ void rl_redis_options_default(rl_redis_options *options) {
     options->connect_timeout_ms = 200;
     options->command_timeout_ms = 500;
     options->lease_memory_ms = RL_MEMORY_DEFAULT_LEASE_MEMORY_MS;
+    options->complete_retry_deadline_ms = 30000;
+    options->max_pending_completes = 100000;
+    options->sweep_interval_ms = 1000;
 }
 
 /* ---- ARGV building: strings that live until the call returns ---- */
@@ -197,8 +202,8 @@ static void reserve_batch(rl_backend *base, const rl_reserve_request *requests, 
             }
         }
         status = rl_redis_eval(backend->pool, RL_SCRIPT_RESERVE, a.count, a.argv, a.len, &reply, err, sizeof err);
-        args_free(&a);
     }
+    args_free(&a);
     if (status == RL_OK && (reply->type != REDIS_REPLY_ARRAY || reply->elements != 5 * valid)) status = RL_BACKEND_ERROR;
     size_t at = 0;
     for (size_t i = 0; i < count; i++) {
@@ -220,18 +225,16 @@ static void reserve_batch(rl_backend *base, const rl_reserve_request *requests, 
 
 /* ---- complete ---- */
 
-static void complete_batch(rl_backend *base, const rl_complete_request *requests, size_t count,
-                           rl_status *statuses) {
-    redis_backend *backend = from_base(base);
+/* One script call for the valid requests among requests[0..count). */
+static rl_status send_completes(redis_backend *backend, const rl_complete_request *requests, size_t count) {
     size_t valid = 0, argc = 4;
     for (size_t i = 0; i < count; i++) {
-        statuses[i] = RL_OK; /* an invalid Complete has nothing to release */
         if (complete_ok(&requests[i])) {
             valid++;
             argc += 2 + 2 * requests[i].actual_count;
         }
     }
-    if (valid == 0) return;
+    if (valid == 0) return RL_OK;
     args a;
     char err[ERR_SIZE];
     redisReply *reply = NULL;
@@ -249,12 +252,28 @@ static void complete_batch(rl_backend *base, const rl_complete_request *requests
             }
         }
         status = rl_redis_eval(backend->pool, RL_SCRIPT_COMPLETE, a.count, a.argv, a.len, &reply, err, sizeof err);
-        args_free(&a);
     }
+    args_free(&a);
     if (reply != NULL) freeReplyObject(reply);
+    return status;
+}
+
+static bool retry_send(void *context, const rl_complete_request *requests, size_t count) {
+    return send_completes(context, requests, count) == RL_OK;
+}
+
+/* A Complete that cannot reach Redis now is kept and retried in the
+ * background: the caller is told it was taken. Only a full retry queue makes
+ * it fail. An invalid Complete has nothing to release: ok. */
+static void complete_batch(rl_backend *base, const rl_complete_request *requests, size_t count,
+                           rl_status *statuses) {
+    redis_backend *backend = from_base(base);
+    rl_status status = send_completes(backend, requests, count);
+    if (status != RL_OK && rl_complete_retry_add(backend->retry, requests, count)) status = RL_OK;
+    for (size_t i = 0; i < count; i++) statuses[i] = complete_ok(&requests[i]) ? status : RL_OK;
     if (status != RL_OK)
         for (size_t i = 0; i < count; i++)
-            if (complete_ok(&requests[i])) statuses[i] = RL_BACKEND_ERROR;
+            if (statuses[i] != RL_OK) statuses[i] = RL_BACKEND_ERROR;
 }
 
 /* ---- definitions and usage ---- */
@@ -412,8 +431,11 @@ static rl_status list_definitions(rl_backend *base, rl_limit_def **out, size_t *
     return RL_OK;
 }
 
+static void sweep_for_retry(void *context) { sweep(context); }
+
 static void destroy(rl_backend *base) {
     redis_backend *backend = from_base(base);
+    rl_complete_retry_stop(backend->retry); /* its last try still uses the pool */
     rl_redis_pool_destroy(backend->pool);
     free(backend->prefix);
     free(backend);
@@ -449,6 +471,16 @@ rl_status rl_redis_backend_create(const rl_redis_options *options, rl_backend **
     }
     rl_status status = rl_redis_pool_create(options, &backend->pool, err, err_size);
     if (status != RL_OK) {
+        free(backend->prefix);
+        free(backend);
+        return status;
+    }
+    status = rl_complete_retry_start(backend, retry_send, sweep_for_retry,
+                                     options->complete_retry_deadline_ms ? options->complete_retry_deadline_ms : 30000,
+                                     options->max_pending_completes ? options->max_pending_completes : 100000,
+                                     options->sweep_interval_ms, &backend->retry);
+    if (status != RL_OK) {
+        rl_redis_pool_destroy(backend->pool);
         free(backend->prefix);
         free(backend);
         return status;
