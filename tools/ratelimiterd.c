@@ -2,7 +2,8 @@
  * for SIGINT/SIGTERM, clean exit. Everything else lives in src/server.
  *
  * Exit status: 0 after a clean stop, 1 if start-up fails (bad config,
- * unreadable or corrupt registry, address in use), 2 for bad arguments.
+ * unreadable or corrupt registry, address in use, Redis unreachable), 2 for
+ * bad arguments.
  */
 #include <getopt.h>
 #include <pthread.h>
@@ -21,28 +22,33 @@ static void usage(FILE *out) {
             "  -c, --config PATH        YAML config (spec 11.2); the flags below override it\n"
             "      --listen HOST:PORT   address to serve (default %s; \":PORT\" = every\n"
             "                           interface; port 0 = any free port)\n"
-            "      --backend NAME       limit store: memory (default)\n"
+            "      --backend NAME       limit store: memory (default) or redis (many daemons\n"
+            "                           share one Redis: distributed mode)\n"
+            "      --redis HOST:PORT    the Redis of --backend redis (default %s)\n"
             "      --registry PATH      limits.json (default %s; a missing file starts empty)\n"
             "      --threads N          event loops, 0 = one per core (default)\n"
             "  -h, --help               this text\n"
             "  -V, --version            the version\n",
-            RL_CONFIG_DEFAULT_LISTEN_ADDR, RL_CONFIG_DEFAULT_REGISTRY_PATH);
+            RL_CONFIG_DEFAULT_LISTEN_ADDR, RL_CONFIG_DEFAULT_REDIS_ADDRESS,
+            RL_CONFIG_DEFAULT_REGISTRY_PATH);
 }
 
 typedef struct overrides {
     const char *config_path;
     const char *listen_addr;
     const char *backend;
+    const char *redis_address;
     const char *registry_path;
     const char *threads;
 } overrides;
 
 /* Returns -1 to go on, else the exit status. */
 static int parse_args(int argc, char **argv, overrides *o) {
-    enum { OPT_LISTEN = 256, OPT_BACKEND, OPT_REGISTRY, OPT_THREADS };
+    enum { OPT_LISTEN = 256, OPT_BACKEND, OPT_REDIS, OPT_REGISTRY, OPT_THREADS };
     static const struct option options[] = {
         {"config", required_argument, NULL, 'c'},   {"listen", required_argument, NULL, OPT_LISTEN},
         {"backend", required_argument, NULL, OPT_BACKEND},
+        {"redis", required_argument, NULL, OPT_REDIS},
         {"registry", required_argument, NULL, OPT_REGISTRY},
         {"threads", required_argument, NULL, OPT_THREADS},
         {"help", no_argument, NULL, 'h'},           {"version", no_argument, NULL, 'V'},
@@ -54,6 +60,7 @@ static int parse_args(int argc, char **argv, overrides *o) {
         case 'c': o->config_path = optarg; break;
         case OPT_LISTEN: o->listen_addr = optarg; break;
         case OPT_BACKEND: o->backend = optarg; break;
+        case OPT_REDIS: o->redis_address = optarg; break;
         case OPT_REGISTRY: o->registry_path = optarg; break;
         case OPT_THREADS: o->threads = optarg; break;
         case 'h': usage(stdout); return 0;
@@ -85,6 +92,10 @@ static int apply_overrides(rl_server_config *config, const overrides *o) {
                                        o->listen_addr, "--listen"))
         return 2;
     if (o->backend && !copy_string(config->backend, sizeof config->backend, o->backend, "--backend"))
+        return 2;
+    /* --redis only says where Redis is; --backend (or the file) selects it. */
+    if (o->redis_address && !copy_string(config->redis.address, sizeof config->redis.address,
+                                         o->redis_address, "--redis"))
         return 2;
     if (o->registry_path && !copy_string(config->registry_path, sizeof config->registry_path,
                                          o->registry_path, "--registry"))
@@ -135,6 +146,15 @@ int main(int argc, char **argv) {
         .max_limits = (size_t)config.max_limits,
         .memory = config.memory,
     };
+    service_options.submitter.max_leases = config.redis.max_leases_per_batch;
+    service_options.submitter.flush_interval_us = config.redis.flush_interval_us;
+    char redis_host[RL_CONFIG_STRING_MAX];
+    rl_redis_options_default(&service_options.redis);
+    if (!rl_server_config_redis_options(&config, redis_host, sizeof redis_host,
+                                        &service_options.redis, err, sizeof err)) {
+        fprintf(stderr, "ratelimiterd: %s\n", err); /* validated above: cannot happen */
+        return 1;
+    }
     rl_service *service = NULL;
     if (rl_service_open(&service_options, &service, err, sizeof err) != RL_OK) {
         /* err names the registry file (and the place in it) when that is the cause. */

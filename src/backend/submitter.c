@@ -8,6 +8,7 @@
 
 typedef struct submitter {
     rl_backend base; /* first: the rl_backend * handed out points here */
+    rl_backend_ops ops; /* the inner backend's shape: its name, its optional ops */
     rl_backend *inner;
     rl__batcher_lane reserve;
     rl__batcher_lane complete;
@@ -78,19 +79,16 @@ rl_status rl_submitter_create(rl_backend *inner, const rl_submitter_options *opt
     if (inner == NULL || options->max_leases == 0) return RL_INVALID_REQUEST;
     submitter *s = calloc(1, sizeof *s);
     if (s == NULL) return RL_NO_MEMORY;
-    /* The ops copy the inner backend's optional ones: a submitter over the
-     * memory backend has no list_definitions, as the memory backend. */
-    static const rl_backend_ops with_definitions = {
-        .abi_version = RL_BACKEND_ABI_VERSION, .name = "submitter", .apply_definition = apply_definition,
+    /* Transparent: it answers to the inner backend's name, and has an
+     * optional op only where the inner backend has it (a submitter over the
+     * memory backend has no list_definitions, as the memory backend). */
+    s->ops = (rl_backend_ops){
+        .abi_version = RL_BACKEND_ABI_VERSION, .name = inner->ops->name, .apply_definition = apply_definition,
         .reserve_batch = reserve_batch, .complete_batch = complete_batch, .limit_usage = limit_usage,
-        .sweep = sweep, .destroy = destroy, .health = health, .list_definitions = list_definitions,
+        .sweep = sweep, .destroy = destroy, .health = health,
+        .list_definitions = inner->ops->list_definitions != NULL ? list_definitions : NULL,
     };
-    static const rl_backend_ops without_definitions = {
-        .abi_version = RL_BACKEND_ABI_VERSION, .name = "submitter", .apply_definition = apply_definition,
-        .reserve_batch = reserve_batch, .complete_batch = complete_batch, .limit_usage = limit_usage,
-        .sweep = sweep, .destroy = destroy, .health = health, .list_definitions = NULL,
-    };
-    s->base.ops = inner->ops->list_definitions != NULL ? &with_definitions : &without_definitions;
+    s->base.ops = &s->ops;
     s->inner = inner;
     uint64_t delay_ns = (uint64_t)options->flush_interval_us * 1000u;
     if (rl__batcher_lane_init(&s->reserve, inner, send_reserve, sizeof(rl_reserve_request), sizeof(rl_reserve_result),

@@ -32,6 +32,51 @@ void rl_server_config_default(rl_server_config *config) {
     config->max_limits = 0;
     rl_memory_options_default(&config->memory);
     config->memory.clock = NULL;
+
+    rl_server_redis_config *redis = &config->redis;
+    snprintf(redis->address, sizeof redis->address, "%s", RL_CONFIG_DEFAULT_REDIS_ADDRESS);
+    redis->password[0] = '\0';
+    redis->db = 0;
+    redis->connections = RL_CONFIG_DEFAULT_REDIS_CONNECTIONS;
+    snprintf(redis->key_prefix, sizeof redis->key_prefix, "%s", RL_CONFIG_DEFAULT_REDIS_KEY_PREFIX);
+    redis->connect_timeout_ms = RL_CONFIG_DEFAULT_REDIS_CONNECT_TIMEOUT_MS;
+    redis->command_timeout_ms = RL_CONFIG_DEFAULT_REDIS_COMMAND_TIMEOUT_MS;
+    redis->lease_memory_ms = RL_CONFIG_DEFAULT_REDIS_LEASE_MEMORY_MS;
+    redis->max_leases_per_batch = RL_CONFIG_DEFAULT_REDIS_MAX_LEASES_PER_BATCH;
+    redis->flush_interval_us = RL_CONFIG_DEFAULT_REDIS_FLUSH_INTERVAL_US;
+}
+
+bool rl_server_redis_address_parse(const char *address, char *host, size_t host_size,
+                                   uint16_t *port, char *err, size_t err_size) {
+    rl_listen_addr addr;
+    char why[200];
+    if (!rl_listen_addr_parse(address, &addr, why, sizeof why) || addr.host[0] == '\0' ||
+        addr.port == 0 || strlen(addr.host) >= host_size) {
+        snprintf(err, err_size,
+                 "redis address \"%.80s\" must be HOST:PORT or [IPV6]:PORT with a port 1..65535 "
+                 "(e.g. 127.0.0.1:6379)",
+                 address != NULL ? address : "");
+        return false;
+    }
+    snprintf(host, host_size, "%s", addr.host);
+    *port = addr.port;
+    return true;
+}
+
+bool rl_server_config_redis_options(const rl_server_config *config, char *host, size_t host_size,
+                                    rl_redis_options *out, char *err, size_t err_size) {
+    const rl_server_redis_config *redis = &config->redis;
+    if (!rl_server_redis_address_parse(redis->address, host, host_size, &out->port, err, err_size))
+        return false;
+    out->host = host;
+    out->password = redis->password[0] != '\0' ? redis->password : NULL;
+    out->db = redis->db;
+    out->key_prefix = redis->key_prefix;
+    out->connections = redis->connections;
+    out->connect_timeout_ms = redis->connect_timeout_ms;
+    out->command_timeout_ms = redis->command_timeout_ms;
+    out->lease_memory_ms = redis->lease_memory_ms;
+    return true;
 }
 
 uint32_t rl_server_config_thread_count(const rl_server_config *config) {
@@ -114,7 +159,7 @@ typedef enum field_type { FIELD_STRING, FIELD_U32, FIELD_U64 } field_type;
 typedef struct field {
     const char *name;
     field_type type;
-    void *target;      /* char[RL_CONFIG_STRING_MAX], uint32_t or uint64_t */
+    void *target;      /* char[max + 1] (max 0: RL_CONFIG_STRING_MAX), uint32_t or uint64_t */
     uint64_t min, max; /* integers only */
     const char *hint;  /* what the value means, for the error message */
 } field;
@@ -125,7 +170,20 @@ typedef struct section {
     size_t field_count;
 } section;
 
-static bool backend_is_known(const char *name) { return strcmp(name, "memory") == 0; }
+static bool backend_is_known(const char *name) {
+    return strcmp(name, "memory") == 0 || strcmp(name, "redis") == 0;
+}
+
+#define UNKNOWN_BACKEND_FORMAT "backend \"%.40s\" is not available in this build (use \"memory\" or \"redis\")"
+
+/* A key prefix goes into every Redis key: printable ASCII without spaces. */
+static bool key_prefix_is_valid(const char *prefix) {
+    size_t len = strlen(prefix);
+    if (len == 0 || len > RL_CONFIG_REDIS_KEY_PREFIX_MAX) return false;
+    for (size_t i = 0; i < len; i++)
+        if (prefix[i] <= ' ' || prefix[i] > '~') return false;
+    return true;
+}
 
 static bool set_field(load_ctx *ctx, const field *f, const yaml_node_t *value) {
     if (is_null_scalar(value)) return failf(ctx, value, "'%s' needs a value", f->name);
@@ -134,9 +192,9 @@ static bool set_field(load_ctx *ctx, const field *f, const yaml_node_t *value) {
             return failf(ctx, value, "'%s' must be a string", f->name);
         size_t len = value->data.scalar.length;
         const char *v = (const char *)value->data.scalar.value;
-        if (len == 0 || len >= RL_CONFIG_STRING_MAX || memchr(v, '\0', len) != NULL)
-            return failf(ctx, value, "'%s' must be a string of 1..%d bytes", f->name,
-                         RL_CONFIG_STRING_MAX - 1);
+        size_t max = f->max > 0 ? (size_t)f->max : RL_CONFIG_STRING_MAX - 1;
+        if (len == 0 || len > max || memchr(v, '\0', len) != NULL)
+            return failf(ctx, value, "'%s' must be a string of 1..%zu bytes", f->name, max);
         memcpy(f->target, v, len);
         ((char *)f->target)[len] = '\0';
         return true;
@@ -160,8 +218,14 @@ static bool check_field(load_ctx *ctx, const field *f, const yaml_node_t *value)
         if (!rl_listen_addr_parse(f->target, &addr, why, sizeof why))
             return failf(ctx, value, "%s", why);
     } else if (strcmp(f->name, "backend") == 0 && !backend_is_known(f->target)) {
-        return failf(ctx, value, "backend \"%.40s\" is not available in this build (use \"memory\")",
-                     (const char *)f->target);
+        return failf(ctx, value, UNKNOWN_BACKEND_FORMAT, (const char *)f->target);
+    } else if (strcmp(f->name, "address") == 0) {
+        char host[RL_LISTEN_HOST_MAX_LEN + 1];
+        uint16_t port;
+        if (!rl_server_redis_address_parse(f->target, host, sizeof host, &port, why, sizeof why))
+            return failf(ctx, value, "%s", why);
+    } else if (strcmp(f->name, "key_prefix") == 0 && !key_prefix_is_valid(f->target)) {
+        return failf(ctx, value, "'key_prefix' must be printable ASCII without spaces");
     }
     return true;
 }
@@ -171,7 +235,7 @@ static bool load_section(load_ctx *ctx, const section *s, const yaml_node_t *map
     if (map->type != YAML_MAPPING_NODE)
         return failf(ctx, map, "section '%s' must be a mapping of settings", s->name);
     if (s->fields == NULL) return true;
-    bool seen[16] = {false};
+    bool seen[16] = {false}; /* no section has more fields */
     for (yaml_node_pair_t *pair = map->data.mapping.pairs.start; pair < map->data.mapping.pairs.top;
          pair++) {
         const yaml_node_t *key = yaml_document_get_node(ctx->doc, pair->key);
@@ -219,13 +283,32 @@ static bool load_document(load_ctx *ctx, rl_server_config *c) {
          "milliseconds"},
         {"max_leases", FIELD_U64, &c->memory.max_leases, 0, RL_CONFIG_MAX_MAX_LEASES, "0: default"},
     };
+    rl_server_redis_config *r = &c->redis;
+    const field redis_fields[] = {
+        {"address", FIELD_STRING, r->address, 0, 0, ""},
+        {"password", FIELD_STRING, r->password, 0, 0, ""},
+        {"db", FIELD_U32, &r->db, 0, RL_CONFIG_MAX_REDIS_DB, "SELECT index"},
+        {"connections", FIELD_U32, &r->connections, 1, RL_CONFIG_MAX_REDIS_CONNECTIONS,
+         "connections to Redis"},
+        {"key_prefix", FIELD_STRING, r->key_prefix, 0, RL_CONFIG_REDIS_KEY_PREFIX_MAX, ""},
+        {"connect_timeout_ms", FIELD_U32, &r->connect_timeout_ms, 1, RL_CONFIG_MAX_REDIS_TIMEOUT_MS,
+         "milliseconds"},
+        {"command_timeout_ms", FIELD_U32, &r->command_timeout_ms, 1, RL_CONFIG_MAX_REDIS_TIMEOUT_MS,
+         "milliseconds"},
+        {"lease_memory_ms", FIELD_U32, &r->lease_memory_ms, 0, RL_CONFIG_MAX_LEASE_MEMORY_MS,
+         "milliseconds"},
+        {"max_leases_per_batch", FIELD_U32, &r->max_leases_per_batch, 1,
+         RL_CONFIG_MAX_REDIS_LEASES_PER_BATCH, "1: no batching"},
+        {"flush_interval_us", FIELD_U32, &r->flush_interval_us, 0,
+         RL_CONFIG_MAX_REDIS_FLUSH_INTERVAL_US, "microseconds"},
+    };
 #define FIELDS(array) array, sizeof array / sizeof array[0]
     const section sections[] = {
         {"server", FIELDS(server_fields)},
         {"registry", FIELDS(registry_fields)},
         {"memory", FIELDS(memory_fields)},
         {"tigerbeetle", NULL, 0},
-        {"redis", NULL, 0},
+        {"redis", FIELDS(redis_fields)},
     };
 #undef FIELDS
     const size_t section_count = sizeof sections / sizeof sections[0];
@@ -315,10 +398,16 @@ bool rl_server_config_validate(const rl_server_config *config, char *err, size_t
     rl_listen_addr addr;
     if (!rl_listen_addr_parse(config->listen_addr, &addr, err, err_size)) return false;
     if (!backend_is_known(config->backend)) {
-        snprintf(err, err_size, "backend \"%.40s\" is not available in this build (use \"memory\")",
-                 config->backend);
+        snprintf(err, err_size, UNKNOWN_BACKEND_FORMAT, config->backend);
         return false;
     }
+    /* Checked whichever the backend, so that a typo in --redis is not
+     * silently carried until someone switches backends. */
+    char host[RL_LISTEN_HOST_MAX_LEN + 1];
+    uint16_t port;
+    if (!rl_server_redis_address_parse(config->redis.address, host, sizeof host, &port, err,
+                                       err_size))
+        return false;
     if (config->threads > RL_CONFIG_MAX_THREADS) {
         snprintf(err, err_size, "threads must be 0..%u (0: one per core)", RL_CONFIG_MAX_THREADS);
         return false;

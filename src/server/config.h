@@ -4,7 +4,12 @@
  *             max_connections
  *   registry: path, max_limits
  *   memory:   sweep_interval_ms, lease_memory_ms, max_leases
- *   tigerbeetle, redis: accepted and ignored (their backends are not built yet)
+ *   redis:    address, password, db, connections, key_prefix,
+ *             connect_timeout_ms, command_timeout_ms, lease_memory_ms,
+ *             max_leases_per_batch, flush_interval_us (the last two are the
+ *             submitter's: how many leases go into one script call, and how
+ *             long the first lease of a batch may wait for company)
+ *   tigerbeetle: accepted and ignored (replaced by redis, DESIGN.md)
  *
  * A key this file does not know inside a known section, a value of the wrong
  * type or out of range, a duplicate key or an unknown section is an error
@@ -21,6 +26,7 @@
 #include <stdint.h>
 
 #include "ratelimiter/memory.h"
+#include "ratelimiter/redis.h"
 
 #define RL_CONFIG_DEFAULT_LISTEN_ADDR "127.0.0.1:8080"
 #define RL_CONFIG_DEFAULT_BACKEND "memory"
@@ -28,6 +34,17 @@
 #define RL_CONFIG_DEFAULT_MAX_BODY_BYTES (1024u * 1024u)
 #define RL_CONFIG_DEFAULT_MAX_BATCH 256u
 #define RL_CONFIG_DEFAULT_MAX_CONNECTIONS 10000u
+
+/* The redis section's defaults (rl_redis_options_default's, plus the
+ * submitter's). */
+#define RL_CONFIG_DEFAULT_REDIS_ADDRESS "127.0.0.1:6379"
+#define RL_CONFIG_DEFAULT_REDIS_KEY_PREFIX "rl:"
+#define RL_CONFIG_DEFAULT_REDIS_CONNECTIONS 4u
+#define RL_CONFIG_DEFAULT_REDIS_CONNECT_TIMEOUT_MS 200u
+#define RL_CONFIG_DEFAULT_REDIS_COMMAND_TIMEOUT_MS 500u
+#define RL_CONFIG_DEFAULT_REDIS_LEASE_MEMORY_MS 600000u
+#define RL_CONFIG_DEFAULT_REDIS_MAX_LEASES_PER_BATCH 1024u
+#define RL_CONFIG_DEFAULT_REDIS_FLUSH_INTERVAL_US 200u
 
 /* Bounds (DESIGN.md: "every size, count and connection is bounded"). */
 #define RL_CONFIG_MAX_THREADS 256u
@@ -39,9 +56,32 @@
 #define RL_CONFIG_MAX_LEASE_MEMORY_MS (7u * 24u * 3600u * 1000u)
 #define RL_CONFIG_MAX_MAX_LEASES UINT64_C(1000000000)
 #define RL_CONFIG_MAX_MAX_LIMITS UINT64_C(10000000)
+#define RL_CONFIG_MAX_REDIS_DB 65535u
+#define RL_CONFIG_MAX_REDIS_CONNECTIONS 256u
+#define RL_CONFIG_MAX_REDIS_TIMEOUT_MS 60000u
+#define RL_CONFIG_MAX_REDIS_LEASES_PER_BATCH 16384u
+#define RL_CONFIG_MAX_REDIS_FLUSH_INTERVAL_US 1000000u
+#define RL_CONFIG_REDIS_KEY_PREFIX_MAX 64 /* bytes, printable ASCII without spaces */
 
 #define RL_CONFIG_STRING_MAX 1024 /* listen_addr, backend, paths */
 #define RL_CONFIG_ERR_SIZE 512
+
+/* The redis section. Strings are "" when unset (password: no AUTH). */
+typedef struct rl_server_redis_config {
+    char address[RL_CONFIG_STRING_MAX]; /* "HOST:PORT" or "[IPV6]:PORT", port 1..65535 */
+    char password[RL_CONFIG_STRING_MAX];
+    uint32_t db;
+    uint32_t connections;
+    char key_prefix[RL_CONFIG_REDIS_KEY_PREFIX_MAX + 1];
+    uint32_t connect_timeout_ms;
+    uint32_t command_timeout_ms;
+    uint32_t lease_memory_ms;
+    /* Used by the submitter (spec §9.6), not by the backend: the most leases
+     * in one script call (1: no batching, for comparison), and how long the
+     * first queued lease waits for more before the batch is sent. */
+    uint32_t max_leases_per_batch;
+    uint32_t flush_interval_us;
+} rl_server_redis_config;
 
 typedef struct rl_server_config {
     char listen_addr[RL_CONFIG_STRING_MAX];
@@ -55,6 +95,7 @@ typedef struct rl_server_config {
     uint64_t max_limits; /* 0: the registry's default */
 
     rl_memory_options memory; /* clock is always NULL (system clock) here */
+    rl_server_redis_config redis;
 } rl_server_config;
 
 /* Fills config with the defaults above and rl_memory_options_default. */
@@ -72,8 +113,22 @@ bool rl_server_config_load_string(rl_server_config *config, const char *text, si
                                   const char *name, char *err, size_t err_size);
 
 /* Checks the values that flags can also set (listen address syntax, backend
- * name, thread count): call after applying flags. False with err on error. */
+ * name, thread count, redis address): call after applying flags. False with
+ * err on error. */
 bool rl_server_config_validate(const rl_server_config *config, char *err, size_t err_size);
+
+/* Parses a redis address ("HOST:PORT", "[IPV6]:PORT"; a host is required
+ * and the port is 1..65535) into host (host_size bytes) and *port. False
+ * with a sentence in err otherwise. Pure. */
+bool rl_server_redis_address_parse(const char *address, char *host, size_t host_size,
+                                   uint16_t *port, char *err, size_t err_size);
+
+/* Sets the fields of *out that the redis section holds (call
+ * rl_redis_options_default(out) first for the others); host (host_size
+ * bytes) receives the host, and out's strings point into it and into
+ * config, which must outlive out. False with err if the address is invalid. */
+bool rl_server_config_redis_options(const rl_server_config *config, char *host, size_t host_size,
+                                    rl_redis_options *out, char *err, size_t err_size);
 
 /* The event loops to run: config->threads, or the online cores if 0. */
 uint32_t rl_server_config_thread_count(const rl_server_config *config);

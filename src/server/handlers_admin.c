@@ -1,7 +1,8 @@
 /* handlers_admin.c — PUT/GET /v1/admin/limits, GET /v1/admin/limits/{key}.
  *
  * Rare, so clarity over speed: admin calls take the service's admin mutex
- * and may allocate.
+ * and may allocate. A backend that cannot be reached (redis) answers 503
+ * backend_error; any other failure 500 backend_error.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,9 @@
 #include "server/handler.h"
 #include "server/respond.h"
 #include "wire/wire.h"
+
+/* 503 for an unreachable store (retry later), 500 for the rest. */
+static int failure_http_status(rl_status status) { return status == RL_BACKEND_ERROR ? 503 : 500; }
 
 static const char *body_of(const rl_http_request *req) { return req->body != NULL ? req->body : ""; }
 
@@ -47,7 +51,7 @@ void rl_handle_admin_put(rl_handler_ctx *ctx, const rl_http_request *req, rl_htt
     if (status != RL_OK) {
         /* The client only learns backend_error; the operator needs why. */
         fprintf(stderr, "ratelimiterd: PUT /v1/admin/limits \"%s\" failed: %s\n", def.key, err);
-        put_failed(ctx, res, 500, RL_BACKEND_ERROR, NULL);
+        put_failed(ctx, res, failure_http_status(status), RL_BACKEND_ERROR, NULL);
         return;
     }
     rl_buf *buf = &ctx->body;
@@ -63,8 +67,9 @@ void rl_handle_admin_list(rl_handler_ctx *ctx, const rl_http_request *req, rl_ht
     (void)req;
     rl_service_limit *limits = NULL;
     size_t count = 0;
-    if (rl_service_list_limits(ctx->service, &limits, &count) != RL_OK) {
-        rl_respond_error(ctx, res, 500, RL_BACKEND_ERROR, NULL, NULL);
+    rl_status status = rl_service_list_limits(ctx->service, &limits, &count);
+    if (status != RL_OK) {
+        rl_respond_error(ctx, res, failure_http_status(status), RL_BACKEND_ERROR, NULL, NULL);
         return;
     }
     rl_buf *buf = &ctx->body;
@@ -91,8 +96,13 @@ void rl_handle_admin_get(rl_handler_ctx *ctx, const char *key_path, size_t key_p
         return;
     }
     rl_service_limit limit;
-    if (!rl_service_get_limit(ctx->service, key, &limit)) {
+    rl_status status = rl_service_get_limit(ctx->service, key, &limit);
+    if (status == RL_UNKNOWN_LIMIT_KEY) {
         rl_respond_error(ctx, res, 404, RL_UNKNOWN_LIMIT_KEY, key, NULL);
+        return;
+    }
+    if (status != RL_OK) {
+        rl_respond_error(ctx, res, failure_http_status(status), RL_BACKEND_ERROR, NULL, NULL);
         return;
     }
     rl_buf *buf = &ctx->body;

@@ -1,16 +1,30 @@
 /* handlers_health.c — GET /healthz: is the daemon up, on which backend, with
- * how many limits. Cheap enough for a load balancer to call often. */
+ * how many limits; 503 when the backend's store cannot be reached (redis),
+ * so that a load balancer takes the daemon out of rotation. Cheap for the
+ * memory backend; for redis one PING and one listing of the definitions. */
 #include "server/handler.h"
+#include "server/respond.h"
 
 void rl_handle_healthz(rl_handler_ctx *ctx, const rl_http_request *req, rl_http_response *res) {
     (void)req;
+    size_t limits = 0;
+    char detail[256] = "";
+    rl_status status = rl_service_health(ctx->service, &limits, detail, sizeof detail);
     rl_buf *buf = &ctx->body;
     rl_buf_reset(buf);
-    rl_buf_append_str(buf, "{\"ok\":true,\"backend\":\"");
+    rl_buf_append_str(buf, status == RL_OK ? "{\"ok\":true,\"backend\":\"" : "{\"ok\":false,\"backend\":\"");
     rl_buf_append_str(buf, rl_service_backend_name(ctx->service));
-    rl_buf_append_str(buf, "\",\"limits\":");
-    rl_buf_append_u64(buf, (uint64_t)rl_service_limit_count(ctx->service));
-    rl_buf_append_str(buf, "}");
-    res->status = 200;
+    if (status == RL_OK) {
+        rl_buf_append_str(buf, "\",\"limits\":");
+        rl_buf_append_u64(buf, (uint64_t)limits);
+        rl_buf_append_str(buf, "}");
+        res->status = 200;
+    } else {
+        rl_buf_append_str(buf, "\",\"error\":");
+        rl_respond_append_error_string(buf, RL_BACKEND_ERROR, NULL);
+        rl_respond_append_detail(buf, detail);
+        rl_buf_append_str(buf, "}");
+        res->status = 503;
+    }
     res->body = buf;
 }

@@ -1,34 +1,58 @@
-/* service.c — registry + backend in step (see service.h). */
+/* service.c — registry + backend in step (see service.h); the local mode
+ * here, the shared mode in service_shared.c. */
 #include "server/service.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ratelimiter/registry.h"
+#include "server/service_internal.h"
 
-struct rl_service {
-    rl_registry *registry;
-    rl_backend *backend;
-    const char *backend_name;
-    /* Serialises admin puts and makes reads see a put whole (registry and
-     * backend both updated), never half. Not taken on the hot path. */
-    pthread_mutex_t admin_mutex;
-};
-
-static rl_status create_backend(const rl_service_options *options, rl_backend **out,
-                                const char **name, char *err, size_t err_size) {
-    if (options->backend_name != NULL && strcmp(options->backend_name, "memory") == 0) {
+static rl_status create_backend(const rl_service_options *options, rl_backend **out, char *err,
+                                size_t err_size) {
+    const char *name = options->backend_name != NULL ? options->backend_name : "";
+    if (strcmp(name, "memory") == 0) {
         rl_memory_options memory = options->memory;
         rl_status status = rl_memory_backend_create(&memory, out);
         if (status != RL_OK)
             snprintf(err, err_size, "cannot create the memory backend: %s", rl_status_name(status));
-        *name = "memory";
         return status;
     }
-    snprintf(err, err_size, "backend \"%.40s\" is not available in this build (use \"memory\")",
-             options->backend_name != NULL ? options->backend_name : "");
+    if (strcmp(name, "redis") == 0) {
+        const rl_redis_options *redis = &options->redis;
+        char why[256] = "";
+        rl_status status = rl_redis_backend_create(redis, out, why, sizeof why);
+        if (status != RL_OK) {
+            /* Name the address (redis.address, --redis) once, whatever why says. */
+            const char *host = redis->host != NULL ? redis->host : "127.0.0.1";
+            bool ipv6 = strchr(host, ':') != NULL;
+            char address[300];
+            snprintf(address, sizeof address, "%s%s%s:%u", ipv6 ? "[" : "", host, ipv6 ? "]" : "",
+                     (unsigned)redis->port);
+            if (why[0] == '\0') snprintf(why, sizeof why, "%s", rl_status_name(status));
+            if (strstr(why, address) != NULL)
+                snprintf(err, err_size, "the redis backend failed: %s", why);
+            else
+                snprintf(err, err_size, "the redis backend failed: Redis at %s: %s", address, why);
+            return status;
+        }
+        /* One script call per flush instead of one per request (spec §9.6);
+         * max_leases 1 keeps the naive path, for comparison. */
+        if (options->submitter.max_leases > 1) {
+            rl_backend *batched = NULL;
+            status = rl_submitter_create(*out, &options->submitter, &batched);
+            if (status != RL_OK) {
+                rl_backend_destroy(*out);
+                *out = NULL;
+                snprintf(err, err_size, "cannot start the submitter: %s", rl_status_name(status));
+                return status;
+            }
+            *out = batched;
+        }
+        return status;
+    }
+    snprintf(err, err_size,
+             "backend \"%.40s\" is not available in this build (use \"memory\" or \"redis\")", name);
     return RL_INVALID_REQUEST;
 }
 
@@ -57,19 +81,37 @@ rl_status rl_service_open(const rl_service_options *options, rl_service **out, c
     *out = NULL;
     rl_service *service = calloc(1, sizeof *service);
     if (service == NULL) {
+        rl_backend_destroy(options->backend);
         snprintf(err, err_size, "out of memory");
         return RL_NO_MEMORY;
     }
     if (pthread_mutex_init(&service->admin_mutex, NULL) != 0) {
         free(service);
+        rl_backend_destroy(options->backend);
         snprintf(err, err_size, "cannot create a mutex");
         return RL_NO_MEMORY;
     }
-    rl_status status = rl_registry_open(options->registry_path, options->max_limits,
-                                        &service->registry, err, err_size);
+    service->backend = options->backend; /* owned from here on, if given */
+    service->max_limits =
+        options->max_limits > 0 ? options->max_limits : RL_REGISTRY_DEFAULT_MAX_LIMITS;
+    service->registry_path =
+        options->registry_path != NULL ? strdup(options->registry_path) : NULL;
+    rl_status status = RL_OK;
+    if (service->registry_path == NULL) {
+        snprintf(err, err_size, options->registry_path == NULL ? "no registry path" : "out of memory");
+        status = options->registry_path == NULL ? RL_INVALID_REQUEST : RL_NO_MEMORY;
+    }
     if (status == RL_OK)
-        status = create_backend(options, &service->backend, &service->backend_name, err, err_size);
-    if (status == RL_OK) status = apply_all(service, err, err_size);
+        status = rl_registry_open(service->registry_path, service->max_limits, &service->registry,
+                                  err, err_size);
+    if (status == RL_OK && service->backend == NULL)
+        status = create_backend(options, &service->backend, err, err_size);
+    if (status == RL_OK) {
+        service->backend_name = service->backend->ops->name;
+        service->shared = service->backend->ops->list_definitions != NULL;
+        status = service->shared ? rl__service_shared_open(service, err, err_size)
+                                 : apply_all(service, err, err_size);
+    }
     if (status != RL_OK) {
         rl_service_close(service);
         return status;
@@ -83,6 +125,7 @@ void rl_service_close(rl_service *service) {
     rl_backend_destroy(service->backend);
     rl_registry_close(service->registry);
     pthread_mutex_destroy(&service->admin_mutex);
+    free(service->registry_path);
     free(service);
 }
 
@@ -90,11 +133,40 @@ rl_backend *rl_service_backend(rl_service *service) { return service->backend; }
 
 const char *rl_service_backend_name(const rl_service *service) { return service->backend_name; }
 
-size_t rl_service_limit_count(rl_service *service) { return rl_registry_count(service->registry); }
+size_t rl_service_limit_count(rl_service *service) {
+    if (service->shared) {
+        size_t count = 0;
+        char ignored[128];
+        if (rl__service_shared_count(service, &count, ignored, sizeof ignored) == RL_OK) return count;
+        pthread_mutex_lock(&service->admin_mutex); /* the registry may be swapped */
+        count = rl_registry_count(service->registry);
+        pthread_mutex_unlock(&service->admin_mutex);
+        return count;
+    }
+    return rl_registry_count(service->registry);
+}
+
+rl_status rl_service_health(rl_service *service, size_t *limits, char *detail,
+                            size_t detail_size) {
+    *limits = 0;
+    rl_status status = rl_backend_health(service->backend, detail, detail_size);
+    if (status != RL_OK) {
+        if (detail != NULL && detail_size > 0 && detail[0] == '\0')
+            snprintf(detail, detail_size, "the %s backend cannot serve: %s", service->backend_name,
+                     rl_status_name(status));
+        return RL_BACKEND_ERROR;
+    }
+    if (!service->shared) {
+        *limits = rl_registry_count(service->registry);
+        return RL_OK;
+    }
+    return rl__service_shared_count(service, limits, detail, detail_size);
+}
 
 rl_status rl_service_put_limit(rl_service *service, const rl_limit_def *def,
                                rl_limit_status *out_status, char *err, size_t err_size) {
     if (!rl_limit_def_validate(def, err, err_size)) return RL_INVALID_REQUEST;
+    if (service->shared) return rl__service_shared_put(service, def, out_status, err, err_size);
     pthread_mutex_lock(&service->admin_mutex);
     rl_limit_def previous;
     bool had_previous = rl_registry_get(service->registry, def->key, &previous);
@@ -118,27 +190,35 @@ rl_status rl_service_put_limit(rl_service *service, const rl_limit_def *def,
     return status;
 }
 
-/* Usage of a limit the registry knows; a backend that does not know it
- * (cannot happen while puts hold the admin mutex) reads as idle. */
-static void read_usage(rl_service *service, const rl_limit_def *def, rl_limit_usage *usage) {
-    if (rl_backend_limit_usage(service->backend, def->key, usage) == RL_OK) return;
+/* A backend that does not know a defined key (local mode: cannot happen
+ * while puts hold the admin mutex; shared mode: a race with a store that
+ * lost it) reads as idle. */
+rl_status rl__service_read_usage(rl_service *service, const rl_limit_def *def,
+                                 rl_limit_usage *usage) {
+    rl_status status = rl_backend_limit_usage(service->backend, def->key, usage);
+    if (status == RL_OK) return RL_OK;
+    if (status != RL_UNKNOWN_LIMIT_KEY) return status;
     memset(usage, 0, sizeof *usage);
     usage->status = RL_LIMIT_STATUS_ACTIVE;
     usage->capacity = def->capacity;
     usage->available = def->capacity;
+    return RL_OK;
 }
 
-bool rl_service_get_limit(rl_service *service, const char *key, rl_service_limit *out) {
+rl_status rl_service_get_limit(rl_service *service, const char *key, rl_service_limit *out) {
+    if (service->shared) return rl__service_shared_get(service, key, out);
     pthread_mutex_lock(&service->admin_mutex);
-    bool found = rl_registry_get(service->registry, key, &out->def);
-    if (found) read_usage(service, &out->def, &out->usage);
+    rl_status status = RL_UNKNOWN_LIMIT_KEY;
+    if (rl_registry_get(service->registry, key, &out->def))
+        status = rl__service_read_usage(service, &out->def, &out->usage);
     pthread_mutex_unlock(&service->admin_mutex);
-    return found;
+    return status;
 }
 
 rl_status rl_service_list_limits(rl_service *service, rl_service_limit **out, size_t *count) {
     *out = NULL;
     *count = 0;
+    if (service->shared) return rl__service_shared_list(service, out, count);
     pthread_mutex_lock(&service->admin_mutex);
     rl_limit_def *defs = NULL;
     size_t n = 0;
@@ -148,13 +228,15 @@ rl_status rl_service_list_limits(rl_service *service, rl_service_limit **out, si
         limits = malloc(n * sizeof *limits);
         if (limits == NULL) status = RL_NO_MEMORY;
     }
+    for (size_t i = 0; i < n && status == RL_OK; i++) {
+        limits[i].def = defs[i];
+        status = rl__service_read_usage(service, &defs[i], &limits[i].usage);
+    }
     if (status == RL_OK) {
-        for (size_t i = 0; i < n; i++) {
-            limits[i].def = defs[i];
-            read_usage(service, &defs[i], &limits[i].usage);
-        }
         *out = limits;
         *count = n;
+    } else {
+        free(limits);
     }
     pthread_mutex_unlock(&service->admin_mutex);
     free(defs);

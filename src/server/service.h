@@ -1,11 +1,24 @@
 /* server/service.h — the registry and the backend, glued for the handlers.
  *
- * The registry is the authority on which limits exist; the backend holds
- * their live state. The service keeps the two in step: at open every
- * registry definition is applied to the backend, and an admin put persists
- * the definition first, then applies it, under one admin mutex so that two
- * puts cannot interleave their halves. The hot path (reserve, complete) goes
- * straight to the backend, which has its own lock: no lock here.
+ * Two modes, chosen by the backend:
+ *
+ * - Local (memory: the backend has no list_definitions). The registry is the
+ *   authority on which limits exist; the backend holds their live state. At
+ *   open every registry definition is applied to the backend, and an admin
+ *   put persists the definition first, then applies it.
+ *
+ * - Shared (redis: many daemons, one store). The backend is the authority on
+ *   which limits exist, so that a put through one daemon is seen by all. At
+ *   open, definitions of the local registry are applied only for keys the
+ *   backend does not hold yet (the backend wins), then the registry file is
+ *   refreshed from the backend: it stays as the spec's limits.json, a cache
+ *   and a backup. Reads list the backend and write changed definitions
+ *   through to the registry; a put applies to the backend first, then to the
+ *   registry (best-effort).
+ *
+ * Admin calls are serialised by one admin mutex so that two puts cannot
+ * interleave their halves. The hot path (reserve, complete) goes straight to
+ * the backend, which has its own lock: no lock here.
  */
 #ifndef RL_SERVER_SERVICE_H
 #define RL_SERVER_SERVICE_H
@@ -15,15 +28,25 @@
 
 #include "ratelimiter/backend.h"
 #include "ratelimiter/memory.h"
+#include "ratelimiter/redis.h"
+#include "ratelimiter/submitter.h"
 #include "ratelimiter/types.h"
 
 typedef struct rl_service rl_service;
 
 typedef struct rl_service_options {
-    const char *backend_name;  /* "memory" (the only backend built so far) */
+    const char *backend_name;  /* "memory" or "redis" */
     const char *registry_path; /* limits.json; a missing file is an empty registry */
     size_t max_limits;         /* 0: RL_REGISTRY_DEFAULT_MAX_LIMITS */
     rl_memory_options memory;  /* for backend "memory" */
+    rl_redis_options redis;    /* for backend "redis": rl_redis_options_default, then the config */
+    /* For backend "redis": leases from all HTTP threads share script calls
+     * through a submitter (ratelimiter/submitter.h) unless max_leases is 1. */
+    rl_submitter_options submitter;
+    /* Tests: a backend built by the caller, used instead of creating one by
+     * name (backend_name is then ignored). The service owns it from the call
+     * of rl_service_open on, even when that fails. NULL in production. */
+    rl_backend *backend;
 } rl_service_options;
 
 /* A definition with its live usage (the admin API's LimitInfo). */
@@ -32,12 +55,13 @@ typedef struct rl_service_limit {
     rl_limit_usage usage;
 } rl_service_limit;
 
-/* Opens the registry, creates the backend by name and applies every
- * definition. *out is owned by the caller (rl_service_close). On failure
- * nothing is left open, *out is NULL and err (err_size bytes) says why: an
- * unknown backend or an invalid, corrupt or unreadable registry file.
- * Returns RL_OK, RL_INVALID_REQUEST, RL_IO_ERROR, RL_NO_MEMORY or
- * RL_BACKEND_ERROR. Not thread-safe (start-up). */
+/* Opens the registry, creates the backend by name and brings the two in
+ * step (see the modes above). *out is owned by the caller
+ * (rl_service_close). On failure nothing is left open, *out is NULL and err
+ * (err_size bytes) says why: an unknown backend, an invalid, corrupt or
+ * unreadable registry file, or a store that cannot be reached (the message
+ * names its address). Returns RL_OK, RL_INVALID_REQUEST, RL_IO_ERROR,
+ * RL_NO_MEMORY or RL_BACKEND_ERROR. Not thread-safe (start-up). */
 rl_status rl_service_open(const rl_service_options *options, rl_service **out, char *err,
                           size_t err_size);
 
@@ -49,30 +73,46 @@ void rl_service_close(rl_service *service);
  * Thread-safe (the backend is). */
 rl_backend *rl_service_backend(rl_service *service);
 
-/* The backend's name ("memory"). Static string. */
+/* The backend's name ("memory", "redis"). Static string. */
 const char *rl_service_backend_name(const rl_service *service);
 
-/* Number of defined limits. Thread-safe. */
+/* Number of defined limits, from the authority (in shared mode the backend;
+ * if it cannot be read, the registry's count). Thread-safe. */
 size_t rl_service_limit_count(rl_service *service);
 
-/* Creates or updates a limit: validates def, persists it (the registry
- * rewrites its file atomically), then applies it to the backend; the state
- * after the call goes to *out_status. If validation or persisting fails
- * nothing changes. Returns RL_OK; RL_INVALID_REQUEST (invalid, or the
+/* For /healthz: RL_OK with the number of limits (from the authority) in
+ * *limits while the backend can serve; RL_BACKEND_ERROR with a sentence in
+ * detail (detail_size bytes) when its store cannot be reached or read.
+ * Thread-safe. */
+rl_status rl_service_health(rl_service *service, size_t *limits, char *detail, size_t detail_size);
+
+/* Creates or updates a limit; the state after the call goes to *out_status.
+ *
+ * Local mode: validates def, persists it (the registry rewrites its file
+ * atomically), then applies it to the backend. If validation or persisting
+ * fails nothing changes. Returns RL_OK; RL_INVALID_REQUEST (invalid, or the
  * registry is full) with a sentence in err; RL_IO_ERROR or RL_NO_MEMORY
  * (persisting failed); RL_BACKEND_ERROR if the backend refused a definition
  * already persisted (then the previous definition, if any, is put back).
+ *
+ * Shared mode: validates def, applies it to the backend (the authority),
+ * then writes it to the registry. RL_BACKEND_ERROR if the backend failed
+ * (nothing changed); once the backend holds it the put has happened for
+ * every daemon, so a registry write that fails only logs a warning and the
+ * call returns RL_OK.
+ *
  * Thread-safe: puts are serialised by the admin mutex. */
 rl_status rl_service_put_limit(rl_service *service, const rl_limit_def *def,
                                rl_limit_status *out_status, char *err, size_t err_size);
 
-/* The definition of key and its live usage. Returns false if key is not
- * defined. Thread-safe. */
-bool rl_service_get_limit(rl_service *service, const char *key, rl_service_limit *out);
+/* The definition of key and its live usage. Returns RL_OK,
+ * RL_UNKNOWN_LIMIT_KEY (not defined), or RL_BACKEND_ERROR / RL_NO_MEMORY
+ * (the authority could not be read). Thread-safe. */
+rl_status rl_service_get_limit(rl_service *service, const char *key, rl_service_limit *out);
 
 /* Every limit sorted by key, with live usage, in one malloc'd array the
  * caller frees with free(); *count may be 0 (then *out is NULL). Returns
- * RL_OK or RL_NO_MEMORY. Thread-safe. */
+ * RL_OK, RL_NO_MEMORY or RL_BACKEND_ERROR. Thread-safe. */
 rl_status rl_service_list_limits(rl_service *service, rl_service_limit **out, size_t *count);
 
 #endif

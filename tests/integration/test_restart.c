@@ -158,9 +158,19 @@ static void test_bad_config_and_flags(void **state) {
     assert_int_equal(rl_test_daemon_run_to_exit(&d, bad_threads, 20000, text, sizeof text), 2);
     assert_non_null(strstr(text, "--threads"));
 
-    const char *bad_backend[] = {"--backend", "redis", NULL};
+    const char *bad_backend[] = {"--backend", "tigerbeetle", NULL};
     assert_int_equal(rl_test_daemon_run_to_exit(&d, bad_backend, 20000, text, sizeof text), 1);
-    assert_non_null(strstr(text, "backend \"redis\""));
+    assert_non_null(strstr(text, "backend \"tigerbeetle\" is not available"));
+
+    /* Redis not there at start: exit 1 naming the address (port 1: nothing listens). */
+    const char *no_redis[] = {"--backend", "redis", "--redis", "127.0.0.1:1", NULL};
+    assert_int_equal(rl_test_daemon_run_to_exit(&d, no_redis, 20000, text, sizeof text), 1);
+    assert_non_null(strstr(text, "cannot start: the redis backend failed"));
+    assert_non_null(strstr(text, "127.0.0.1:1"));
+
+    const char *bad_redis[] = {"--redis", "localhost", NULL};
+    assert_int_equal(rl_test_daemon_run_to_exit(&d, bad_redis, 20000, text, sizeof text), 1);
+    assert_non_null(strstr(text, "redis address \"localhost\""));
 
     const char *bad_listen[] = {"--listen", "localhost", NULL};
     assert_int_equal(rl_test_daemon_run_to_exit(&d, bad_listen, 20000, text, sizeof text), 1);

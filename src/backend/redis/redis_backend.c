@@ -5,6 +5,7 @@
  * happens inside the scripts (src/backend/redis/lua), atomically.
  */
 #include <ctype.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,12 @@ typedef struct redis_backend {
     uint64_t lease_memory_ms;
     const rl_clock *clock; /* tests only */
     rl_complete_retry *retry; /* Completes waiting for Redis to come back; the sweeps */
+    /* Limit keys named by replayed outcomes that are not in the request at
+     * hand: kept for the backend's life (limits are few and never deleted),
+     * so that a result's status_key stays valid as rl_reserve_result says. */
+    pthread_mutex_t interned_lock;
+    char **interned;
+    size_t interned_count, interned_capacity;
 } redis_backend;
 
 static inline redis_backend *from_base(rl_backend *base) { return (redis_backend *)base; }
@@ -150,15 +157,39 @@ static uint64_t integer_at(const redisReply *reply, size_t i) {
     return 0;
 }
 
-/* The status key is one of the request's own keys: point at it, so that it
- * lives as long as the request (rl_reserve_result's contract). */
-static const char *request_key(const rl_reserve_request *request, const redisReply *item) {
+static const char *intern(redis_backend *backend, const char *text, size_t len) {
+    const char *found = NULL;
+    pthread_mutex_lock(&backend->interned_lock);
+    for (size_t i = 0; i < backend->interned_count && found == NULL; i++)
+        if (strlen(backend->interned[i]) == len && memcmp(backend->interned[i], text, len) == 0)
+            found = backend->interned[i];
+    if (found == NULL) {
+        if (backend->interned_count == backend->interned_capacity) {
+            size_t capacity = backend->interned_capacity ? backend->interned_capacity * 2 : 16;
+            char **grown = realloc(backend->interned, capacity * sizeof *grown);
+            if (grown != NULL) {
+                backend->interned = grown;
+                backend->interned_capacity = capacity;
+            }
+        }
+        char *copy = backend->interned_count < backend->interned_capacity ? strndup(text, len) : NULL;
+        if (copy != NULL) backend->interned[backend->interned_count++] = copy;
+        found = copy;
+    }
+    pthread_mutex_unlock(&backend->interned_lock);
+    return found;
+}
+
+/* The status key is usually one of the request's own keys: point at it, so
+ * that it lives as long as the request (rl_reserve_result's contract). A
+ * retried lease replays its first outcome, whose key may be another. */
+static const char *status_key_of(redis_backend *backend, const rl_reserve_request *request, const redisReply *item) {
     if (item->type != REDIS_REPLY_STRING || item->len == 0) return NULL;
     for (size_t i = 0; i < request->requirement_count; i++)
         if (strlen(request->requirements[i].key) == item->len &&
             memcmp(request->requirements[i].key, item->str, item->len) == 0)
             return request->requirements[i].key;
-    return NULL;
+    return intern(backend, item->str, item->len);
 }
 
 static rl_status status_of_code(uint64_t code) {
@@ -217,7 +248,7 @@ static void reserve_batch(rl_backend *base, const rl_reserve_request *requests, 
         r->retry_after_ms = integer_at(reply, at + 1);
         r->reserved_at_unix_ms = integer_at(reply, at + 2);
         r->status = status_of_code(integer_at(reply, at + 3));
-        r->status_key = request_key(&requests[i], reply->element[at + 4]);
+        r->status_key = status_key_of(backend, &requests[i], reply->element[at + 4]);
         at += 5;
     }
     if (reply != NULL) freeReplyObject(reply);
@@ -425,7 +456,7 @@ static rl_status list_definitions(rl_backend *base, rl_limit_def **out, size_t *
         free(defs);
         return status;
     }
-    qsort(defs, n, sizeof *defs, by_key);
+    if (n > 1) qsort(defs, n, sizeof *defs, by_key);
     *out = defs;
     *count = n;
     return RL_OK;
@@ -437,6 +468,9 @@ static void destroy(rl_backend *base) {
     redis_backend *backend = from_base(base);
     rl_complete_retry_stop(backend->retry); /* its last try still uses the pool */
     rl_redis_pool_destroy(backend->pool);
+    for (size_t i = 0; i < backend->interned_count; i++) free(backend->interned[i]);
+    free(backend->interned);
+    pthread_mutex_destroy(&backend->interned_lock);
     free(backend->prefix);
     free(backend);
 }
@@ -462,6 +496,7 @@ rl_status rl_redis_backend_create(const rl_redis_options *options, rl_backend **
     redis_backend *backend = calloc(1, sizeof *backend);
     if (backend == NULL) return RL_NO_MEMORY;
     backend->base.ops = &redis_ops;
+    pthread_mutex_init(&backend->interned_lock, NULL);
     backend->prefix = strdup(options->key_prefix != NULL ? options->key_prefix : "rl:");
     backend->lease_memory_ms = options->lease_memory_ms;
     backend->clock = options->clock;

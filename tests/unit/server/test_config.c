@@ -44,6 +44,16 @@ static void test_defaults(void **state) {
     assert_int_equal(config.max_connections, 10000);
     assert_int_equal(config.memory.sweep_interval_ms, RL_MEMORY_DEFAULT_SWEEP_INTERVAL_MS);
     assert_null(config.memory.clock);
+    assert_string_equal(config.redis.address, "127.0.0.1:6379");
+    assert_string_equal(config.redis.password, "");
+    assert_int_equal(config.redis.db, 0);
+    assert_int_equal(config.redis.connections, 4);
+    assert_string_equal(config.redis.key_prefix, "rl:");
+    assert_int_equal(config.redis.connect_timeout_ms, 200);
+    assert_int_equal(config.redis.command_timeout_ms, 500);
+    assert_int_equal(config.redis.lease_memory_ms, 600000);
+    assert_int_equal(config.redis.max_leases_per_batch, RL_CONFIG_DEFAULT_REDIS_MAX_LEASES_PER_BATCH);
+    assert_int_equal(config.redis.flush_interval_us, 200);
     char err[RL_CONFIG_ERR_SIZE];
     assert_true(rl_server_config_validate(&config, err, sizeof err));
     assert_true(rl_server_config_thread_count(&config) >= 1);
@@ -109,9 +119,7 @@ static void test_spec_example_shape(void **state) {
                        "  addresses: [\"127.0.0.1:3000\"]\n"
                        "  sessions: 8\n"
                        "  max_batch_events: 8000\n"
-                       "  flush_interval_micros: 200\n"
-                       "redis:\n"
-                       "  url: redis://127.0.0.1:6379\n";
+                       "  flush_interval_micros: 200\n";
     rl_server_config config;
     char err[RL_CONFIG_ERR_SIZE];
     assert_true(load(&config, yaml, err, sizeof err));
@@ -120,6 +128,99 @@ static void test_spec_example_shape(void **state) {
     /* Unquoted, ":8080" is a plain scalar in YAML too. */
     assert_true(load(&config, "server:\n  listen_addr: :8081\n", err, sizeof err));
     assert_string_equal(config.listen_addr, ":8081");
+}
+
+static void test_redis_section(void **state) {
+    (void)state;
+    const char *yaml = "server:\n"
+                       "  backend: redis\n"
+                       "redis:\n"
+                       "  address: \"10.0.0.5:6380\"\n"
+                       "  password: \"s3cret\"\n"
+                       "  db: 2\n"
+                       "  connections: 8\n"
+                       "  key_prefix: \"prod:rl:\"\n"
+                       "  connect_timeout_ms: 100\n"
+                       "  command_timeout_ms: 250\n"
+                       "  lease_memory_ms: 60000\n"
+                       "  max_leases_per_batch: 512\n"
+                       "  flush_interval_us: 100\n";
+    rl_server_config config;
+    char err[RL_CONFIG_ERR_SIZE];
+    if (!load(&config, yaml, err, sizeof err)) fail_msg("%s", err);
+    assert_string_equal(config.backend, "redis");
+    assert_string_equal(config.redis.address, "10.0.0.5:6380");
+    assert_string_equal(config.redis.password, "s3cret");
+    assert_int_equal(config.redis.db, 2);
+    assert_int_equal(config.redis.connections, 8);
+    assert_string_equal(config.redis.key_prefix, "prod:rl:");
+    assert_int_equal(config.redis.connect_timeout_ms, 100);
+    assert_int_equal(config.redis.command_timeout_ms, 250);
+    assert_int_equal(config.redis.lease_memory_ms, 60000);
+    assert_int_equal(config.redis.max_leases_per_batch, 512);
+    assert_int_equal(config.redis.flush_interval_us, 100);
+    assert_true(rl_server_config_validate(&config, err, sizeof err));
+
+    /* To the backend's options: the host split off, strings borrowed. */
+    rl_redis_options options;
+    memset(&options, 0, sizeof options);
+    options.clock = NULL;
+    char host[64];
+    assert_true(rl_server_config_redis_options(&config, host, sizeof host, &options, err, sizeof err));
+    assert_string_equal(options.host, "10.0.0.5");
+    assert_int_equal(options.port, 6380);
+    assert_string_equal(options.password, "s3cret");
+    assert_int_equal(options.db, 2);
+    assert_int_equal(options.connections, 8);
+    assert_string_equal(options.key_prefix, "prod:rl:");
+    assert_int_equal(options.connect_timeout_ms, 100);
+    assert_int_equal(options.command_timeout_ms, 250);
+    assert_int_equal(options.lease_memory_ms, 60000);
+
+    /* No password: no AUTH. IPv6 and host names. */
+    assert_true(load(&config, "redis:\n  address: \"[::1]:6379\"\n", err, sizeof err));
+    assert_true(rl_server_config_redis_options(&config, host, sizeof host, &options, err, sizeof err));
+    assert_null(options.password);
+    assert_string_equal(options.host, "::1");
+    assert_true(load(&config, "redis:\n  address: redis.internal:7000\n", err, sizeof err));
+    assert_true(rl_server_config_redis_options(&config, host, sizeof host, &options, err, sizeof err));
+    assert_string_equal(options.host, "redis.internal");
+    assert_int_equal(options.port, 7000);
+    /* An empty section keeps the defaults; batching off is max_leases_per_batch 1. */
+    assert_true(load(&config, "redis:\n", err, sizeof err));
+    assert_string_equal(config.redis.address, "127.0.0.1:6379");
+    assert_true(load(&config, "redis:\n  max_leases_per_batch: 1\n  flush_interval_us: 0\n", err,
+                     sizeof err));
+    assert_int_equal(config.redis.max_leases_per_batch, 1);
+    assert_int_equal(config.redis.flush_interval_us, 0);
+}
+
+static void test_redis_errors(void **state) {
+    (void)state;
+    expect_error("redis:\n  url: redis://127.0.0.1:6379\n", "config.yaml:2:",
+                 "unknown key 'url' in section 'redis'");
+    expect_error("redis:\n  db: 1\n  address: \"127.0.0.1\"\n", "config.yaml:3:",
+                 "redis address \"127.0.0.1\" must be HOST:PORT");
+    expect_error("redis:\n  address: \":6379\"\n", "config.yaml:2:", "redis address");
+    expect_error("redis:\n  address: \"127.0.0.1:0\"\n", "port 1..65535", NULL);
+    expect_error("redis:\n  address: \"127.0.0.1:70000\"\n", "redis address", NULL);
+    expect_error("redis:\n  address: \"a b:1\"\n", "redis address", NULL);
+    expect_error("redis:\n  connections: 0\n", "config.yaml:2:", "'connections' must be an integer 1..256");
+    expect_error("redis:\n  connections: 257\n", "'connections'", NULL);
+    expect_error("redis:\n  db: -1\n", "'db' must be an integer", NULL);
+    expect_error("redis:\n  connect_timeout_ms: 0\n", "'connect_timeout_ms' must be an integer 1..", NULL);
+    expect_error("redis:\n  command_timeout_ms: 60001\n", "'command_timeout_ms'", NULL);
+    expect_error("redis:\n  max_leases_per_batch: 0\n", "'max_leases_per_batch' must be an integer 1..",
+                 NULL);
+    expect_error("redis:\n  flush_interval_us: 1000001\n", "'flush_interval_us'", NULL);
+    expect_error("redis:\n  key_prefix: \"a b\"\n", "config.yaml:2:", "'key_prefix' must be printable");
+    expect_error("redis:\n  key_prefix: "
+                 "\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"\n",
+                 "'key_prefix' must be a string of 1..64 bytes", NULL);
+    expect_error("redis:\n  password: \"\"\n", "'password' must be a string of 1..", NULL);
+    expect_error("redis:\n  password:\n", "'password' needs a value", NULL);
+    expect_error("redis:\n  db: 1\n  db: 2\n", "config.yaml:3:", "duplicate key 'db'");
+    expect_error("redis: [a]\n", "section 'redis' must be a mapping", NULL);
 }
 
 static void test_unknown_key_names_key_and_line(void **state) {
@@ -170,8 +271,9 @@ static void test_ranges(void **state) {
 
 static void test_bad_values(void **state) {
     (void)state;
-    expect_error("server:\n  backend: redis\n", "config.yaml:2:", "backend \"redis\" is not available");
-    expect_error("server:\n  backend: tigerbeetle\n", "not available", NULL);
+    expect_error("server:\n  backend: tigerbeetle\n", "config.yaml:2:",
+                 "backend \"tigerbeetle\" is not available in this build (use \"memory\" or \"redis\")");
+    expect_error("server:\n  backend: Redis\n", "not available", NULL);
     expect_error("server:\n  listen_addr: \"127.0.0.1\"\n", "config.yaml:2:", "listen address");
     expect_error("server:\n  listen_addr: \"127.0.0.1:99999\"\n", "port 0..65535", NULL);
 }
@@ -237,6 +339,32 @@ static void test_example_config(void **state) {
     if (!rl_server_config_load_file(&config, path, err, sizeof err)) fail_msg("%s", err);
     assert_true(rl_server_config_validate(&config, err, sizeof err));
     assert_string_equal(config.backend, "memory");
+
+    /* Its commented redis section, uncommented, loads too. */
+    FILE *file = fopen(path, "r");
+    assert_non_null(file);
+    static char text[16384];
+    size_t len = 0;
+    bool in_redis = false;
+    char line[512];
+    while (fgets(line, sizeof line, file) != NULL) {
+        const char *keep = line;
+        if (strncmp(line, "# redis:", 8) == 0) in_redis = true;
+        if (in_redis && strncmp(line, "# ", 2) == 0) keep = line + 2;
+        else if (in_redis) in_redis = false;
+        size_t n = strlen(keep);
+        assert_true(len + n < sizeof text);
+        memcpy(text + len, keep, n);
+        len += n;
+    }
+    fclose(file);
+    text[len] = '\0';
+    assert_non_null(strstr(text, "\nredis:\n  address: "));
+    rl_server_config_default(&config);
+    if (!rl_server_config_load_string(&config, text, len, "uncommented", err, sizeof err))
+        fail_msg("%s", err);
+    assert_string_equal(config.redis.address, "127.0.0.1:6379");
+    assert_int_equal(config.redis.flush_interval_us, 200);
 }
 
 static void test_validate(void **state) {
@@ -249,7 +377,17 @@ static void test_validate(void **state) {
     assert_non_null(strstr(err, "listen address"));
     rl_server_config_default(&config);
     snprintf(config.backend, sizeof config.backend, "redis");
+    assert_true(rl_server_config_validate(&config, err, sizeof err));
+    snprintf(config.backend, sizeof config.backend, "tigerbeetle");
     assert_false(rl_server_config_validate(&config, err, sizeof err));
+    assert_non_null(strstr(err, "not available"));
+    /* --redis is checked even with the memory backend: a typo must not wait. */
+    rl_server_config_default(&config);
+    snprintf(config.redis.address, sizeof config.redis.address, "localhost");
+    assert_false(rl_server_config_validate(&config, err, sizeof err));
+    assert_non_null(strstr(err, "redis address \"localhost\""));
+    snprintf(config.redis.address, sizeof config.redis.address, "localhost:6390");
+    assert_true(rl_server_config_validate(&config, err, sizeof err));
     rl_server_config_default(&config);
     config.threads = 1000;
     assert_false(rl_server_config_validate(&config, err, sizeof err));
@@ -264,6 +402,8 @@ int main(void) {
         cmocka_unit_test(test_empty_file_keeps_defaults),
         cmocka_unit_test(test_every_setting),
         cmocka_unit_test(test_spec_example_shape),
+        cmocka_unit_test(test_redis_section),
+        cmocka_unit_test(test_redis_errors),
         cmocka_unit_test(test_unknown_key_names_key_and_line),
         cmocka_unit_test(test_unknown_section),
         cmocka_unit_test(test_wrong_types),

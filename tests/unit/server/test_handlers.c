@@ -267,10 +267,10 @@ static void test_put_failure_changes_nothing(void **state) {
                      500);
 
     rl_service_limit limit;
-    assert_true(rl_service_get_limit(f->service, "a", &limit));
+    assert_int_equal(rl_service_get_limit(f->service, "a", &limit), RL_OK);
     assert_int_equal(limit.def.capacity, 5);
     assert_int_equal(limit.usage.capacity, 5);
-    assert_false(rl_service_get_limit(f->service, "new", &limit));
+    assert_int_equal(rl_service_get_limit(f->service, "new", &limit), RL_UNKNOWN_LIMIT_KEY);
     rl_limit_usage usage;
     assert_int_equal(rl_backend_limit_usage(rl_service_backend(f->service), "new", &usage),
                      RL_UNKNOWN_LIMIT_KEY);
@@ -300,7 +300,7 @@ static void test_service_open_errors(void **state) {
     fclose(file);
     assert_int_equal(rl_service_open(&options, &service, err, sizeof err), RL_OK);
     rl_service_limit limit;
-    assert_true(rl_service_get_limit(service, "k", &limit));
+    assert_int_equal(rl_service_get_limit(service, "k", &limit), RL_OK);
     assert_int_equal(limit.usage.capacity, 3); /* applied to the backend at open */
     rl_service_close(service);
 

@@ -19,9 +19,9 @@ end
 -- Milliseconds until `amount` more would fit, walking expiries in order.
 local function retry_after(L, amount)
   local need = L.used + amount - L.enf
-  local offset = 0
+  local offset, chunk = 0, 8 -- usually the first few expiries free enough: fetch few, then more
   while true do
-    local batch = redis.call('ZRANGE', L.ek, offset, offset + CHUNK - 1, 'WITHSCORES')
+    local batch = redis.call('ZRANGE', L.ek, offset, offset + chunk - 1, 'WITHSCORES')
     if #batch == 0 then return 1 end
     local members = {}
     for i = 1, #batch, 2 do members[#members + 1] = batch[i] end
@@ -35,7 +35,8 @@ local function retry_after(L, amount)
       end
       need = need - a
     end
-    offset = offset + CHUNK
+    offset = offset + chunk
+    if chunk < CHUNK then chunk = chunk * 2 end
   end
 end
 
@@ -61,9 +62,14 @@ end
 
 local function reserve(id, keys, amounts)
   local lease = P .. 'L:' .. id
-  local first = redis.call('HMGET', lease, 'a', 'ra', 'at', 's', 'sk')
+  local first = redis.call('HMGET', lease, 'a', 'ra', 'at', 's', 'sk', 'f')
   if first[1] then
-    return {tonumber(first[1]), tonumber(first[2]), tonumber(first[3]), tonumber(first[4]), first[5] or ''}
+    -- remembered until 'f' on the backend's clock (the key's TTL runs on
+    -- Redis's own clock, which a test's manual clock does not move)
+    if not first[6] or tonumber(first[6]) >= NOW then
+      return {tonumber(first[1]), tonumber(first[2]), tonumber(first[3]), tonumber(first[4]), first[5] or ''}
+    end
+    redis.call('DEL', lease) -- forgotten: decided anew
   end
   local L = {}
   local forget_at = NOW
@@ -91,6 +97,7 @@ local function reserve(id, keys, amounts)
   else
     forget_at = NOW
   end
+  fields[#fields + 1] = 'f'; fields[#fields + 1] = fmt(forget_at + memory_ms)
   redis.call('HSET', lease, unpack(fields))
   redis.call('PEXPIRE', lease, forget_at - NOW + memory_ms)
   return r

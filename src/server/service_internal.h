@@ -1,0 +1,44 @@
+/* server/service_internal.h — private to service*.c: the service's state and
+ * its shared mode (service_shared.c). See service.h for the two modes. */
+#ifndef RL_SERVER_SERVICE_INTERNAL_H
+#define RL_SERVER_SERVICE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "ratelimiter/registry.h"
+#include "server/service.h"
+
+struct rl_service {
+    rl_registry *registry; /* shared mode: replaced only under admin_mutex */
+    rl_backend *backend;
+    const char *backend_name;
+    /* The backend lists definitions: it, not the registry, is the
+     * authority on which limits exist (shared mode). */
+    bool shared;
+    char *registry_path; /* copy, to reopen the registry after a bulk refresh */
+    size_t max_limits;   /* the registry's bound, 0 replaced by the default */
+    /* Serialises admin puts and makes reads see a put whole (registry and
+     * backend both updated), never half. Not taken on the hot path. */
+    pthread_mutex_t admin_mutex;
+};
+
+/* Usage of a defined limit; a backend that does not know the key reads as
+ * idle. Returns RL_OK, or the backend's failure (RL_BACKEND_ERROR...). */
+rl_status rl__service_read_usage(rl_service *service, const rl_limit_def *def,
+                                 rl_limit_usage *usage);
+
+/* Shared mode, at open: local-only definitions to the backend, then the
+ * registry refreshed from it. err says why on failure. */
+rl_status rl__service_shared_open(rl_service *service, char *err, size_t err_size);
+
+/* Shared mode counterparts of the service.h calls of the same names. */
+rl_status rl__service_shared_put(rl_service *service, const rl_limit_def *def,
+                                 rl_limit_status *out_status, char *err, size_t err_size);
+rl_status rl__service_shared_get(rl_service *service, const char *key, rl_service_limit *out);
+rl_status rl__service_shared_list(rl_service *service, rl_service_limit **out, size_t *count);
+rl_status rl__service_shared_count(rl_service *service, size_t *count, char *err,
+                                   size_t err_size);
+
+#endif

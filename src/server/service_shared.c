@@ -1,0 +1,289 @@
+/* service_shared.c — the shared mode of the service (see service.h): the
+ * backend (redis) is the authority on which limits exist, and the registry
+ * file follows it as a cache and a backup.
+ *
+ * Every function here runs under the admin mutex except the count (health),
+ * which only reads the backend. The registry may be replaced (bulk refresh)
+ * under the admin mutex, so nothing here reads it without that mutex.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "registry/registry_file.h"
+#include "server/service_internal.h"
+
+/* Up to this many changed definitions are written one registry put each (a
+ * file rewrite each); more at once (a daemon joining a store that holds many
+ * limits) are written in one rewrite of the whole file. */
+#define REFRESH_PUTS_MAX 8
+
+static int compare_defs(const void *a, const void *b) {
+    return strcmp(((const rl_limit_def *)a)->key, ((const rl_limit_def *)b)->key);
+}
+
+static const rl_limit_def *find_def(const rl_limit_def *defs, size_t count, const char *key) {
+    if (count == 0) return NULL;
+    rl_limit_def probe;
+    snprintf(probe.key, sizeof probe.key, "%s", key);
+    return bsearch(&probe, defs, count, sizeof *defs, compare_defs);
+}
+
+/* Field by field: the strings' bytes after their NUL are not part of it. */
+static bool def_equal(const rl_limit_def *a, const rl_limit_def *b) {
+    return strcmp(a->key, b->key) == 0 && a->kind == b->kind && a->capacity == b->capacity &&
+           a->window_seconds == b->window_seconds && a->timeout_seconds == b->timeout_seconds &&
+           a->overage == b->overage && strcmp(a->unit, b->unit) == 0 &&
+           strcmp(a->description, b->description) == 0;
+}
+
+/* Every definition the backend holds, sorted by key (sorted again here: a
+ * cheap guarantee for the binary searches). */
+static rl_status list_backend(rl_service *service, rl_limit_def **out, size_t *count, char *err,
+                              size_t err_size) {
+    *out = NULL;
+    *count = 0;
+    rl_status status = service->backend->ops->list_definitions(service->backend, out, count);
+    if (status != RL_OK) {
+        free(*out);
+        *out = NULL;
+        *count = 0;
+        snprintf(err, err_size, "cannot list the limits held by the %s backend: %s",
+                 service->backend_name, rl_status_name(status));
+        return status == RL_NO_MEMORY ? RL_NO_MEMORY : RL_BACKEND_ERROR;
+    }
+    if (*count > 1) qsort(*out, *count, sizeof **out, compare_defs);
+    return RL_OK;
+}
+
+/* Rewrites the registry file with the backend's definitions plus the
+ * registry's keys the backend does not hold (kept as a backup: the registry
+ * has no delete, and a store that lost a key gets it back at the next
+ * start), in one atomic rewrite, then reopens the registry on it. */
+static rl_status refresh_in_bulk(rl_service *service, const rl_limit_def *remote,
+                                 size_t remote_count, const rl_limit_def *local, size_t local_count,
+                                 char *err, size_t err_size) {
+    rl_limit_def const **merged = malloc((remote_count + local_count) * sizeof *merged);
+    if (merged == NULL) {
+        snprintf(err, err_size, "out of memory");
+        return RL_NO_MEMORY;
+    }
+    size_t n = 0, r = 0, l = 0;
+    while (r < remote_count || l < local_count) {
+        int order = r == remote_count  ? 1
+                    : l == local_count ? -1
+                                       : strcmp(remote[r].key, local[l].key);
+        if (order <= 0) {
+            merged[n++] = &remote[r++]; /* the backend wins */
+            if (order == 0) l++;
+        } else {
+            merged[n++] = &local[l++];
+        }
+    }
+    rl_status status = RL_OK;
+    if (n > service->max_limits) {
+        snprintf(err, err_size,
+                 "the %s backend holds %zu limits, more than the registry's max_limits (%zu)",
+                 service->backend_name, n, service->max_limits);
+        status = RL_INVALID_REQUEST;
+    }
+    bool replaced = false;
+    if (status == RL_OK)
+        status = rl__registry_file_save(service->registry_path, (rl_limit_def *const *)merged, n,
+                                        &replaced, err, err_size);
+    free(merged);
+    if (!replaced) return status;
+    /* The file changed under the registry: reopen it. If that fails the old
+     * registry stays (its memory is only used as a cache). */
+    rl_registry *reopened = NULL;
+    char why[256];
+    rl_status reopen = rl_registry_open(service->registry_path, service->max_limits, &reopened,
+                                        why, sizeof why);
+    if (reopen != RL_OK) {
+        snprintf(err, err_size, "%s", why);
+        return reopen;
+    }
+    rl_registry_close(service->registry);
+    service->registry = reopened;
+    return status;
+}
+
+/* Makes the registry hold the backend's definitions (remote, sorted). Only
+ * changed ones are written: nothing when the two agree. */
+static rl_status refresh_registry(rl_service *service, const rl_limit_def *remote,
+                                  size_t remote_count, char *err, size_t err_size) {
+    rl_limit_def *local = NULL;
+    size_t local_count = 0;
+    rl_status status = rl_registry_list(service->registry, &local, &local_count);
+    if (status != RL_OK) {
+        snprintf(err, err_size, "cannot list the registry: %s", rl_status_name(status));
+        return status;
+    }
+    size_t changed = 0;
+    for (size_t i = 0; i < remote_count; i++) {
+        const rl_limit_def *mine = find_def(local, local_count, remote[i].key);
+        if (mine == NULL || !def_equal(mine, &remote[i])) changed++;
+    }
+    if (changed > REFRESH_PUTS_MAX) {
+        status = refresh_in_bulk(service, remote, remote_count, local, local_count, err, err_size);
+    } else {
+        for (size_t i = 0; i < remote_count && changed > 0 && status == RL_OK; i++) {
+            const rl_limit_def *mine = find_def(local, local_count, remote[i].key);
+            if (mine != NULL && def_equal(mine, &remote[i])) continue;
+            status = rl_registry_put(service->registry, &remote[i], err, err_size);
+            changed--;
+        }
+    }
+    free(local);
+    return status;
+}
+
+/* The registry is a cache here: failing to write it must not fail the call
+ * that the backend (the authority) already served. */
+static void refresh_registry_best_effort(rl_service *service, const rl_limit_def *remote,
+                                         size_t remote_count) {
+    char err[512] = "";
+    if (refresh_registry(service, remote, remote_count, err, sizeof err) != RL_OK)
+        fprintf(stderr, "ratelimiterd: warning: cannot refresh the registry %s from the %s backend: %s\n",
+                service->registry_path, service->backend_name, err);
+}
+
+rl_status rl__service_shared_open(rl_service *service, char *err, size_t err_size) {
+    rl_limit_def *remote = NULL, *local = NULL;
+    size_t remote_count = 0, local_count = 0;
+    rl_status status = list_backend(service, &remote, &remote_count, err, err_size);
+    if (status == RL_OK) {
+        status = rl_registry_list(service->registry, &local, &local_count);
+        if (status != RL_OK)
+            snprintf(err, err_size, "cannot list the registry: %s", rl_status_name(status));
+    }
+    /* The backend wins: a key it holds keeps the backend's definition even
+     * when limits.json says otherwise, since the file may be stale (another
+     * daemon changed the limit since this one last ran) while the backend
+     * holds what every daemon enforces now. Only keys the backend does not
+     * hold yet are taken from the file: the first daemon seeds the store, and
+     * a store that lost its data gets the limits back. (Two daemons starting
+     * at once may both seed a key; the last write wins, as with two PUTs.) */
+    size_t applied = 0;
+    for (size_t i = 0; i < local_count && status == RL_OK; i++) {
+        if (find_def(remote, remote_count, local[i].key) != NULL) continue;
+        rl_limit_status limit_status;
+        status = rl_backend_apply_definition(service->backend, &local[i], &limit_status);
+        if (status != RL_OK)
+            snprintf(err, err_size, "the %s backend refused limit \"%s\" of the registry: %s",
+                     service->backend_name, local[i].key, rl_status_name(status));
+        applied++;
+    }
+    free(local);
+    if (status == RL_OK && applied > 0) {
+        free(remote);
+        status = list_backend(service, &remote, &remote_count, err, err_size);
+    }
+    if (status == RL_OK) {
+        char why[512] = "";
+        status = refresh_registry(service, remote, remote_count, why, sizeof why);
+        if (status == RL_INVALID_REQUEST) {
+            snprintf(err, err_size, "%s", why); /* more limits than max_limits: say so at start */
+        } else if (status != RL_OK) {
+            fprintf(stderr, "ratelimiterd: warning: cannot refresh the registry %s from the %s backend: %s\n",
+                    service->registry_path, service->backend_name, why);
+            status = RL_OK;
+        }
+    }
+    free(remote);
+    return status;
+}
+
+rl_status rl__service_shared_put(rl_service *service, const rl_limit_def *def,
+                                 rl_limit_status *out_status, char *err, size_t err_size) {
+    pthread_mutex_lock(&service->admin_mutex);
+    rl_status status = RL_OK;
+    rl_limit_def previous;
+    bool known = rl_registry_get(service->registry, def->key, &previous);
+    /* The registry bounds the number of limits; check before the backend
+     * takes a key the file could not hold. */
+    if (!known && rl_registry_count(service->registry) >= service->max_limits) {
+        snprintf(err, err_size, "the registry is full: it holds %zu limits (max_limits)",
+                 service->max_limits);
+        status = RL_INVALID_REQUEST;
+    }
+    if (status == RL_OK) {
+        status = rl_backend_apply_definition(service->backend, def, out_status);
+        if (status != RL_OK) {
+            snprintf(err, err_size, "the %s backend did not take the definition: %s",
+                     service->backend_name, rl_status_name(status));
+            status = RL_BACKEND_ERROR;
+        }
+    }
+    if (status == RL_OK && !(known && def_equal(&previous, def))) {
+        char why[256] = "";
+        if (rl_registry_put(service->registry, def, why, sizeof why) != RL_OK)
+            fprintf(stderr, "ratelimiterd: warning: limit \"%s\" is set in the %s backend but not "
+                            "in the registry %s: %s\n",
+                    def->key, service->backend_name, service->registry_path, why);
+    }
+    pthread_mutex_unlock(&service->admin_mutex);
+    return status;
+}
+
+rl_status rl__service_shared_get(rl_service *service, const char *key, rl_service_limit *out) {
+    pthread_mutex_lock(&service->admin_mutex);
+    rl_limit_def *remote = NULL;
+    size_t remote_count = 0;
+    char err[256];
+    rl_status status = list_backend(service, &remote, &remote_count, err, sizeof err);
+    const rl_limit_def *found = NULL;
+    if (status == RL_OK) {
+        found = find_def(remote, remote_count, key);
+        if (found == NULL) status = RL_UNKNOWN_LIMIT_KEY;
+    }
+    if (status == RL_OK) {
+        out->def = *found;
+        rl_limit_def mine;
+        if (!rl_registry_get(service->registry, key, &mine) || !def_equal(&mine, found))
+            refresh_registry_best_effort(service, found, 1);
+        status = rl__service_read_usage(service, &out->def, &out->usage);
+    }
+    pthread_mutex_unlock(&service->admin_mutex);
+    free(remote);
+    return status;
+}
+
+rl_status rl__service_shared_list(rl_service *service, rl_service_limit **out, size_t *count) {
+    *out = NULL;
+    *count = 0;
+    pthread_mutex_lock(&service->admin_mutex);
+    rl_limit_def *remote = NULL;
+    size_t n = 0;
+    char err[256];
+    rl_status status = list_backend(service, &remote, &n, err, sizeof err);
+    rl_service_limit *limits = NULL;
+    if (status == RL_OK) {
+        refresh_registry_best_effort(service, remote, n);
+        if (n > 0) {
+            limits = malloc(n * sizeof *limits);
+            if (limits == NULL) status = RL_NO_MEMORY;
+        }
+    }
+    for (size_t i = 0; i < n && status == RL_OK; i++) {
+        limits[i].def = remote[i];
+        status = rl__service_read_usage(service, &remote[i], &limits[i].usage);
+    }
+    pthread_mutex_unlock(&service->admin_mutex);
+    free(remote);
+    if (status != RL_OK) {
+        free(limits);
+        return status;
+    }
+    *out = limits;
+    *count = n;
+    return RL_OK;
+}
+
+rl_status rl__service_shared_count(rl_service *service, size_t *count, char *err,
+                                   size_t err_size) {
+    rl_limit_def *remote = NULL;
+    rl_status status = list_backend(service, &remote, count, err, err_size);
+    free(remote);
+    return status;
+}

@@ -1,0 +1,211 @@
+/* test_redis_daemon.c — two ratelimiterd on one redis-server (distributed
+ * mode, issue 4): the definitions are shared (a PUT on A is seen by B, in
+ * GET and in reserve), the limit state is shared, a daemon joining later
+ * takes the store's definitions over its own file, and /healthz follows
+ * Redis (503 while it is down, 200 once it is back on the same port).
+ * Skipped when redis-server is not installed. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "support/daemon.h"
+#include "support/redis_server.h"
+#include "support/ulid_gen.h"
+
+typedef struct cluster {
+    rl_test_redis redis;
+    rl_test_daemon a, b;
+    char redis_address[32];
+    char body[65536]; /* the last answer */
+} cluster;
+
+static int setup(void **state) {
+    cluster *c = calloc(1, sizeof *c);
+    assert_non_null(c);
+    switch (rl_test_redis_start(&c->redis)) {
+    case RL_TEST_REDIS_STARTED: break;
+    case RL_TEST_REDIS_SKIPPED: free(c); skip(); break;
+    case RL_TEST_REDIS_FAILED: free(c); fail_msg("redis-server did not start"); break;
+    }
+    snprintf(c->redis_address, sizeof c->redis_address, "127.0.0.1:%u", (unsigned)c->redis.port);
+    rl_test_daemon_init(&c->a);
+    rl_test_daemon_init(&c->b);
+    *state = c;
+    return 0;
+}
+
+static int teardown(void **state) {
+    cluster *c = *state;
+    if (c == NULL) return 0;
+    rl_test_daemon_cleanup(&c->a);
+    rl_test_daemon_cleanup(&c->b);
+    rl_test_redis_cleanup(&c->redis);
+    free(c);
+    return 0;
+}
+
+static void start(cluster *c, rl_test_daemon *d) {
+    const char *args[] = {"--backend", "redis", "--redis", c->redis_address, NULL};
+    if (!rl_test_daemon_start(d, args)) {
+        char text[8192];
+        rl_test_daemon_read_stderr(d, text, sizeof text);
+        fail_msg("ratelimiterd did not start: %s", text);
+    }
+}
+
+static long call(cluster *c, rl_test_daemon *d, const char *method, const char *path,
+                 const char *body) {
+    rl_test_response r;
+    rl_test_daemon_http(d, method, path, body, &r);
+    if (r.status == 0) fail_msg("%s %s: transfer failed: %s", method, path, r.error);
+    snprintf(c->body, sizeof c->body, "%s", r.body);
+    long status = r.status;
+    rl_test_response_free(&r);
+    return status;
+}
+
+static void expect(cluster *c, rl_test_daemon *d, const char *method, const char *path,
+                   const char *body, long status, const char *fragment) {
+    long got = call(c, d, method, path, body);
+    if (got != status) fail_msg("%s %s -> %ld (wanted %ld): %s", method, path, got, status, c->body);
+    if (fragment != NULL && strstr(c->body, fragment) == NULL)
+        fail_msg("%s %s: \"%s\" not in %s", method, path, fragment, c->body);
+}
+
+static long reserve(cluster *c, rl_test_daemon *d, const char *key, uint64_t amount) {
+    char lease_id[27], json[512];
+    rl_test_ulid_new(lease_id);
+    snprintf(json, sizeof json,
+             "{\"lease_id\":\"%s\",\"requirements\":[{\"key\":\"%s\",\"amount\":%llu}]}", lease_id,
+             key, (unsigned long long)amount);
+    return call(c, d, "POST", "/v1/reserve", json);
+}
+
+static char *read_file(const char *path) {
+    static char text[65536];
+    text[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (f == NULL) return text;
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    return text;
+}
+
+#define TPM "{\"key\":\"tpm\",\"kind\":\"rolling\",\"capacity\":%d,\"window_seconds\":60}"
+
+static void test_put_on_a_seen_by_b(void **state) {
+    cluster *c = *state;
+    start(c, &c->a);
+    start(c, &c->b);
+    expect(c, &c->b, "GET", "/v1/admin/limits/tpm", NULL, 404, "unknown_limit_key:tpm");
+    expect(c, &c->b, "GET", "/healthz", NULL, 200, "{\"ok\":true,\"backend\":\"redis\",\"limits\":0}");
+
+    char json[256];
+    snprintf(json, sizeof json, TPM, 100);
+    expect(c, &c->a, "PUT", "/v1/admin/limits", json, 200, "{\"ok\":true,\"status\":\"active\"}");
+    expect(c, &c->b, "GET", "/v1/admin/limits/tpm", NULL, 200, "\"capacity\":100");
+    expect(c, &c->b, "GET", "/v1/admin/limits", NULL, 200, "\"key\":\"tpm\"");
+    expect(c, &c->b, "GET", "/healthz", NULL, 200, "{\"ok\":true,\"backend\":\"redis\",\"limits\":1}");
+    /* B's registry file caught up when B read. */
+    if (strstr(read_file(c->b.registry_path), "\"capacity\":100") == NULL)
+        fail_msg("B's registry: %s", read_file(c->b.registry_path));
+
+    /* One state: what B reserves, A cannot. */
+    assert_int_equal(reserve(c, &c->b, "tpm", 60), 200);
+    assert_non_null(strstr(c->body, "\"allowed\":true"));
+    assert_int_equal(reserve(c, &c->a, "tpm", 60), 200);
+    assert_non_null(strstr(c->body, "\"allowed\":false"));
+    assert_int_equal(reserve(c, &c->a, "tpm", 40), 200);
+    assert_non_null(strstr(c->body, "\"allowed\":true"));
+    expect(c, &c->b, "GET", "/v1/admin/limits/tpm", NULL, 200, "\"used\":100");
+
+    /* An increase through B is used by A's next reserve. */
+    snprintf(json, sizeof json, TPM, 150);
+    expect(c, &c->b, "PUT", "/v1/admin/limits", json, 200, NULL);
+    assert_int_equal(reserve(c, &c->a, "tpm", 50), 200);
+    assert_non_null(strstr(c->body, "\"allowed\":true"));
+
+    assert_int_equal(rl_test_daemon_stop(&c->a), 0);
+    assert_int_equal(rl_test_daemon_stop(&c->b), 0);
+}
+
+/* A daemon that joins later takes the store's definitions over its own
+ * file (Redis wins), seeds the keys the store lacks, and rewrites its file. */
+static void test_join_store_wins(void **state) {
+    cluster *c = *state;
+    char json[256];
+    snprintf(json, sizeof json, "[" TPM "]", 100);
+    rl_test_daemon_write_registry(&c->a, json);
+    start(c, &c->a);
+    rl_test_daemon_write_registry(&c->b, "[{\"key\":\"tpm\",\"kind\":\"rolling\",\"capacity\":5,"
+                                         "\"window_seconds\":60},{\"key\":\"rpm\",\"kind\":"
+                                         "\"rolling\",\"capacity\":7,\"window_seconds\":60}]");
+    start(c, &c->b);
+    expect(c, &c->a, "GET", "/v1/admin/limits/tpm", NULL, 200, "\"capacity\":100");
+    expect(c, &c->a, "GET", "/v1/admin/limits/rpm", NULL, 200, "\"capacity\":7");
+    const char *file = read_file(c->b.registry_path);
+    if (strstr(file, "\"capacity\":100") == NULL || strstr(file, "\"capacity\":5,") != NULL)
+        fail_msg("B's registry after start: %s", file);
+    assert_int_equal(rl_test_daemon_stop(&c->a), 0);
+    assert_int_equal(rl_test_daemon_stop(&c->b), 0);
+}
+
+static long now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Polls /healthz until it answers want (or 10 s pass). */
+static void wait_health(cluster *c, rl_test_daemon *d, long want) {
+    long until = now_ms() + 10000;
+    long got = 0;
+    while ((got = call(c, d, "GET", "/healthz", NULL)) != want && now_ms() < until)
+        rl_test_redis_sleep_ms(50);
+    if (got != want) fail_msg("/healthz -> %ld (wanted %ld): %s", got, want, c->body);
+}
+
+static void test_healthz_follows_redis(void **state) {
+    cluster *c = *state;
+    start(c, &c->a);
+    char json[256];
+    snprintf(json, sizeof json, TPM, 100);
+    expect(c, &c->a, "PUT", "/v1/admin/limits", json, 200, NULL);
+    expect(c, &c->a, "GET", "/healthz", NULL, 200, "{\"ok\":true,\"backend\":\"redis\",\"limits\":1}");
+
+    assert_true(rl_test_redis_stop(&c->redis));
+    wait_health(c, &c->a, 503);
+    assert_non_null(strstr(c->body, "{\"ok\":false,\"backend\":\"redis\",\"error\":\"backend_error\","
+                                    "\"detail\":\""));
+    expect(c, &c->a, "GET", "/v1/admin/limits", NULL, 503, "backend_error");
+    expect(c, &c->a, "PUT", "/v1/admin/limits", json, 503, "backend_error");
+    assert_int_equal(reserve(c, &c->a, "tpm", 1), 503); /* fail closed */
+
+    /* Back on the same port (empty: no persistence); the daemon reconnects
+     * by itself. */
+    assert_true(rl_test_redis_restart(&c->redis));
+    wait_health(c, &c->a, 200);
+    assert_non_null(strstr(c->body, "{\"ok\":true,\"backend\":\"redis\",\"limits\":"));
+    expect(c, &c->a, "PUT", "/v1/admin/limits", json, 200, NULL);
+    assert_int_equal(reserve(c, &c->a, "tpm", 1), 200);
+    assert_non_null(strstr(c->body, "\"allowed\":true"));
+    assert_int_equal(rl_test_daemon_stop(&c->a), 0);
+}
+
+int main(void) {
+    rl_test_http_global_init();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_put_on_a_seen_by_b, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_join_store_wins, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_healthz_follows_redis, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
