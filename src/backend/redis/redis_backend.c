@@ -13,6 +13,7 @@
 #include <cjson/cJSON.h>
 
 #include "backend/redis/complete_retry.h"
+#include "backend/redis/definition_cache.h"
 #include "backend/redis/redis_pool.h"
 #include "core/error_text.h"
 #include "ratelimiter/keys.h"
@@ -32,6 +33,7 @@ typedef struct redis_backend {
     uint64_t lease_memory_ms;
     const rl_clock *clock; /* tests only */
     rl_complete_retry *retry; /* Completes waiting for Redis to come back; the sweeps */
+    rl_definition_cache *definitions; /* to define again what a restarted Redis lost */
     /* Limit keys named by replayed outcomes that are not in the request at
      * hand: kept for the backend's life (limits are few and never deleted),
      * so that a result's status_key stays valid as rl_reserve_result says. */
@@ -202,9 +204,8 @@ static rl_status status_of_code(uint64_t code) {
     }
 }
 
-static void reserve_batch(rl_backend *base, const rl_reserve_request *requests, size_t count,
-                          rl_reserve_result *results) {
-    redis_backend *backend = from_base(base);
+static void run_reserves(redis_backend *backend, const rl_reserve_request *requests, size_t count,
+                         rl_reserve_result *results) {
     size_t valid = 0, argc = 5;
     for (size_t i = 0; i < count; i++) {
         if (reserve_ok(&requests[i])) {
@@ -252,6 +253,44 @@ static void reserve_batch(rl_backend *base, const rl_reserve_request *requests, 
         at += 5;
     }
     if (reply != NULL) freeReplyObject(reply);
+}
+
+static rl_status apply_definition(rl_backend *base, const rl_limit_def *def, rl_limit_status *out_status);
+
+/* Defines key again from the cache if this daemon has seen it. */
+static bool define_again(redis_backend *backend, const char *key) {
+    char *json = rl_definition_cache_get(backend->definitions, key);
+    if (json == NULL) return false;
+    cJSON *root = cJSON_Parse(json);
+    rl_limit_def def;
+    char detail[RL_WIRE_DETAIL_SIZE];
+    bool defined = root != NULL && rl_wire_limit_def_from_json(root, &def, detail) == RL_OK &&
+                   apply_definition(&backend->base, &def, NULL) == RL_OK;
+    cJSON_Delete(root);
+    free(json);
+    return defined;
+}
+
+/* A Redis that restarted without persistence, or was flushed, has lost the
+ * definitions too: every reserve would answer unknown_limit_key until an
+ * admin put them back. The leases that met a key this daemon knows are
+ * decided again once, after defining it again. (Their reservations were
+ * lost with the rest: run Redis with appendonly for none to be.) */
+static void reserve_batch(rl_backend *base, const rl_reserve_request *requests, size_t count,
+                          rl_reserve_result *results) {
+    redis_backend *backend = from_base(base);
+    run_reserves(backend, requests, count, results);
+    for (size_t i = 0; i < count; i++) {
+        if (results[i].status != RL_UNKNOWN_LIMIT_KEY || results[i].status_key == NULL) continue;
+        if (!define_again(backend, results[i].status_key)) continue;
+        /* this lease, and any other that met a key now defined, again */
+        for (;;) {
+            run_reserves(backend, &requests[i], 1, &results[i]);
+            if (results[i].status != RL_UNKNOWN_LIMIT_KEY || results[i].status_key == NULL ||
+                !define_again(backend, results[i].status_key))
+                break;
+        }
+    }
 }
 
 /* ---- complete ---- */
@@ -335,6 +374,7 @@ static rl_status apply_definition(rl_backend *base, const rl_limit_def *def, rl_
     redisReply *reply = NULL;
     rl_status status = rl_redis_eval(backend->pool, RL_SCRIPT_DEFINE, a.count, a.argv, a.len, &reply, err, sizeof err);
     args_free(&a);
+    if (status == RL_OK) rl_definition_cache_put(backend->definitions, def->key, json.data, json.len);
     rl_buf_free(&json);
     if (status == RL_OK && out_status != NULL)
         *out_status = reply->type == REDIS_REPLY_INTEGER && reply->integer == 1 ? RL_LIMIT_STATUS_DECREASING
@@ -446,7 +486,10 @@ static rl_status list_definitions(rl_backend *base, rl_limit_def **out, size_t *
         if (json->type == REDIS_REPLY_STRING) {
             cJSON *root = cJSON_ParseWithLength(json->str, json->len);
             char detail[RL_WIRE_DETAIL_SIZE];
-            if (root != NULL && rl_wire_limit_def_from_json(root, &defs[n], detail) == RL_OK) n++;
+            if (root != NULL && rl_wire_limit_def_from_json(root, &defs[n], detail) == RL_OK) {
+                rl_definition_cache_put(backend->definitions, defs[n].key, json->str, json->len);
+                n++;
+            }
             cJSON_Delete(root);
         }
         freeReplyObject(json);
@@ -468,6 +511,7 @@ static void destroy(rl_backend *base) {
     redis_backend *backend = from_base(base);
     rl_complete_retry_stop(backend->retry); /* its last try still uses the pool */
     rl_redis_pool_destroy(backend->pool);
+    rl_definition_cache_destroy(backend->definitions);
     for (size_t i = 0; i < backend->interned_count; i++) free(backend->interned[i]);
     free(backend->interned);
     pthread_mutex_destroy(&backend->interned_lock);
@@ -500,24 +544,16 @@ rl_status rl_redis_backend_create(const rl_redis_options *options, rl_backend **
     backend->prefix = strdup(options->key_prefix != NULL ? options->key_prefix : "rl:");
     backend->lease_memory_ms = options->lease_memory_ms;
     backend->clock = options->clock;
-    if (backend->prefix == NULL) {
-        free(backend);
-        return RL_NO_MEMORY;
-    }
-    rl_status status = rl_redis_pool_create(options, &backend->pool, err, err_size);
+    backend->definitions = rl_definition_cache_create();
+    rl_status status = backend->prefix != NULL && backend->definitions != NULL ? RL_OK : RL_NO_MEMORY;
+    if (status == RL_OK) status = rl_redis_pool_create(options, &backend->pool, err, err_size);
+    if (status == RL_OK)
+        status = rl_complete_retry_start(backend, retry_send, sweep_for_retry,
+                                         options->complete_retry_deadline_ms ? options->complete_retry_deadline_ms : 30000,
+                                         options->max_pending_completes ? options->max_pending_completes : 100000,
+                                         options->sweep_interval_ms, &backend->retry);
     if (status != RL_OK) {
-        free(backend->prefix);
-        free(backend);
-        return status;
-    }
-    status = rl_complete_retry_start(backend, retry_send, sweep_for_retry,
-                                     options->complete_retry_deadline_ms ? options->complete_retry_deadline_ms : 30000,
-                                     options->max_pending_completes ? options->max_pending_completes : 100000,
-                                     options->sweep_interval_ms, &backend->retry);
-    if (status != RL_OK) {
-        rl_redis_pool_destroy(backend->pool);
-        free(backend->prefix);
-        free(backend);
+        destroy(&backend->base); /* takes what was made, and NULLs */
         return status;
     }
     *out = &backend->base;

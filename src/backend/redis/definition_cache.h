@@ -1,0 +1,23 @@
+/* redis/definition_cache.h — the definitions this daemon has seen, as the
+ * JSON that Redis stores, kept so that the backend can define them again in
+ * a Redis that lost them (restarted without persistence, flushed): reserves
+ * then heal instead of answering unknown_limit_key until an admin notices.
+ * Sorted by key; thread-safe. */
+#ifndef RL_REDIS_DEFINITION_CACHE_H
+#define RL_REDIS_DEFINITION_CACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct rl_definition_cache rl_definition_cache;
+
+rl_definition_cache *rl_definition_cache_create(void);
+void rl_definition_cache_destroy(rl_definition_cache *cache);
+
+/* Remembers (or replaces) key's definition JSON. False on allocation failure. */
+bool rl_definition_cache_put(rl_definition_cache *cache, const char *key, const char *json, size_t json_len);
+
+/* A malloc'd copy of key's JSON (the caller frees it), or NULL if unknown. */
+char *rl_definition_cache_get(rl_definition_cache *cache, const char *key);
+
+#endif

@@ -1,0 +1,155 @@
+/* test_redis_backend.c — what only the redis backend does, against a real
+ * redis-server: defining again what a restarted Redis lost, failing closed
+ * while Redis does not answer, Completes kept and retried until it does,
+ * shared definitions. (Its accounting is test_backend_conformance's.) */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <hiredis/hiredis.h>
+
+#include "ratelimiter/redis.h"
+#include "support/lease_ids.h"
+#include "support/redis_server.h"
+
+static rl_test_redis server;
+
+static rl_backend *open_backend(const char *prefix) {
+    rl_redis_options options;
+    rl_redis_options_default(&options);
+    options.port = server.port;
+    options.key_prefix = prefix;
+    options.command_timeout_ms = 300;
+    rl_backend *backend = NULL;
+    char err[256];
+    if (rl_redis_backend_create(&options, &backend, err, sizeof err) != RL_OK) fail_msg("create: %s", err);
+    return backend;
+}
+
+static void redis_do(const char *command) {
+    redisContext *ctx = redisConnect("127.0.0.1", server.port);
+    assert_non_null(ctx);
+    assert_int_equal(ctx->err, 0);
+    redisReply *reply = redisCommand(ctx, command);
+    assert_non_null(reply);
+    freeReplyObject(reply);
+    redisFree(ctx);
+}
+
+static void define(rl_backend *backend, const char *key, rl_kind kind, uint64_t capacity) {
+    rl_limit_def def = {.kind = kind, .capacity = capacity};
+    snprintf(def.key, sizeof def.key, "%s", key);
+    if (kind == RL_KIND_ROLLING) def.window_seconds = 60;
+    else def.timeout_seconds = 60;
+    assert_int_equal(rl_backend_apply_definition(backend, &def, NULL), RL_OK);
+}
+
+static rl_reserve_result reserve(rl_backend *backend, uint64_t lease, const char *key) {
+    char id[27];
+    rl_requirement one = {key, 1};
+    rl_reserve_request request = {rl_test_lease_id(lease, id), NULL, &one, 1};
+    rl_reserve_result result;
+    rl_backend_reserve(backend, &request, &result);
+    return result;
+}
+
+static void definitions_lost_by_redis_are_defined_again(void **state) {
+    (void)state;
+    rl_backend *backend = open_backend("heal:");
+    define(backend, "k:rpm", RL_KIND_ROLLING, 2);
+    assert_true(reserve(backend, 1, "k:rpm").allowed);
+    redis_do("FLUSHALL"); /* as a restart without persistence: definitions and state gone */
+    rl_reserve_result result = reserve(backend, 2, "k:rpm");
+    assert_true(result.allowed); /* not unknown_limit_key: defined again from what this daemon saw */
+    rl_limit_usage usage;
+    assert_int_equal(rl_backend_limit_usage(backend, "k:rpm", &usage), RL_OK);
+    assert_int_equal(usage.capacity, 2);
+    assert_int_equal(usage.used, 1); /* lease 1's reservation went with the flush */
+    /* a key no daemon ever defined stays unknown */
+    assert_int_equal(reserve(backend, 3, "never:defined").status, RL_UNKNOWN_LIMIT_KEY);
+    rl_backend_destroy(backend);
+}
+
+static void two_backends_share_definitions_and_usage(void **state) {
+    (void)state;
+    rl_backend *a = open_backend("share:"), *b = open_backend("share:");
+    define(a, "s:conc", RL_KIND_CONCURRENCY, 1);
+    rl_limit_def *defs = NULL;
+    size_t count = 0;
+    assert_int_equal(b->ops->list_definitions(b, &defs, &count), RL_OK);
+    assert_int_equal(count, 1);
+    assert_string_equal(defs[0].key, "s:conc");
+    free(defs);
+    assert_true(reserve(a, 1, "s:conc").allowed);
+    assert_false(reserve(b, 2, "s:conc").allowed);
+    char id[27];
+    rl_complete_request done = {rl_test_lease_id(1, id), NULL, NULL, 0};
+    assert_int_equal(rl_backend_complete(b, &done), RL_OK); /* a hold taken through a, released through b */
+    assert_true(reserve(a, 3, "s:conc").allowed);
+    rl_backend_destroy(a);
+    rl_backend_destroy(b);
+}
+
+static void fails_closed_while_redis_is_stuck_and_retries_completes(void **state) {
+    (void)state;
+    rl_backend *backend = open_backend("stuck:");
+    define(backend, "x:conc", RL_KIND_CONCURRENCY, 1);
+    assert_true(reserve(backend, 1, "x:conc").allowed);
+    assert_int_equal(rl_backend_health(backend, NULL, 0), RL_OK);
+
+    redis_do("CLIENT PAUSE 1500 WRITE"); /* every script call writes: they all wait */
+    rl_reserve_result result = reserve(backend, 2, "x:conc");
+    assert_false(result.allowed);
+    assert_int_equal(result.status, RL_BACKEND_ERROR); /* nothing admitted without the store */
+    char id[27];
+    rl_complete_request done = {rl_test_lease_id(1, id), NULL, NULL, 0};
+    assert_int_equal(rl_backend_complete(backend, &done), RL_OK); /* taken: kept for retrying */
+
+    /* once Redis answers again, the kept Complete releases the hold */
+    long deadline_ms = rl_test_redis_now_ms() + 10000;
+    bool allowed = false;
+    for (uint64_t lease = 10; !allowed && rl_test_redis_now_ms() < deadline_ms; lease++) {
+        allowed = reserve(backend, lease, "x:conc").allowed;
+        if (!allowed) rl_test_redis_sleep_ms(100);
+    }
+    assert_true(allowed);
+    rl_backend_destroy(backend);
+}
+
+static void unreachable_redis_is_a_clear_error_at_create(void **state) {
+    (void)state;
+    rl_redis_options options;
+    rl_redis_options_default(&options);
+    options.port = 1; /* nothing listens there */
+    rl_backend *backend = (rl_backend *)1;
+    char err[256] = "";
+    assert_int_equal(rl_redis_backend_create(&options, &backend, err, sizeof err), RL_BACKEND_ERROR);
+    assert_null(backend);
+    assert_non_null(strstr(err, "127.0.0.1:1"));
+}
+
+static int setup(void **state) {
+    (void)state;
+    return rl_test_redis_start(&server) == RL_TEST_REDIS_STARTED ? 0 : -1;
+}
+
+static int teardown(void **state) {
+    (void)state;
+    rl_test_redis_cleanup(&server);
+    return 0;
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(definitions_lost_by_redis_are_defined_again),
+        cmocka_unit_test(two_backends_share_definitions_and_usage),
+        cmocka_unit_test(fails_closed_while_redis_is_stuck_and_retries_completes),
+        cmocka_unit_test(unreachable_redis_is_a_clear_error_at_create),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
