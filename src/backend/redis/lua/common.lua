@@ -69,6 +69,21 @@ local function purge(L)
   try_decrease(L)
 end
 
+-- The limits a script touches, each loaded and purged once, saved at the end
+-- (the leases of one batch share them).
+local limits = {}
+
+local function limit(K)
+  local L = limits[K]
+  if L == nil then
+    L = load(K)
+    if L == nil then return nil end
+    purge(L)
+    limits[K] = L
+  end
+  return L
+end
+
 -- Makes sure a state key outlives the entry that expires at at_ms.
 local function keep_until(key, at_ms)
   local want = at_ms - NOW + 1000

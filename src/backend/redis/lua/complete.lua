@@ -3,19 +3,6 @@
 -- rolling reservation to its actual amount for the rest of its window, and
 -- charges overage per the limit's policy. Unknown, denied or already
 -- completed leases change nothing. Returns nothing useful (always ok).
-local limits = {}
-
-local function limit(K)
-  local L = limits[K]
-  if L == nil then
-    L = load(K)
-    if L == nil then return nil end
-    purge(L)
-    limits[K] = L
-  end
-  return L
-end
-
 local function overage(L, id, reserved, extra)
   if L.ovg == 'debt' then
     local before = math.max(0, L.used - L.enf)

@@ -3,19 +3,6 @@
 -- pairs (key, amount). Returns 5 values per lease: allowed (0|1),
 -- retry_after_ms, reserved_at_unix_ms, status, the key the status names ('').
 local memory_ms = tonumber(ARGV[4])
-local limits = {} -- K -> state, shared by the leases of this batch
-
-local function limit(K)
-  local L = limits[K]
-  if L == nil then
-    L = load(K)
-    if L == nil then return nil end
-    purge(L)
-    limits[K] = L
-  end
-  return L
-end
-
 -- Milliseconds until `amount` more would fit, walking expiries in order.
 local function retry_after(L, amount)
   local need = L.used + amount - L.enf
