@@ -12,6 +12,10 @@
  *     ...
  *     rl_test_redis_cleanup(&redis);                   // stops it, removes the dir
  *
+ * rl_test_redis_start_persistent() starts it with --appendonly yes
+ * --appendfsync always instead, so that what it acknowledged survives a
+ * SIGKILL (rl_test_redis_kill) and is reloaded by rl_test_redis_restart.
+ *
  * The server runs in the foreground (--daemonize no) as a child of the test,
  * with stdout/stderr in DIR/redis.log (a file, never a pipe that could fill);
  * on Linux it gets SIGKILL if the test process dies first, so a crashed test
@@ -58,6 +62,7 @@ typedef struct rl_test_redis {
     char executable[512];
     char dir[64];            /* "" until started */
     char log_path[96];
+    bool persistent;         /* AOF on, fsync on every write (start_persistent) */
 } rl_test_redis;
 
 static inline long rl_test_redis_now_ms(void) {
@@ -177,7 +182,8 @@ static inline void rl_test_redis_print_log(const rl_test_redis *redis, const cha
     fclose(file);
 }
 
-/* SIGKILL and reap, for a server that would not stop or came up wrong. */
+/* SIGKILL and reap, for a server that would not stop or came up wrong, or
+ * to crash it in a fault test (rl_test_redis_restart brings it back). */
 static inline void rl_test_redis_kill(rl_test_redis *redis) {
     if (redis->pid == 0) return;
     kill(redis->pid, SIGKILL);
@@ -191,7 +197,13 @@ static inline bool rl_test_redis_spawn(rl_test_redis *redis) {
     char port[8];
     snprintf(port, sizeof port, "%u", (unsigned)redis->port);
     const char *argv[] = {redis->executable, "--port", port, "--bind", "127.0.0.1", "--save", "",
-                          "--appendonly", "no", "--dir", redis->dir, "--daemonize", "no", NULL};
+                          "--appendonly", "no", "--dir", redis->dir, "--daemonize", "no", NULL, NULL,
+                          NULL};
+    if (redis->persistent) { /* every acknowledged write is on disk before the reply */
+        argv[8] = "yes";
+        argv[13] = "--appendfsync";
+        argv[14] = "always";
+    }
     int log = open(redis->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (log < 0) {
         fprintf(stderr, "test support: %s: %s\n", redis->log_path, strerror(errno));
@@ -222,27 +234,39 @@ static inline bool rl_test_redis_spawn(rl_test_redis *redis) {
     return false;
 }
 
-/* Removes the server's directory and whatever it wrote there. */
-static inline void rl_test_redis_remove_dir(rl_test_redis *redis) {
-    if (redis->dir[0] == '\0') return;
-    DIR *dir = opendir(redis->dir);
+/* Removes path's files and its subdirectories' (redis 7 writes its AOF into
+ * DIR/appendonlydir), depth levels down, then path itself. */
+static inline void rl_test_redis_remove_tree(const char *path, int depth) {
+    DIR *dir = opendir(path);
     if (dir != NULL) {
         struct dirent *entry;
         while ((entry = readdir(dir)) != NULL) {
             if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0) continue;
-            char path[sizeof redis->dir + 256 + 2];
-            snprintf(path, sizeof path, "%s/%s", redis->dir, entry->d_name);
-            unlink(path);
+            char child[512];
+            snprintf(child, sizeof child, "%s/%s", path, entry->d_name);
+            struct stat st;
+            if (depth > 0 && lstat(child, &st) == 0 && S_ISDIR(st.st_mode))
+                rl_test_redis_remove_tree(child, depth - 1);
+            else
+                unlink(child);
         }
         closedir(dir);
     }
-    rmdir(redis->dir);
+    rmdir(path);
+}
+
+/* Removes the server's directory and whatever it wrote there. */
+static inline void rl_test_redis_remove_dir(rl_test_redis *redis) {
+    if (redis->dir[0] == '\0') return;
+    rl_test_redis_remove_tree(redis->dir, 2);
     redis->dir[0] = '\0';
 }
 
-/* Starts a fresh server on a free port in a new temporary directory. */
-static inline rl_test_redis_result rl_test_redis_start(rl_test_redis *redis) {
+/* Starts a fresh server on a free port in a new temporary directory, with
+ * persistence off (persistent: AOF on, fsync always). */
+static inline rl_test_redis_result rl_test_redis_start_with(rl_test_redis *redis, bool persistent) {
     memset(redis, 0, sizeof *redis);
+    redis->persistent = persistent;
     if (!rl_test_redis_find_executable(redis->executable, sizeof redis->executable)) {
         fprintf(stderr, "test support: no redis-server on PATH: skipping the redis tests\n");
         return RL_TEST_REDIS_SKIPPED;
@@ -260,6 +284,16 @@ static inline rl_test_redis_result rl_test_redis_start(rl_test_redis *redis) {
     }
     rl_test_redis_remove_dir(redis);
     return RL_TEST_REDIS_FAILED;
+}
+
+static inline rl_test_redis_result rl_test_redis_start(rl_test_redis *redis) {
+    return rl_test_redis_start_with(redis, false);
+}
+
+/* The same with --appendonly yes --appendfsync always in its directory: what
+ * it acknowledged survives a SIGKILL and a restart reloads it. */
+static inline rl_test_redis_result rl_test_redis_start_persistent(rl_test_redis *redis) {
+    return rl_test_redis_start_with(redis, true);
 }
 
 /* SIGTERM, then SIGKILL if it has not exited within the deadline. Returns
@@ -282,8 +316,9 @@ static inline bool rl_test_redis_stop(rl_test_redis *redis) {
     return false;
 }
 
-/* Starts a stopped server again on the same port and directory (empty: no
- * persistence), so that clients reconnect to the address they know. */
+/* Starts a stopped (or killed) server again on the same port and directory
+ * (empty without persistence; a persistent one reloads its AOF), so that
+ * clients reconnect to the address they know. */
 static inline bool rl_test_redis_restart(rl_test_redis *redis) {
     if (redis->pid != 0) rl_test_redis_stop(redis);
     if (redis->dir[0] == '\0' || redis->port == 0) return false;
