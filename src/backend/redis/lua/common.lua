@@ -8,8 +8,8 @@
 --   P..'l:'..K  hash: the definition (kind r|c, cap, win ms, ovg, def JSON)
 --               and the state (enf = capacity enforced now, pend = pending
 --               decrease, used, debt = debt_total, denied = overage_denied_total)
---   P..'e:'..K  zset: lease id -> expiry ms of its entry in K
---   P..'a:'..K  hash: lease id -> amount of its entry in K
+--   P..'e:'..K  zset: the entries of K, member "<lease id>:<amount>", score
+--               the expiry ms: expiring reads amounts from the members alone
 --   P..'L:'..I  hash: the lease's first outcome and its entries, with a TTL
 --   P..'defs'   set: every defined K
 -- Numbers are doubles in Lua: amounts stay below 2^53 so they are exact;
@@ -33,16 +33,28 @@ local function load(K)
   local lk = P .. 'l:' .. K
   local v = redis.call('HMGET', lk, 'kind', 'enf', 'pend', 'used', 'win', 'ovg', 'debt', 'denied')
   if not v[1] then return nil end
-  return {key = K, lk = lk, ek = P .. 'e:' .. K, ak = P .. 'a:' .. K, kind = v[1],
+  return {key = K, lk = lk, ek = P .. 'e:' .. K, kind = v[1],
           enf = tonumber(v[2]), pend = tonumber(v[3]), used = tonumber(v[4]), win = tonumber(v[5]),
-          ovg = v[6], debt = tonumber(v[7]), denied = tonumber(v[8]), dirty = false}
+          ovg = v[6], debt = tonumber(v[7]), denied = tonumber(v[8]), dirty = false, last_at = 0}
 end
 
+-- An entry's member: its lease and its amount, so that expiring and walking
+-- need no other lookup.
+local function member(id, amount) return id .. ':' .. fmt(amount) end
+local function amount_of(m) return tonumber(string.match(m, ':(%d+)$')) or 0 end
+
+-- Writes the state back, and keeps the entries' set alive past the latest
+-- expiry added in this call (one TTL update per limit, not per entry).
 local function save(L)
   if L.dirty then
     redis.call('HSET', L.lk, 'enf', fmt(L.enf), 'pend', fmt(L.pend), 'used', fmt(L.used),
                'debt', fmt(L.debt), 'denied', fmt(L.denied))
     L.dirty = false
+  end
+  if L.last_at > 0 then
+    local want = L.last_at - NOW + 1000
+    if redis.call('PTTL', L.ek) < want then redis.call('PEXPIRE', L.ek, want) end
+    L.last_at = 0
   end
 end
 
@@ -58,11 +70,10 @@ local function purge(L)
   while true do
     local expired = redis.call('ZRANGEBYSCORE', L.ek, '-inf', NOW, 'LIMIT', 0, CHUNK)
     if #expired == 0 then break end
-    local amounts = redis.call('HMGET', L.ak, unpack(expired))
-    for i = 1, #expired do L.used = L.used - (tonumber(amounts[i]) or 0) end
+    for i = 1, #expired do L.used = L.used - amount_of(expired[i]) end
     redis.call('ZREM', L.ek, unpack(expired))
-    redis.call('HDEL', L.ak, unpack(expired))
     L.dirty = true
+    if #expired < CHUNK then break end
   end
   -- The entries' TTL may have dropped what expired before anything purged it.
   if L.used ~= 0 and redis.call('EXISTS', L.ek) == 0 then L.used = 0; L.dirty = true end
@@ -84,18 +95,16 @@ local function limit(K)
   return L
 end
 
--- Makes sure a state key outlives the entry that expires at at_ms.
-local function keep_until(key, at_ms)
-  local want = at_ms - NOW + 1000
-  local ttl = redis.call('PTTL', key)
-  if ttl < want then redis.call('PEXPIRE', key, want) end
+-- Adds a lease's entry to L, expiring at at_ms.
+local function hold(L, id, amount, at_ms)
+  redis.call('ZADD', L.ek, at_ms, member(id, amount))
+  L.used = L.used + amount; L.dirty = true
+  if at_ms > L.last_at then L.last_at = at_ms end
 end
 
--- Takes a lease's entry out of L now (Complete), if it is still there.
-local function release(L, id)
-  local amount = redis.call('HGET', L.ak, id)
-  if amount and redis.call('ZREM', L.ek, id) == 1 then
-    redis.call('HDEL', L.ak, id)
-    L.used = L.used - tonumber(amount); L.dirty = true
+-- Takes a lease's entry (of this amount) out of L now, if it is still there.
+local function release(L, id, amount)
+  if redis.call('ZREM', L.ek, member(id, amount)) == 1 then
+    L.used = L.used - amount; L.dirty = true
   end
 end

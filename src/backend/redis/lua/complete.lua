@@ -3,52 +3,64 @@
 -- rolling reservation to its actual amount for the rest of its window, and
 -- charges overage per the limit's policy. Unknown, denied or already
 -- completed leases change nothing. Returns nothing useful (always ok).
+-- Moves a live entry to a new amount, keeping its expiry.
+local function resize(L, id, reserved, amount)
+  local old = member(id, reserved)
+  local at = redis.call('ZSCORE', L.ek, old)
+  redis.call('ZREM', L.ek, old)
+  if amount > 0 then redis.call('ZADD', L.ek, at, member(id, amount)) end
+  L.used = L.used - reserved + amount; L.dirty = true
+end
+
+-- Overage: the call used more than it reserved (DESIGN.md "Overage").
 local function overage(L, id, reserved, extra)
   if L.ovg == 'debt' then
     local before = math.max(0, L.used - L.enf)
-    L.used = L.used + extra
+    resize(L, id, reserved, reserved + extra)
     L.debt = L.debt + (math.max(0, L.used - L.enf) - before)
-    redis.call('HSET', L.ak, id, fmt(reserved + extra))
-  else
-    local room = math.max(0, L.enf - L.used)
-    local charged = math.min(extra, room)
-    L.used = L.used + charged
-    L.denied = L.denied + (extra - charged)
-    redis.call('HSET', L.ak, id, fmt(reserved + charged))
+    return reserved + extra
   end
-  L.dirty = true
+  local charged = math.min(extra, math.max(0, L.enf - L.used))
+  resize(L, id, reserved, reserved + charged)
+  L.denied = L.denied + (extra - charged)
+  return reserved + charged
 end
 
-local function reconcile(L, id, actual)
-  if redis.call('ZSCORE', L.ek, id) == false then return end -- its window is over
-  local reserved = tonumber(redis.call('HGET', L.ak, id))
-  if actual == 0 then
-    release(L, id)
-  elseif actual < reserved then
-    redis.call('HSET', L.ak, id, fmt(actual))
-    L.used = L.used - (reserved - actual); L.dirty = true
+-- Returns the entry's amount afterwards.
+local function reconcile(L, id, reserved, actual)
+  if redis.call('ZSCORE', L.ek, member(id, reserved)) == false then return reserved end -- its window is over
+  if actual < reserved then
+    resize(L, id, reserved, actual)
+    return actual
   elseif actual > reserved then
-    overage(L, id, reserved, actual - reserved)
+    return overage(L, id, reserved, actual - reserved)
   end
+  return reserved
 end
 
 local function complete(id, keys, actuals)
   local lease = P .. 'L:' .. id
   local v = redis.call('HMGET', lease, 'a', 'c', 'n')
   if v[1] ~= '1' or v[2] == '1' then return end
-  redis.call('HSET', lease, 'c', 1)
-  local entries = {} -- K -> kind when reserved
+  local done = {'c', 1}
+  local entries = {} -- K -> {kind when reserved, amount, index}
   for i = 1, tonumber(v[3]) do
-    local e = redis.call('HMGET', lease, 'k' .. i, 't' .. i)
+    local e = redis.call('HMGET', lease, 'k' .. i, 't' .. i, 'm' .. i)
     local L = limit(e[1])
     if L then
-      entries[e[1]] = e[2]
-      if e[2] == 'c' then release(L, id) end
+      local amount = tonumber(e[3])
+      entries[e[1]] = {e[2], amount, i}
+      if e[2] == 'c' then release(L, id, amount) end
     end
   end
   for i = 1, #keys do
-    if entries[keys[i]] == 'r' then reconcile(limits[keys[i]], id, actuals[i]) end
+    local e = entries[keys[i]]
+    if e and e[1] == 'r' then
+      local amount = reconcile(limits[keys[i]], id, e[2], actuals[i])
+      done[#done + 1] = 'm' .. e[3]; done[#done + 1] = fmt(amount)
+    end
   end
+  redis.call('HSET', lease, unpack(done))
 end
 
 local at = 5

@@ -3,20 +3,18 @@
 -- pairs (key, amount). Returns 5 values per lease: allowed (0|1),
 -- retry_after_ms, reserved_at_unix_ms, status, the key the status names ('').
 local memory_ms = tonumber(ARGV[4])
--- Milliseconds until `amount` more would fit, walking expiries in order.
+-- Milliseconds until `amount` more would fit, walking expiries in order:
+-- usually the first few free enough, so fetch few, then more.
 local function retry_after(L, amount)
   local need = L.used + amount - L.enf
-  local offset, chunk = 0, 8 -- usually the first few expiries free enough: fetch few, then more
+  local offset, chunk = 0, 8
   while true do
     local batch = redis.call('ZRANGE', L.ek, offset, offset + chunk - 1, 'WITHSCORES')
     if #batch == 0 then return 1 end
-    local members = {}
-    for i = 1, #batch, 2 do members[#members + 1] = batch[i] end
-    local amounts = redis.call('HMGET', L.ak, unpack(members))
-    for i = 1, #members do
-      local a = tonumber(amounts[i]) or 0
+    for i = 1, #batch, 2 do
+      local a = amount_of(batch[i])
       if a >= need then
-        local at = tonumber(batch[2 * i])
+        local at = tonumber(batch[i + 1])
         if at > NOW then return at - NOW end
         return 1
       end
@@ -72,14 +70,10 @@ local function reserve(id, keys, amounts)
     fields[14] = #keys
     for i = 1, #keys do
       local lim = L[i]
-      local at = NOW + lim.win
-      redis.call('ZADD', lim.ek, at, id)
-      redis.call('HSET', lim.ak, id, fmt(amounts[i]))
-      keep_until(lim.ek, at)
-      keep_until(lim.ak, at)
-      lim.used = lim.used + amounts[i]; lim.dirty = true
+      hold(lim, id, amounts[i], NOW + lim.win)
       fields[#fields + 1] = 'k' .. i; fields[#fields + 1] = lim.key
       fields[#fields + 1] = 't' .. i; fields[#fields + 1] = lim.kind
+      fields[#fields + 1] = 'm' .. i; fields[#fields + 1] = fmt(amounts[i])
     end
   else
     forget_at = NOW
