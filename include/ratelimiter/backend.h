@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-#define RL_BACKEND_ABI_VERSION 2
+#define RL_BACKEND_ABI_VERSION 3
 
 typedef struct rl_backend rl_backend;
 
@@ -65,6 +65,25 @@ typedef struct rl_backend_ops {
      * not this process's registry, is the authority on which limits exist.
      * NULL: the registry is the authority (memory). */
     rl_status (*list_definitions)(rl_backend *backend, rl_limit_def **out, size_t *count);
+
+    /* --- ABI 3, optional: answering without blocking the caller --- */
+
+    /* reserve_batch that returns at once (before or after the answer): the
+     * results are written, then done(context) is called exactly once, from
+     * any thread (typically the backend's own flusher thread; the caller's
+     * own thread, before this returns, is allowed too). requests and results
+     * belong to the caller and must stay valid and untouched until done is
+     * called; the backend touches neither after done. done must not call
+     * back into the backend's blocking ops and should be quick (it delays
+     * the answers of everyone batched with the caller). Every call started
+     * before destroy is answered before destroy returns.
+     * NULL: the backend can only answer synchronously (memory). */
+    void (*reserve_batch_async)(rl_backend *backend, const rl_reserve_request *requests, size_t count,
+                                rl_reserve_result *results, void (*done)(void *context), void *context);
+
+    /* complete_batch in the same way as reserve_batch_async. NULL: cannot. */
+    void (*complete_batch_async)(rl_backend *backend, const rl_complete_request *requests, size_t count,
+                                 rl_status *statuses, void (*done)(void *context), void *context);
 } rl_backend_ops;
 
 struct rl_backend {
@@ -98,6 +117,10 @@ static inline rl_status rl_backend_limit_usage(rl_backend *b, const char *key, r
 static inline void rl_backend_sweep(rl_backend *b) { b->ops->sweep(b); }
 static inline void rl_backend_destroy(rl_backend *b) {
     if (b != NULL) b->ops->destroy(b);
+}
+/* True when reserve_batch_async / complete_batch_async may be called. */
+static inline int rl_backend_has_async(const rl_backend *b) {
+    return b->ops->reserve_batch_async != NULL && b->ops->complete_batch_async != NULL;
 }
 static inline rl_status rl_backend_health(rl_backend *b, char *detail, size_t detail_size) {
     if (detail != NULL && detail_size > 0) detail[0] = '\0';

@@ -8,7 +8,9 @@
  * flush_interval_us after the oldest arrived. A caller's leases are never
  * split across flushes, and each caller gets exactly its own results.
  * Everything else (definitions, usage, sweep, health) goes straight through.
- * Thread-safe.
+ * It always has reserve_batch_async and complete_batch_async: the caller
+ * returns at once and its callback runs on the flusher thread after the flush
+ * (an event loop keeps serving meanwhile). Thread-safe.
  */
 #ifndef RATELIMITER_SUBMITTER_H
 #define RATELIMITER_SUBMITTER_H

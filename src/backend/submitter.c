@@ -42,6 +42,18 @@ static void complete_batch(rl_backend *base, const rl_complete_request *requests
     (void)rl__batcher_lane_call(&from_base(base)->complete, requests, count, statuses);
 }
 
+/* The lane answers from its flusher; send_* never fail, so the results are
+ * always written and no status is needed. */
+static void reserve_batch_async(rl_backend *base, const rl_reserve_request *requests, size_t count,
+                                rl_reserve_result *results, void (*done)(void *context), void *context) {
+    rl__batcher_lane_call_async(&from_base(base)->reserve, requests, count, results, NULL, done, context);
+}
+
+static void complete_batch_async(rl_backend *base, const rl_complete_request *requests, size_t count,
+                                 rl_status *statuses, void (*done)(void *context), void *context) {
+    rl__batcher_lane_call_async(&from_base(base)->complete, requests, count, statuses, NULL, done, context);
+}
+
 static rl_status apply_definition(rl_backend *base, const rl_limit_def *def, rl_limit_status *out_status) {
     return rl_backend_apply_definition(from_base(base)->inner, def, out_status);
 }
@@ -87,6 +99,8 @@ rl_status rl_submitter_create(rl_backend *inner, const rl_submitter_options *opt
         .reserve_batch = reserve_batch, .complete_batch = complete_batch, .limit_usage = limit_usage,
         .sweep = sweep, .destroy = destroy, .health = health,
         .list_definitions = inner->ops->list_definitions != NULL ? list_definitions : NULL,
+        /* Always: waiting for a flush is the submitter's, whatever inner is. */
+        .reserve_batch_async = reserve_batch_async, .complete_batch_async = complete_batch_async,
     };
     s->base.ops = &s->ops;
     s->inner = inner;

@@ -18,7 +18,10 @@ struct rl__lane_waiter {
     uint64_t deadline_ns; /* enqueue time + max_delay_ns, CLOCK_MONOTONIC */
     rl_status status;     /* set by the flusher with done */
     bool done;
-    pthread_cond_t answered; /* signalled once, under the lane mutex, when done */
+    pthread_cond_t answered; /* sync: signalled once, under the lane mutex, when done */
+    rl__lane_done_fn on_done; /* async (else NULL): called once, without the mutex */
+    void *context;
+    rl_status *status_out;
     rl__lane_waiter *next;
 };
 
@@ -63,8 +66,9 @@ static rl__lane_waiter *take_batch(rl__batcher_lane *lane, size_t *out_leases) {
     return first;
 }
 
-/* One inner call for the taken waiters; their callers are blocked, so their
- * requests and result buffers are stable. Runs without the mutex. */
+/* One inner call for the taken waiters; their callers are blocked (or, async,
+ * wait for their callback), so their requests and result buffers are stable.
+ * Runs without the mutex. */
 static rl_status send_batch(rl__batcher_lane *lane, rl__lane_waiter *batch, size_t leases) {
     size_t offset = 0;
     for (rl__lane_waiter *w = batch; w != NULL; w = w->next) {
@@ -83,16 +87,24 @@ static rl_status send_batch(rl__batcher_lane *lane, rl__lane_waiter *batch, size
     return RL_OK;
 }
 
-/* Mutex held. After the signal the waiter may return (once we unlock) and
- * its memory go away: read next before signalling. */
-static void answer_batch(rl__batcher_lane *lane, rl__lane_waiter *batch, size_t leases, rl_status status) {
+/* Mutex held. After the signal a sync waiter may return (once we unlock) and
+ * its memory go away: read next before signalling. Async waiters are not
+ * answered here but returned, in order, for answer_async. */
+static rl__lane_waiter *answer_batch(rl__batcher_lane *lane, rl__lane_waiter *batch, size_t leases,
+                                     rl_status status) {
     uint64_t calls = 0;
-    rl__lane_waiter *w = batch;
+    rl__lane_waiter *w = batch, *async_head = NULL, **async_tail = &async_head;
     while (w != NULL) {
         rl__lane_waiter *next = w->next;
         w->status = status;
-        w->done = true;
-        pthread_cond_signal(&w->answered);
+        if (w->on_done != NULL) {
+            w->next = NULL;
+            *async_tail = w;
+            async_tail = &w->next;
+        } else {
+            w->done = true;
+            pthread_cond_signal(&w->answered);
+        }
         calls++;
         w = next;
     }
@@ -101,6 +113,19 @@ static void answer_batch(rl__batcher_lane *lane, rl__lane_waiter *batch, size_t 
     lane->stats.leases += leases;
     if (status != RL_OK) lane->stats.failed_flushes++;
     if (leases > lane->stats.largest_flush_leases) lane->stats.largest_flush_leases = leases;
+    return async_head;
+}
+
+/* Without the mutex: the callbacks may take locks of their own (an event
+ * loop's message queue) and must not delay the lane's callers. */
+static void answer_async(rl__lane_waiter *w) {
+    while (w != NULL) {
+        rl__lane_waiter *next = w->next;
+        if (w->status_out != NULL) *w->status_out = w->status;
+        w->on_done(w->context);
+        free(w);
+        w = next;
+    }
 }
 
 static void *flusher_main(void *arg) {
@@ -123,7 +148,12 @@ static void *flusher_main(void *arg) {
         pthread_mutex_unlock(&lane->mutex);
         rl_status status = send_batch(lane, batch, leases);
         pthread_mutex_lock(&lane->mutex);
-        answer_batch(lane, batch, leases, status);
+        rl__lane_waiter *async = answer_batch(lane, batch, leases, status);
+        if (async != NULL) {
+            pthread_mutex_unlock(&lane->mutex);
+            answer_async(async);
+            pthread_mutex_lock(&lane->mutex);
+        }
     }
     pthread_mutex_unlock(&lane->mutex);
     return NULL;
@@ -215,6 +245,33 @@ rl_status rl__batcher_lane_call(rl__batcher_lane *lane, const void *requests, si
     pthread_mutex_unlock(&lane->mutex);
     pthread_cond_destroy(&waiter.answered);
     return status;
+}
+
+void rl__batcher_lane_call_async(rl__batcher_lane *lane, const void *requests, size_t count,
+                                 void *results, rl_status *status_out, rl__lane_done_fn done,
+                                 void *context) {
+    rl__lane_waiter *waiter = malloc(sizeof *waiter);
+    pthread_mutex_lock(&lane->mutex);
+    if (waiter == NULL || count > lane->max_batch || lane->closing) {
+        free(waiter);
+        rl_status status = call_direct(lane, requests, count, results);
+        if (status_out != NULL) *status_out = status;
+        done(context);
+        return;
+    }
+    /* Not counted in callers_inside: only the flusher answers it, and
+     * destroy joins the flusher after it has emptied the queue. */
+    *waiter = (rl__lane_waiter){.requests = requests, .results = results, .count = count,
+                                .on_done = done, .context = context, .status_out = status_out};
+    waiter->deadline_ns = monotonic_now_ns() + lane->max_delay_ns;
+    bool was_empty = lane->head == NULL;
+    if (was_empty) lane->head = waiter;
+    else lane->tail->next = waiter;
+    lane->tail = waiter;
+    lane->waiting_leases += count;
+    lane->stats.waiting_calls++;
+    if (was_empty || lane->waiting_leases >= lane->max_batch) pthread_cond_signal(&lane->work);
+    pthread_mutex_unlock(&lane->mutex);
 }
 
 void rl__batcher_lane_destroy(rl__batcher_lane *lane) {

@@ -5,13 +5,17 @@
  *
  * The lane knows nothing about reserve or complete: a call is `count`
  * requests of request_size bytes and `count` results of result_size bytes,
- * and a flush is one `send` of the concatenated requests. Callers wait on a
- * condition variable of their own (no thundering herd); the flusher sleeps on
- * `work`, timed on CLOCK_MONOTONIC for the oldest caller's deadline.
+ * and a flush is one `send` of the concatenated requests. Synchronous callers
+ * wait on a condition variable of their own (no thundering herd); async
+ * callers leave a callback instead, which the flusher calls (without the
+ * mutex) after scattering the results. The flusher sleeps on `work`, timed on
+ * CLOCK_MONOTONIC for the oldest caller's deadline.
  *
- * Locking: everything under `mutex` except the flusher's gather/send/scatter,
- * which touches only waiters it has already taken off the queue (their
- * callers are blocked, so their memory is stable and no one else reads it).
+ * Locking: everything under `mutex` except the flusher's gather/send/scatter
+ * and its async callbacks, which touch only waiters it has already taken off
+ * the queue (sync callers are blocked, async callers promised not to touch
+ * their buffers until called back, so that memory is stable and no one else
+ * reads it).
  */
 #ifndef RL_CORE_BATCH_LANE_H
 #define RL_CORE_BATCH_LANE_H
@@ -28,7 +32,7 @@
 typedef rl_status (*rl__lane_send_fn)(void *inner, const void *requests, size_t count,
                                       void *results);
 
-typedef struct rl__lane_waiter rl__lane_waiter; /* lives on its caller's stack */
+typedef struct rl__lane_waiter rl__lane_waiter; /* on its caller's stack (sync) or malloc'd (async) */
 
 typedef struct rl__batcher_lane {
     /* Fixed at init. */
@@ -63,6 +67,22 @@ rl_status rl__batcher_lane_init(rl__batcher_lane *lane, void *inner, rl__lane_se
  * call of their flush returned. Thread-safe. */
 rl_status rl__batcher_lane_call(rl__batcher_lane *lane, const void *requests, size_t count,
                                 void *results);
+
+/* Called once per async call, after its results (and *status_out) are
+ * written; from the flusher's thread, or from the caller's own thread
+ * before rl__batcher_lane_call_async returns (a call over max_batch, the
+ * lane closing, or out of memory for the waiter). */
+typedef void (*rl__lane_done_fn)(void *context);
+
+/* rl__batcher_lane_call that does not wait: the lane keeps its own waiter
+ * (malloc'd, freed after done), the caller keeps requests and results valid
+ * and untouched until done(context). status_out (may be NULL) gets what the
+ * inner call returned, before done; on failure the results are not written.
+ * Every async call is answered before rl__batcher_lane_destroy returns.
+ * Thread-safe. */
+void rl__batcher_lane_call_async(rl__batcher_lane *lane, const void *requests, size_t count,
+                                 void *results, rl_status *status_out, rl__lane_done_fn done,
+                                 void *context);
 
 /* Flushes what is queued, joins the flusher, waits for every caller to
  * return, frees the lane. inner is not touched. */

@@ -76,6 +76,44 @@ void rl_handle_admin_get(rl_handler_ctx *ctx, const char *key_path, size_t key_p
                          rl_http_response *res);
 void rl_handle_healthz(rl_handler_ctx *ctx, const rl_http_request *req, rl_http_response *res);
 
+/* ---- answering later (a backend with reserve_batch_async) ----------------
+ *
+ * POST /v1/reserve, /v1/reserve/batch, /v1/complete and /v1/complete/batch
+ * can leave the backend's answer to come later, so that the event loop serves
+ * other requests while a flush is under way. The glue allocates an
+ * rl_async_request (usually inside an object of its own, malloc'd: the
+ * connection may go away meanwhile) and sets `done`; the rest is the
+ * handlers'. */
+typedef struct rl_async_request rl_async_request;
+struct rl_async_request {
+    /* The glue's: called exactly once, from any thread (the backend's
+     * flusher, or this thread before rl_handle_request_async returns), when
+     * the answer is ready. It must only hand the request back to its thread. */
+    void (*done)(rl_async_request *areq);
+
+    /* The handlers' (router.c, handlers_async.c). */
+    int kind;
+    void *msg;           /* the decoded body: rl_wire_reserves or rl_wire_completes, malloc'd */
+    size_t valid;        /* items passed to the backend */
+    void *requests;      /* the valid items, packed (malloc'd, or into msg for one item) */
+    void *results;       /* valid results (malloc'd, or `one` for one item) */
+    unsigned char one[64]; /* room for one result */
+};
+
+/* Like rl_handle_request, but when the backend can answer asynchronously and
+ * the request is a reserve or complete that reaches it, the backend call is
+ * started and true is returned with *res untouched: areq->done(areq) follows
+ * once (possibly before this returns); then, on ctx's thread, call
+ * rl_async_request_finish to fill *res, and rl_async_request_release in any
+ * case (also when the client has gone). false: *res is filled now, areq
+ * is not used (and needs no release). */
+bool rl_handle_request_async(rl_handler_ctx *ctx, const rl_http_request *req, rl_http_response *res,
+                             rl_async_request *areq);
+/* Encodes the answer into ctx's buffer (same contract as rl_handle_request). */
+void rl_async_request_finish(rl_handler_ctx *ctx, rl_async_request *areq, rl_http_response *res);
+/* Frees what the handler kept in areq (not areq itself). */
+void rl_async_request_release(rl_async_request *areq);
+
 /* Decodes %XX escapes of in[0..in_len) into out (out_size bytes, NUL-
  * terminated). Returns the decoded length, or -1 if an escape is malformed
  * or the result does not fit. Pure. */

@@ -39,6 +39,10 @@
 /* File descriptors kept free for everything but client connections
  * (listener, epoll, registry writes, the loops' wake-up pipes). */
 #define RESERVED_FDS 64
+/* How long a stopping loop waits, after its connections, for the backend to
+ * answer the requests it still has in flight (a flush is milliseconds; a
+ * store that stopped answering gives up on its own timeouts). */
+#define IN_FLIGHT_DEADLINE_MS 5000
 
 typedef struct rl_http_thread {
     rl_http_server *server;
@@ -51,7 +55,24 @@ typedef struct rl_http_thread {
     uint32_t max_connections; /* this loop's share of the bound */
     bool accepting;           /* false while at the bound */
     rl_handler_ctx handler;
+    /* Async requests (a backend with reserve_batch_async): the backend's
+     * answers come back through this receiver on the loop's queue. */
+    h2o_multithread_receiver_t receiver;
+    bool receiver_registered;
+    uint32_t in_flight; /* started and not yet back on this loop; the loop's only */
 } rl_http_thread;
+
+/* A request waiting for the backend. malloc'd, not in req->pool: the client
+ * may go away meanwhile (then h2o frees the pool, and the token's dispose
+ * callback sets req to NULL). Freed by the loop when the answer is back. */
+typedef struct pending_request {
+    rl_async_request areq; /* the handlers' part; areq.done posts `message` */
+    h2o_multithread_message_t message;
+    rl_http_thread *thread;
+    h2o_req_t *req;              /* NULL once h2o has disposed of it */
+    struct pending_request **token; /* in req->pool, points back here */
+} pending_request;
+
 
 struct rl_http_server {
     rl_service *service;
@@ -64,6 +85,7 @@ struct rl_http_server {
     rl_http_thread *threads;
     uint32_t thread_count;
     atomic_bool stop_requested;
+    atomic_bool threads_in_use; /* a loop left with requests in flight: never free threads */
     bool started;
 };
 
@@ -103,6 +125,73 @@ static void send_json(h2o_req_t *req, int status, const char *allow, const char 
     h2o_send(req, &copy, 1, H2O_SEND_STATE_FINAL);
 }
 
+static void send_response(h2o_req_t *req, const rl_http_response *response) {
+    if (response->body == NULL || response->body->failed) {
+        static const char out_of_memory[] = "{\"error\":\"backend_error\"}";
+        send_json(req, 503, NULL, out_of_memory, sizeof out_of_memory - 1);
+    } else {
+        send_json(req, response->status, response->allow, response->body->data, response->body->len);
+    }
+}
+
+/* ---- requests answered later --------------------------------------------- */
+
+/* Any thread (the backend's flusher): hand the request back to its loop.
+ * pending may be freed by the loop as soon as the message is sent. */
+static void on_backend_answered(rl_async_request *areq) {
+    pending_request *pending = H2O_STRUCT_FROM_MEMBER(pending_request, areq, areq);
+    h2o_multithread_send_message(&pending->thread->receiver, &pending->message);
+}
+
+/* The loop's thread, from h2o's pool dispose: the request is gone. */
+static void on_request_disposed(void *token) {
+    pending_request *pending = *(pending_request **)token;
+    if (pending != NULL) pending->req = NULL;
+}
+
+/* The loop's thread: the backend answered these. */
+static void on_answers(h2o_multithread_receiver_t *receiver, h2o_linklist_t *messages) {
+    rl_http_thread *thread = H2O_STRUCT_FROM_MEMBER(rl_http_thread, receiver, receiver);
+    while (!h2o_linklist_is_empty(messages)) {
+        h2o_multithread_message_t *message = H2O_STRUCT_FROM_MEMBER(h2o_multithread_message_t, link, messages->next);
+        h2o_linklist_unlink(&message->link);
+        pending_request *pending = H2O_STRUCT_FROM_MEMBER(pending_request, message, message);
+        if (pending->req != NULL) {
+            *pending->token = NULL; /* the pool outlives pending: its dispose must not look */
+            rl_http_response response = {0, NULL, NULL};
+            rl_async_request_finish(&thread->handler, &pending->areq, &response);
+            send_response(pending->req, &response);
+            rl_handler_ctx_trim(&thread->handler);
+        }
+        rl_async_request_release(&pending->areq);
+        free(pending);
+        thread->in_flight--;
+    }
+}
+
+/* Starts req asynchronously if the backend can; false: answer it now. */
+static bool start_async(rl_http_thread *thread, h2o_req_t *req, const rl_http_request *request,
+                        rl_http_response *response) {
+    pending_request *pending = calloc(1, sizeof *pending);
+    if (pending == NULL) return false;
+    pending->areq.done = on_backend_answered;
+    pending->thread = thread;
+    pending->req = req;
+    /* Before the start: the answer may be posted before it returns (it is
+     * read only on this thread, later, so the token can come after). */
+    thread->in_flight++;
+    if (!rl_handle_request_async(&thread->handler, request, response, &pending->areq)) {
+        thread->in_flight--;
+        free(pending);
+        send_response(req, response);
+        rl_handler_ctx_trim(&thread->handler);
+        return true;
+    }
+    pending->token = h2o_mem_alloc_shared(&req->pool, sizeof *pending->token, on_request_disposed);
+    *pending->token = pending;
+    return true;
+}
+
 static int on_request(h2o_handler_t *self, h2o_req_t *req) {
     (void)self;
     rl_http_thread *thread = H2O_STRUCT_FROM_MEMBER(rl_http_thread, ctx, req->conn->ctx);
@@ -116,13 +205,9 @@ static int on_request(h2o_handler_t *self, h2o_req_t *req) {
         .body_len = req->entity.base != NULL ? req->entity.len : 0,
     };
     rl_http_response response = {0, NULL, NULL};
+    if (thread->receiver_registered && start_async(thread, req, &request, &response)) return 0;
     rl_handle_request(&thread->handler, &request, &response);
-    if (response.body == NULL || response.body->failed) {
-        static const char out_of_memory[] = "{\"error\":\"backend_error\"}";
-        send_json(req, 503, NULL, out_of_memory, sizeof out_of_memory - 1);
-    } else {
-        send_json(req, response.status, response.allow, response.body->data, response.body->len);
-    }
+    send_response(req, &response);
     rl_handler_ctx_trim(&thread->handler); /* the answer is copied: big buffers can go */
     return 0;
 }
@@ -262,6 +347,15 @@ static bool has_connections(h2o_context_t *ctx) {
  * closes idle keep-alive connections, so the idle/request timeouts are cut
  * to zero and the loop runs until they fire (a response being written still
  * finishes: shutdown_requested turns keep-alive off for it). */
+/* Runs the loop until the backend has answered every request this loop
+ * started (their connections may be gone: the answers still come here).
+ * True when none is left. */
+static bool wait_in_flight(rl_http_thread *thread) {
+    uint64_t deadline_ms = monotonic_ms() + IN_FLIGHT_DEADLINE_MS;
+    while (thread->in_flight > 0 && monotonic_ms() < deadline_ms) h2o_evloop_run(thread->ctx.loop, 10);
+    return thread->in_flight == 0;
+}
+
 static bool drain(rl_http_thread *thread, h2o_socket_t *listener) {
     h2o_context_t *ctx = &thread->ctx;
     thread->listener = NULL; /* closing connections must not restart it */
@@ -273,6 +367,7 @@ static bool drain(rl_http_thread *thread, h2o_socket_t *listener) {
     ctx->http2.graceful_shutdown_timeout.timeout = 0;
     uint64_t deadline_ms = monotonic_ms() + DRAIN_DEADLINE_MS;
     while (has_connections(ctx) && monotonic_ms() < deadline_ms) h2o_evloop_run(ctx->loop, 10);
+    wait_in_flight(thread);
     /* Sockets are freed on the loop's next turn: give it one. */
     h2o_evloop_run(ctx->loop, 0);
     /* request_shutdown armed a timer to resend HTTP/2 GOAWAYs; with every
@@ -280,7 +375,7 @@ static bool drain(rl_http_thread *thread, h2o_socket_t *listener) {
      * that no timer is pending. */
     if (h2o_timeout_is_linked(&ctx->http2._graceful_shutdown_timeout))
         h2o_timeout_unlink(&ctx->http2._graceful_shutdown_timeout);
-    return !has_connections(ctx);
+    return !has_connections(ctx) && thread->in_flight == 0;
 }
 
 static void *loop_main(void *arg) {
@@ -290,6 +385,10 @@ static void *loop_main(void *arg) {
     h2o_context_init(&thread->ctx, loop, &server->config);
     thread->accept_ctx.ctx = &thread->ctx;
     thread->accept_ctx.hosts = server->config.hosts;
+    if (rl_backend_has_async(thread->handler.backend)) {
+        h2o_multithread_register_receiver(thread->ctx.queue, &thread->receiver, on_answers);
+        thread->receiver_registered = true;
+    }
 
     /* Each loop watches its own dup of the one listening socket (non-blocking,
      * shared by the kernel), so connections spread over the loops. */
@@ -308,9 +407,14 @@ static void *loop_main(void *arg) {
     while (!atomic_load_explicit(&server->stop_requested, memory_order_relaxed))
         h2o_evloop_run(loop, LOOP_WAKE_MS);
 
-    bool drained = listener != NULL ? drain(thread, listener) : !has_connections(&thread->ctx);
+    bool drained = listener != NULL ? drain(thread, listener)
+                                    : wait_in_flight(thread) && !has_connections(&thread->ctx);
     if (drained) {
         h2o_multithread_queue_t *queue = thread->ctx.queue;
+        if (thread->receiver_registered) {
+            h2o_multithread_unregister_receiver(queue, &thread->receiver);
+            thread->receiver_registered = false;
+        }
         h2o_context_dispose(&thread->ctx);
 #if H2O_VERSION_MAJOR == 2 && H2O_VERSION_MINOR == 2
         /* h2o 2.2's evloop build closes the queue's socket in dispose but
@@ -325,8 +429,16 @@ static void *loop_main(void *arg) {
     } else {
         /* Freeing a context with live connections would free memory they
          * still use; the process is exiting, so leave it to the OS. */
-        fprintf(stderr, "ratelimiterd: connections still open after %d ms; not waiting longer\n",
-                DRAIN_DEADLINE_MS);
+        if (thread->in_flight > 0) {
+            /* The backend may still answer into this loop's receiver: the
+             * thread's memory must stay (rl_http_server_stop leaks it). */
+            fprintf(stderr, "ratelimiterd: %u requests still wait for the backend after %d ms; not waiting longer\n",
+                    (unsigned)thread->in_flight, IN_FLIGHT_DEADLINE_MS);
+            atomic_store(&server->threads_in_use, true);
+        } else {
+            fprintf(stderr, "ratelimiterd: connections still open after %d ms; not waiting longer\n",
+                    DRAIN_DEADLINE_MS);
+        }
     }
     return NULL;
 }
@@ -359,6 +471,7 @@ bool rl_http_server_create(const rl_http_server_options *options, rl_service *se
     server->options = *options;
     server->listen_fd = -1;
     atomic_init(&server->stop_requested, false);
+    atomic_init(&server->threads_in_use, false);
     if (!open_listener(server, err, err_size)) {
         free(server);
         return false;
@@ -432,9 +545,9 @@ void rl_http_server_stop(rl_http_server *server) {
     for (uint32_t i = 0; i < server->thread_count; i++) {
         if (server->threads[i].running) pthread_join(server->threads[i].thread, NULL);
         server->threads[i].running = false;
-        rl_handler_ctx_free(&server->threads[i].handler);
+        if (!atomic_load(&server->threads_in_use)) rl_handler_ctx_free(&server->threads[i].handler);
     }
-    free(server->threads);
+    if (!atomic_load(&server->threads_in_use)) free(server->threads);
     server->threads = NULL;
     server->thread_count = 0;
     server->started = false;

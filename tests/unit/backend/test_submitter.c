@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -149,10 +150,160 @@ static void a_lone_caller_is_flushed_after_the_interval(void **state) {
     rl_backend_destroy(submitter);
 }
 
+/* ---- async callers: reserve_batch_async through the lane ---------------- */
+
+enum { ASYNC_THREADS = 8, ASYNC_PER_THREAD = 200, ASYNC_MAX_LEASES = 16, ASYNC_BIG = 20, ASYNC_CAPACITY = 500 };
+
+typedef struct async_call {
+    size_t count;
+    char ids[ASYNC_BIG][27];
+    char keys[ASYNC_BIG][32];
+    rl_requirement requirements[ASYNC_BIG];
+    rl_reserve_request requests[ASYNC_BIG];
+    rl_reserve_result results[ASYNC_BIG];
+    atomic_int answered; /* times the callback ran: must end at exactly 1 */
+    atomic_int *total;   /* every callback of the test */
+} async_call;
+
+static void async_answered(void *context) {
+    async_call *call = context;
+    atomic_fetch_add(&call->answered, 1);
+    atomic_fetch_add(call->total, 1);
+}
+
+typedef struct async_worker {
+    rl_backend *backend;
+    int thread;
+    async_call *calls; /* ASYNC_PER_THREAD */
+    atomic_int *total;
+} async_worker;
+
+/* Lease j of call i: even j take one of the shared limit, odd j name a key
+ * of their own that the backend does not know. Every ~50th call is bigger
+ * than max_leases (the lane's direct path: answered before the call returns). */
+static void *async_work(void *arg) {
+    async_worker *w = arg;
+    for (int i = 0; i < ASYNC_PER_THREAD; i++) {
+        async_call *call = &w->calls[i];
+        call->count = i % 50 == 49 ? ASYNC_BIG : (size_t)(1 + i % 4);
+        call->total = w->total;
+        atomic_init(&call->answered, 0);
+        for (size_t j = 0; j < call->count; j++) {
+            rl_test_lease_id((uint64_t)w->thread * 10000000u + (uint64_t)i * 100u + j + 1, call->ids[j]);
+            if (j % 2 == 0) snprintf(call->keys[j], sizeof call->keys[j], "shared:rpm");
+            else snprintf(call->keys[j], sizeof call->keys[j], "own:%d:%d:%zu", w->thread, i, j);
+            call->requirements[j] = (rl_requirement){call->keys[j], 1};
+            call->requests[j] = (rl_reserve_request){call->ids[j], NULL, &call->requirements[j], 1};
+        }
+        w->backend->ops->reserve_batch_async(w->backend, call->requests, call->count, call->results,
+                                             async_answered, call);
+    }
+    return NULL;
+}
+
+static void many_async_callers_each_get_their_own_answer_once(void **state) {
+    (void)state;
+    rl_memory_options memory;
+    rl_memory_options_default(&memory);
+    memory.sweep_interval_ms = 0;
+    counting *c = calloc(1, sizeof *c);
+    c->base.ops = &counting_ops;
+    assert_int_equal(rl_memory_backend_create(&memory, &c->real), RL_OK);
+    rl_limit_def def = {.key = "shared:rpm", .kind = RL_KIND_ROLLING, .capacity = ASYNC_CAPACITY, .window_seconds = 3600};
+    assert_int_equal(rl_backend_apply_definition(&c->base, &def, NULL), RL_OK);
+    rl_submitter_options options;
+    rl_submitter_options_default(&options);
+    options.max_leases = ASYNC_MAX_LEASES;
+    options.flush_interval_us = 500;
+    rl_backend *submitter;
+    assert_int_equal(rl_submitter_create(&c->base, &options, &submitter), RL_OK);
+    assert_true(rl_backend_has_async(submitter));
+
+    atomic_int total;
+    atomic_init(&total, 0);
+    async_worker workers[ASYNC_THREADS];
+    pthread_t threads[ASYNC_THREADS];
+    for (int t = 0; t < ASYNC_THREADS; t++) {
+        workers[t] = (async_worker){submitter, t, calloc(ASYNC_PER_THREAD, sizeof(async_call)), &total};
+        assert_non_null(workers[t].calls);
+        pthread_create(&threads[t], NULL, async_work, &workers[t]);
+    }
+    for (int t = 0; t < ASYNC_THREADS; t++) pthread_join(threads[t], NULL);
+    /* The callers did not wait: the answers come in their own time. */
+    for (int waited_ms = 0; atomic_load(&total) < ASYNC_THREADS * ASYNC_PER_THREAD && waited_ms < 10000; waited_ms++) {
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    assert_int_equal(atomic_load(&total), ASYNC_THREADS * ASYNC_PER_THREAD);
+
+    int allowed = 0, wrong = 0, twice = 0;
+    for (int t = 0; t < ASYNC_THREADS; t++) {
+        for (int i = 0; i < ASYNC_PER_THREAD; i++) {
+            async_call *call = &workers[t].calls[i];
+            if (atomic_load(&call->answered) != 1) twice++;
+            for (size_t j = 0; j < call->count; j++) {
+                const rl_reserve_result *r = &call->results[j];
+                if (j % 2 == 1) {
+                    /* its own unknown key, pointing into its own request */
+                    if (r->allowed || r->status != RL_UNKNOWN_LIMIT_KEY || r->status_key != call->keys[j]) wrong++;
+                } else if (r->allowed) {
+                    allowed++;
+                } else if (r->status != RL_OK) {
+                    wrong++;
+                }
+            }
+        }
+        free(workers[t].calls);
+    }
+    assert_int_equal(twice, 0);
+    assert_int_equal(wrong, 0);
+    assert_int_equal(allowed, ASYNC_CAPACITY); /* more asked than the capacity: exactly it admitted */
+    assert_true(atomic_load(&c->largest) <= ASYNC_BIG);
+    assert_true(atomic_load(&c->calls) < ASYNC_THREADS * ASYNC_PER_THREAD); /* calls shared flushes */
+    rl_backend_destroy(submitter);
+    free(c);
+}
+
+/* Destroy answers the async calls still queued before it returns. */
+static void destroy_answers_queued_async_calls(void **state) {
+    (void)state;
+    rl_backend *memory;
+    assert_int_equal(rl_memory_backend_create(NULL, &memory), RL_OK);
+    rl_limit_def def = {.key = "k", .kind = RL_KIND_ROLLING, .capacity = 1000, .window_seconds = 60};
+    assert_int_equal(rl_backend_apply_definition(memory, &def, NULL), RL_OK);
+    rl_submitter_options options;
+    rl_submitter_options_default(&options);
+    options.flush_interval_us = 1000000; /* a second: only destroy flushes them */
+    rl_backend *submitter;
+    assert_int_equal(rl_submitter_create(memory, &options, &submitter), RL_OK);
+    enum { N = 10 };
+    static async_call calls[N];
+    atomic_int total;
+    atomic_init(&total, 0);
+    for (int i = 0; i < N; i++) {
+        async_call *call = &calls[i];
+        call->count = 1;
+        call->total = &total;
+        atomic_init(&call->answered, 0);
+        call->requirements[0] = (rl_requirement){"k", 1};
+        call->requests[0] = (rl_reserve_request){rl_test_lease_id((uint64_t)i + 1, call->ids[0]), NULL,
+                                                 &call->requirements[0], 1};
+        submitter->ops->reserve_batch_async(submitter, call->requests, 1, call->results, async_answered, call);
+    }
+    rl_backend_destroy(submitter);
+    assert_int_equal(atomic_load(&total), N);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(atomic_load(&calls[i].answered), 1);
+        assert_true(calls[i].results[0].allowed);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(many_threads_share_fewer_larger_calls),
         cmocka_unit_test(a_lone_caller_is_flushed_after_the_interval),
+        cmocka_unit_test(many_async_callers_each_get_their_own_answer_once),
+        cmocka_unit_test(destroy_answers_queued_async_calls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
