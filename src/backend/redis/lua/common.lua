@@ -10,7 +10,8 @@
 --               decrease, used, debt = debt_total, denied = overage_denied_total)
 --   P..'e:'..K  zset: the entries of K, member "<lease id>:<amount>", score
 --               the expiry ms: expiring reads amounts from the members alone
---   P..'L:'..I  hash: the lease's first outcome and its entries, with a TTL
+--   P..'L:'..I  string: the lease's first outcome and its entries (lease_record
+--               below), with a TTL
 --   P..'defs'   set: every defined K
 -- Numbers are doubles in Lua: amounts stay below 2^53 so they are exact;
 -- fmt() writes them without an exponent.
@@ -35,7 +36,8 @@ local function load(K)
   if not v[1] then return nil end
   return {key = K, lk = lk, ek = P .. 'e:' .. K, kind = v[1],
           enf = tonumber(v[2]), pend = tonumber(v[3]), used = tonumber(v[4]), win = tonumber(v[5]),
-          ovg = v[6], debt = tonumber(v[7]), denied = tonumber(v[8]), dirty = false, last_at = 0}
+          ovg = v[6], debt = tonumber(v[7]), denied = tonumber(v[8]), dirty = false, last_at = 0,
+          adds = {}}
 end
 
 -- An entry's member: its lease and its amount, so that expiring and walking
@@ -43,9 +45,14 @@ end
 local function member(id, amount) return id .. ':' .. fmt(amount) end
 local function amount_of(m) return tonumber(string.match(m, ':(%d+)$')) or 0 end
 
--- Writes the state back, and keeps the entries' set alive past the latest
--- expiry added in this call (one TTL update per limit, not per entry).
+-- Writes the state back: the entries added by this call in one ZADD (not one
+-- per lease), the counters, and the entries' TTL past the latest expiry.
 local function save(L)
+  local adds = L.adds
+  for first = 1, #adds, 2 * CHUNK do
+    redis.call('ZADD', L.ek, unpack(adds, first, math.min(first + 2 * CHUNK - 1, #adds)))
+  end
+  L.adds = {}
   if L.dirty then
     redis.call('HSET', L.lk, 'enf', fmt(L.enf), 'pend', fmt(L.pend), 'used', fmt(L.used),
                'debt', fmt(L.debt), 'denied', fmt(L.denied))
@@ -95,11 +102,35 @@ local function limit(K)
   return L
 end
 
--- Adds a lease's entry to L, expiring at at_ms.
+-- Adds a lease's entry to L, expiring at at_ms; written by save().
 local function hold(L, id, amount, at_ms)
-  redis.call('ZADD', L.ek, at_ms, member(id, amount))
+  local adds = L.adds
+  adds[#adds + 1] = at_ms; adds[#adds + 1] = member(id, amount)
   L.used = L.used + amount; L.dirty = true
   if at_ms > L.last_at then L.last_at = at_ms end
+end
+
+-- A lease's record, one string: "allowed retry_after reserved_at status
+-- =status_key completed forget_at n" then n times "key kind amount". Keys
+-- have no spaces, so spaces separate; one GET and one SET per lease.
+local function lease_encode(r)
+  local parts = {r.a, fmt(r.ra), fmt(r.at), r.s, '=' .. r.sk, r.c, fmt(r.f), #r.entries}
+  for _, e in ipairs(r.entries) do
+    parts[#parts + 1] = e.key; parts[#parts + 1] = e.kind; parts[#parts + 1] = fmt(e.amount)
+  end
+  return table.concat(parts, ' ')
+end
+
+local function lease_decode(text)
+  local t = {}
+  for word in string.gmatch(text, '%S+') do t[#t + 1] = word end
+  local r = {a = tonumber(t[1]), ra = tonumber(t[2]), at = tonumber(t[3]), s = tonumber(t[4]),
+             sk = string.sub(t[5], 2), c = tonumber(t[6]), f = tonumber(t[7]), entries = {}}
+  for i = 1, tonumber(t[8]) do
+    local at = 8 + 3 * (i - 1)
+    r.entries[i] = {key = t[at + 1], kind = t[at + 2], amount = tonumber(t[at + 3])}
+  end
+  return r
 end
 
 -- Takes a lease's entry (of this amount) out of L now, if it is still there.

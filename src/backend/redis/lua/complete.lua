@@ -40,27 +40,24 @@ end
 
 local function complete(id, keys, actuals)
   local lease = P .. 'L:' .. id
-  local v = redis.call('HMGET', lease, 'a', 'c', 'n')
-  if v[1] ~= '1' or v[2] == '1' then return end
-  local done = {'c', 1}
-  local entries = {} -- K -> {kind when reserved, amount, index}
-  for i = 1, tonumber(v[3]) do
-    local e = redis.call('HMGET', lease, 'k' .. i, 't' .. i, 'm' .. i)
-    local L = limit(e[1])
+  local known = redis.call('GET', lease)
+  if not known then return end
+  local record = lease_decode(known)
+  if record.a ~= 1 or record.c == 1 then return end
+  record.c = 1
+  local entries = {} -- K -> the record's entry
+  for _, e in ipairs(record.entries) do
+    local L = limit(e.key)
     if L then
-      local amount = tonumber(e[3])
-      entries[e[1]] = {e[2], amount, i}
-      if e[2] == 'c' then release(L, id, amount) end
+      entries[e.key] = e
+      if e.kind == 'c' then release(L, id, e.amount) end
     end
   end
   for i = 1, #keys do
     local e = entries[keys[i]]
-    if e and e[1] == 'r' then
-      local amount = reconcile(limits[keys[i]], id, e[2], actuals[i])
-      done[#done + 1] = 'm' .. e[3]; done[#done + 1] = fmt(amount)
-    end
+    if e and e.kind == 'r' then e.amount = reconcile(limits[keys[i]], id, e.amount, actuals[i]) end
   end
-  redis.call('HSET', lease, unpack(done))
+  redis.call('SET', lease, lease_encode(record), 'KEEPTTL')
 end
 
 local at = 5

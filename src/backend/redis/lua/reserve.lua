@@ -10,7 +10,7 @@ local function retry_after(L, amount)
   local offset, chunk = 0, 8
   while true do
     local batch = redis.call('ZRANGE', L.ek, offset, offset + chunk - 1, 'WITHSCORES')
-    if #batch == 0 then return 1 end
+    if #batch == 0 then break end
     for i = 1, #batch, 2 do
       local a = amount_of(batch[i])
       if a >= need then
@@ -23,6 +23,13 @@ local function retry_after(L, amount)
     offset = offset + chunk
     if chunk < CHUNK then chunk = chunk * 2 end
   end
+  -- then the entries this call added (not written yet), in the order made
+  for i = 1, #L.adds, 2 do
+    local a = amount_of(L.adds[i + 1])
+    if a >= need then return math.max(1, L.adds[i] - NOW) end
+    need = need - a
+  end
+  return 1
 end
 
 -- exceeds_capacity beats limit_decreasing beats a plain deny: a client must
@@ -47,14 +54,12 @@ end
 
 local function reserve(id, keys, amounts)
   local lease = P .. 'L:' .. id
-  local first = redis.call('HMGET', lease, 'a', 'ra', 'at', 's', 'sk', 'f')
-  if first[1] then
-    -- remembered until 'f' on the backend's clock (the key's TTL runs on
+  local known = redis.call('GET', lease)
+  if known then
+    -- remembered until f on the backend's clock (the key's TTL runs on
     -- Redis's own clock, which a test's manual clock does not move)
-    if not first[6] or tonumber(first[6]) >= NOW then
-      return {tonumber(first[1]), tonumber(first[2]), tonumber(first[3]), tonumber(first[4]), first[5] or ''}
-    end
-    redis.call('DEL', lease) -- forgotten: decided anew
+    local first = lease_decode(known)
+    if first.f >= NOW then return {first.a, first.ra, first.at, first.s, first.sk} end
   end
   local L = {}
   local forget_at = NOW
@@ -65,22 +70,18 @@ local function reserve(id, keys, amounts)
     if NOW + lim.win > forget_at then forget_at = NOW + lim.win end
   end
   local r = decide(keys, amounts, L)
-  local fields = {'a', r[1], 'ra', r[2], 'at', fmt(r[3]), 's', r[4], 'sk', r[5], 'c', 0, 'n', 0}
+  local record = {a = r[1], ra = r[2], at = r[3], s = r[4], sk = r[5], c = 0, entries = {}}
   if r[1] == 1 then
-    fields[14] = #keys
     for i = 1, #keys do
       local lim = L[i]
       hold(lim, id, amounts[i], NOW + lim.win)
-      fields[#fields + 1] = 'k' .. i; fields[#fields + 1] = lim.key
-      fields[#fields + 1] = 't' .. i; fields[#fields + 1] = lim.kind
-      fields[#fields + 1] = 'm' .. i; fields[#fields + 1] = fmt(amounts[i])
+      record.entries[i] = {key = lim.key, kind = lim.kind, amount = amounts[i]}
     end
   else
     forget_at = NOW
   end
-  fields[#fields + 1] = 'f'; fields[#fields + 1] = fmt(forget_at + memory_ms)
-  redis.call('HSET', lease, unpack(fields))
-  redis.call('PEXPIRE', lease, forget_at - NOW + memory_ms)
+  record.f = forget_at + memory_ms
+  redis.call('SET', lease, lease_encode(record), 'PX', forget_at - NOW + memory_ms)
   return r
 end
 
