@@ -52,7 +52,20 @@ local function decide(keys, amounts, L)
   return {1, 0, UNIX_NOW, ST_OK, ''}
 end
 
-local function reserve(id, keys, amounts)
+-- Texts formatted once per call, shared by its leases.
+local UNIX_NOW_TEXT = fmt(UNIX_NOW)
+local forget_texts = {} -- lifetime ms -> text of NOW + lifetime + lease memory
+
+local function forget_text(lifetime_ms)
+  local text = forget_texts[lifetime_ms]
+  if text == nil then
+    text = fmt(NOW + lifetime_ms + memory_ms)
+    forget_texts[lifetime_ms] = text
+  end
+  return text
+end
+
+local function reserve(id, keys, amounts, amount_texts)
   local lease = P .. 'L:' .. id
   local known = redis.call('GET', lease)
   if known then
@@ -62,26 +75,28 @@ local function reserve(id, keys, amounts)
     if first.f >= NOW then return {first.a, first.ra, first.at, first.s, first.sk} end
   end
   local L = {}
-  local forget_at = NOW
+  local lifetime = 0
   for i = 1, #keys do
     local lim = limit(keys[i])
     if lim == nil then return {0, 0, 0, ST_UNKNOWN, keys[i]} end -- not remembered
     L[i] = lim
-    if NOW + lim.win > forget_at then forget_at = NOW + lim.win end
+    if lim.win > lifetime then lifetime = lim.win end
   end
   local r = decide(keys, amounts, L)
   local record = {a = r[1], ra = r[2], at = r[3], s = r[4], sk = r[5], c = 0, entries = {}}
   if r[1] == 1 then
+    record.ra_text = '0'; record.at_text = UNIX_NOW_TEXT
     for i = 1, #keys do
       local lim = L[i]
-      hold(lim, id, amounts[i], NOW + lim.win)
-      record.entries[i] = {key = lim.key, kind = lim.kind, amount = amounts[i]}
+      hold(lim, id, amounts[i], amount_texts[i], NOW + lim.win)
+      record.entries[i] = {key = lim.key, kind = lim.kind, amount = amounts[i], amount_text = amount_texts[i]}
     end
   else
-    forget_at = NOW
+    lifetime = 0
   end
-  record.f = forget_at + memory_ms
-  redis.call('SET', lease, lease_encode(record), 'PX', forget_at - NOW + memory_ms)
+  record.f_text = forget_text(lifetime)
+  record.f = NOW + lifetime + memory_ms
+  redis.call('SET', lease, lease_encode(record), 'PX', lifetime + memory_ms)
   return r
 end
 
@@ -89,13 +104,14 @@ local out = {}
 local at = 6
 for _ = 1, tonumber(ARGV[5]) do
   local id, n = ARGV[at], tonumber(ARGV[at + 1])
-  local keys, amounts = {}, {}
+  local keys, amounts, amount_texts = {}, {}, {}
   for i = 1, n do
     keys[i] = ARGV[at + 2 * i]
-    amounts[i] = tonumber(ARGV[at + 2 * i + 1])
+    amount_texts[i] = ARGV[at + 2 * i + 1]
+    amounts[i] = tonumber(amount_texts[i])
   end
   at = at + 2 + 2 * n
-  local r = reserve(id, keys, amounts)
+  local r = reserve(id, keys, amounts, amount_texts)
   for i = 1, 5 do out[#out + 1] = r[i] end
 end
 for _, L in pairs(limits) do save(L) end
