@@ -32,26 +32,6 @@ local function retry_after(L, amount)
   return 1
 end
 
--- exceeds_capacity beats limit_decreasing beats a plain deny: a client must
--- not retry what can never fit.
-local function decide(keys, amounts, L)
-  local decreasing, fits, wait = nil, true, 0
-  for i = 1, #keys do
-    local lim = L[i]
-    if amounts[i] > lim.enf then return {0, 0, 0, ST_EXCEEDS, lim.key} end
-    if lim.pend ~= 0 then
-      if decreasing == nil then decreasing = lim.key end
-    elseif lim.used + amounts[i] > lim.enf then
-      fits = false
-      local w = retry_after(lim, amounts[i])
-      if w > wait then wait = w end
-    end
-  end
-  if decreasing then return {0, 10000, 0, ST_DECREASING, decreasing} end
-  if not fits then return {0, wait, 0, ST_OK, ''} end
-  return {1, 0, UNIX_NOW, ST_OK, ''}
-end
-
 -- Texts formatted once per call, shared by its leases.
 local UNIX_NOW_TEXT = fmt(UNIX_NOW)
 local forget_texts = {} -- lifetime ms -> text of NOW + lifetime + lease memory
@@ -65,54 +45,69 @@ local function forget_text(lifetime_ms)
   return text
 end
 
-local function reserve(id, keys, amounts, amount_texts)
+-- Scratch space reused by every lease of the call: a script's time per lease
+-- goes largely to making tables, so the hot path makes only one.
+local lims, amounts = {}, {}
+
+-- Remembers a denial (its lease record, see lease_encode) and returns it.
+local function deny(lease, ra, s, sk)
+  local record = table.concat({'0', fmt(ra), '0', s, '=' .. sk, '0', forget_text(0), 0}, ' ')
+  redis.call('SET', lease, record, 'PX', memory_ms)
+  return 0, ra, 0, s, sk
+end
+
+-- Decides the lease whose id, count and (key, amount) pairs start at
+-- ARGV[base]. exceeds_capacity beats limit_decreasing beats a plain deny: a
+-- client must not retry what can never fit.
+local function reserve(base)
+  local id, n = ARGV[base], tonumber(ARGV[base + 1])
   local lease = P .. 'L:' .. id
   local known = redis.call('GET', lease)
   if known then
     -- remembered until f on the backend's clock (the key's TTL runs on
     -- Redis's own clock, which a test's manual clock does not move)
     local first = lease_decode(known)
-    if first.f >= NOW then return {first.a, first.ra, first.at, first.s, first.sk} end
+    if first.f >= NOW then return first.a, first.ra, first.at, first.s, first.sk end
   end
-  local L = {}
   local lifetime = 0
-  for i = 1, #keys do
-    local lim = limit(keys[i])
-    if lim == nil then return {0, 0, 0, ST_UNKNOWN, keys[i]} end -- not remembered
-    L[i] = lim
+  for i = 1, n do
+    local K = ARGV[base + 2 * i]
+    local lim = limit(K)
+    if lim == nil then return 0, 0, 0, ST_UNKNOWN, K end -- not remembered
+    lims[i] = lim
+    amounts[i] = tonumber(ARGV[base + 2 * i + 1])
     if lim.win > lifetime then lifetime = lim.win end
   end
-  local r = decide(keys, amounts, L)
-  local record = {a = r[1], ra = r[2], at = r[3], s = r[4], sk = r[5], c = 0, entries = {}}
-  if r[1] == 1 then
-    record.ra_text = '0'; record.at_text = UNIX_NOW_TEXT
-    for i = 1, #keys do
-      local lim = L[i]
-      hold(lim, id, amounts[i], amount_texts[i], NOW + lim.win)
-      record.entries[i] = {key = lim.key, kind = lim.kind, amount = amounts[i], amount_text = amount_texts[i]}
+  local decreasing, fits, wait = nil, true, 0
+  for i = 1, n do
+    local lim, amount = lims[i], amounts[i]
+    if amount > lim.enf then return deny(lease, 0, ST_EXCEEDS, lim.key) end
+    if lim.pend ~= 0 then
+      if decreasing == nil then decreasing = lim.key end
+    elseif lim.used + amount > lim.enf then
+      fits = false
+      local w = retry_after(lim, amount)
+      if w > wait then wait = w end
     end
-  else
-    lifetime = 0
   end
-  record.f_text = forget_text(lifetime)
-  record.f = NOW + lifetime + memory_ms
-  redis.call('SET', lease, lease_encode(record), 'PX', lifetime + memory_ms)
-  return r
+  if decreasing then return deny(lease, 10000, ST_DECREASING, decreasing) end
+  if not fits then return deny(lease, wait, ST_OK, '') end
+  local parts = {'1', '0', UNIX_NOW_TEXT, '0', '=', '0', forget_text(lifetime), n}
+  for i = 1, n do
+    local lim, amount_text = lims[i], ARGV[base + 2 * i + 1]
+    hold(lim, id, amounts[i], amount_text, NOW + lim.win)
+    parts[#parts + 1] = lim.key; parts[#parts + 1] = lim.kind; parts[#parts + 1] = amount_text
+  end
+  redis.call('SET', lease, table.concat(parts, ' '), 'PX', lifetime + memory_ms)
+  return 1, 0, UNIX_NOW, ST_OK, ''
 end
 
 local out = {}
 local at = 6
 for _ = 1, tonumber(ARGV[5]) do
-  local id, n = ARGV[at], tonumber(ARGV[at + 1])
-  local keys, amounts, amount_texts = {}, {}, {}
-  for i = 1, n do
-    keys[i] = ARGV[at + 2 * i]
-    amount_texts[i] = ARGV[at + 2 * i + 1]
-    amounts[i] = tonumber(amount_texts[i])
-  end
-  at = at + 2 + 2 * n
-  local r = reserve(id, keys, amounts, amount_texts)
-  for i = 1, 5 do out[#out + 1] = r[i] end
+  local o = #out
+  out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = reserve(at)
+  at = at + 2 + 2 * tonumber(ARGV[at + 1])
 end
 for _, L in pairs(limits) do save(L) end
 return out
