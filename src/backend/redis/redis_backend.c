@@ -206,9 +206,12 @@ static rl_status status_of_code(uint64_t code) {
 
 static void run_reserves(redis_backend *backend, const rl_reserve_request *requests, size_t count,
                          rl_reserve_result *results) {
+    /* Checked once: results[i].status is RL_INVALID_REQUEST for a request
+     * left out, RL_OK (for now) for one sent. */
     size_t valid = 0, argc = 5;
     for (size_t i = 0; i < count; i++) {
         if (reserve_ok(&requests[i])) {
+            fail_result(&results[i], RL_OK);
             valid++;
             argc += 2 + 2 * requests[i].requirement_count;
         } else {
@@ -225,7 +228,7 @@ static void run_reserves(redis_backend *backend, const rl_reserve_request *reque
         push_u64(&a, backend->lease_memory_ms);
         push_u64(&a, valid);
         for (size_t i = 0; i < count; i++) {
-            if (!reserve_ok(&requests[i])) continue;
+            if (results[i].status == RL_INVALID_REQUEST) continue;
             push_lease_id(&a, requests[i].lease_id);
             push_u64(&a, requests[i].requirement_count);
             for (size_t j = 0; j < requests[i].requirement_count; j++) {
@@ -239,7 +242,7 @@ static void run_reserves(redis_backend *backend, const rl_reserve_request *reque
     if (status == RL_OK && (reply->type != REDIS_REPLY_ARRAY || reply->elements != 5 * valid)) status = RL_BACKEND_ERROR;
     size_t at = 0;
     for (size_t i = 0; i < count; i++) {
-        if (!reserve_ok(&requests[i])) continue;
+        if (results[i].status == RL_INVALID_REQUEST) continue;
         rl_reserve_result *r = &results[i];
         if (status != RL_OK) {
             fail_result(r, RL_BACKEND_ERROR); /* fail closed: nothing admitted without the store */
