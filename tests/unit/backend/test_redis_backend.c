@@ -121,6 +121,89 @@ static void fails_closed_while_redis_is_stuck_and_retries_completes(void **state
     rl_backend_destroy(backend);
 }
 
+/* Every key of a prefix but the definitions (P l:*, P defs), with the TTL of
+ * each in ms: counts them and fails on one without a TTL. */
+static size_t state_keys(const char *prefix) {
+    redisContext *ctx = redisConnect("127.0.0.1", server.port);
+    assert_true(ctx != NULL && ctx->err == 0);
+    char cursor[32] = "0", definitions[64];
+    snprintf(definitions, sizeof definitions, "%sl:", prefix);
+    size_t count = 0;
+    do {
+        redisReply *scan = redisCommand(ctx, "SCAN %s MATCH %s* COUNT 1000", cursor, prefix);
+        assert_true(scan != NULL && scan->type == REDIS_REPLY_ARRAY && scan->elements == 2);
+        snprintf(cursor, sizeof cursor, "%s", scan->element[0]->str);
+        for (size_t i = 0; i < scan->element[1]->elements; i++) {
+            const char *key = scan->element[1]->element[i]->str;
+            if (strncmp(key, definitions, strlen(definitions)) == 0 || strcmp(key + strlen(prefix), "defs") == 0)
+                continue;
+            redisReply *ttl = redisCommand(ctx, "PTTL %s", key);
+            assert_non_null(ttl);
+            if (ttl->type != REDIS_REPLY_INTEGER || (ttl->integer <= 0 && ttl->integer != -2))
+                fail_msg("%s has no TTL (PTTL %lld)", key, ttl->integer);
+            freeReplyObject(ttl);
+            count++;
+        }
+        freeReplyObject(scan);
+    } while (strcmp(cursor, "0") != 0);
+    redisFree(ctx);
+    return count;
+}
+
+/* Spec "time and memory": leases never completed must not hold Redis memory
+ * past their windows and lease memory, without any sweep. */
+static void state_keys_expire_so_redis_memory_stays_bounded(void **state) {
+    (void)state;
+    rl_redis_options options;
+    rl_redis_options_default(&options);
+    options.port = server.port;
+    options.key_prefix = "ttl:";
+    options.lease_memory_ms = 300;
+    options.sweep_interval_ms = 0; /* the TTLs alone */
+    rl_backend *backend = NULL;
+    char err[256];
+    assert_int_equal(rl_redis_backend_create(&options, &backend, err, sizeof err), RL_OK);
+    rl_limit_def rolling = {.key = "t:tpm", .kind = RL_KIND_ROLLING, .capacity = 100000, .window_seconds = 1};
+    rl_limit_def holds = {.key = "t:conc", .kind = RL_KIND_CONCURRENCY, .capacity = 100000, .timeout_seconds = 1};
+    assert_int_equal(rl_backend_apply_definition(backend, &rolling, NULL), RL_OK);
+    assert_int_equal(rl_backend_apply_definition(backend, &holds, NULL), RL_OK);
+    rl_requirement both[] = {{"t:tpm", 100}, {"t:conc", 1}};
+    enum { LEASES = 64, PER_CALL = 16 };
+    char ids[LEASES][27];
+    for (int first = 0; first < LEASES; first += PER_CALL) {
+        rl_reserve_request requests[PER_CALL];
+        rl_reserve_result results[PER_CALL];
+        for (int i = 0; i < PER_CALL; i++)
+            requests[i] = (rl_reserve_request){rl_test_lease_id((uint64_t)(first + i + 1), ids[first + i]), NULL, both, 2};
+        rl_backend_reserve_batch(backend, requests, PER_CALL, results);
+        for (int i = 0; i < PER_CALL; i++) assert_true(results[i].allowed);
+        rl_test_redis_sleep_ms(3); /* a few buckets, not one */
+    }
+    for (int i = 0; i < LEASES; i += 2) { /* half completed, half never */
+        rl_actual used = {"t:tpm", 10};
+        rl_complete_request done = {ids[i], NULL, &used, 1};
+        assert_int_equal(rl_backend_complete(backend, &done), RL_OK);
+    }
+    rl_limit_usage usage;
+    assert_int_equal(rl_backend_limit_usage(backend, "t:tpm", &usage), RL_OK);
+    assert_int_equal(usage.used, 32 * 100 + 32 * 10);
+    assert_int_equal(usage.active, LEASES);
+    assert_int_equal(rl_backend_limit_usage(backend, "t:conc", &usage), RL_OK);
+    assert_int_equal(usage.used, 32);
+    assert_int_equal(usage.active, 32);
+    assert_true(state_keys("ttl:") > LEASES); /* the lease records and the buckets, each with a TTL */
+
+    /* windows (1 s) + a second for the buckets, 1.3 s for the lease records */
+    long deadline_ms = rl_test_redis_now_ms() + 8000;
+    size_t left;
+    while ((left = state_keys("ttl:")) != 0 && rl_test_redis_now_ms() < deadline_ms) rl_test_redis_sleep_ms(100);
+    assert_int_equal(left, 0);
+    assert_int_equal(rl_backend_limit_usage(backend, "t:tpm", &usage), RL_OK);
+    assert_int_equal(usage.used, 0);
+    assert_int_equal(usage.active, 0);
+    rl_backend_destroy(backend);
+}
+
 static void unreachable_redis_is_a_clear_error_at_create(void **state) {
     (void)state;
     rl_redis_options options;
@@ -149,6 +232,7 @@ int main(void) {
         cmocka_unit_test(definitions_lost_by_redis_are_defined_again),
         cmocka_unit_test(two_backends_share_definitions_and_usage),
         cmocka_unit_test(fails_closed_while_redis_is_stuck_and_retries_completes),
+        cmocka_unit_test(state_keys_expire_so_redis_memory_stays_bounded),
         cmocka_unit_test(unreachable_redis_is_a_clear_error_at_create),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -7,14 +7,22 @@
 -- pass a manual clock's). Keys, for a limit K and a lease I:
 --   P..'l:'..K  hash: the definition (kind r|c, cap, win ms, ovg, def JSON)
 --               and the state (enf = capacity enforced now, pend = pending
---               decrease, used, debt = debt_total, denied = overage_denied_total)
---   P..'e:'..K  zset: the entries of K, member "<lease id>:<amount>", score
---               the expiry ms: expiring reads amounts from the members alone
---   P..'L:'..I  string: the lease's first outcome and its entries (lease_record
---               below), with a TTL
+--               decrease, used, act = live entries, debt = debt_total,
+--               denied = overage_denied_total)
+--   P..'e:'..K  zset: the expiry times X of K's live entries, member and
+--               score both X in ms. Entries that expire together free
+--               together, so they share one bucket: a script call adds one
+--               member per limit however many leases it admits.
+--   P..'a:'..K  hash: per bucket X, field X = the amount of its entries and
+--               field '#'..X = how many entries it holds
+--   P..'L:'..I  string: the lease's first outcome and its entries (see
+--               reserve.lua), with a TTL
 --   P..'defs'   set: every defined K
+-- e:K and a:K expire a second after their latest bucket, and the lease
+-- records with the lease's memory: Redis memory stays bounded whatever
+-- clients never complete.
 -- Numbers are doubles in Lua: amounts stay below 2^53 so they are exact;
--- fmt() writes them without an exponent.
+-- fmt() writes them without an exponent (redis.call would write %.14g).
 local P = ARGV[1]
 local NOW, UNIX_NOW
 if ARGV[2] ~= '' then
@@ -32,37 +40,60 @@ local function fmt(x) return string.format('%.0f', x) end
 
 local function load(K)
   local lk = P .. 'l:' .. K
-  local v = redis.call('HMGET', lk, 'kind', 'enf', 'pend', 'used', 'win', 'ovg', 'debt', 'denied')
+  local v = redis.call('HMGET', lk, 'kind', 'enf', 'pend', 'used', 'win', 'ovg', 'debt', 'denied', 'act')
   if not v[1] then return nil end
-  return {key = K, lk = lk, ek = P .. 'e:' .. K, kind = v[1],
-          enf = tonumber(v[2]), pend = tonumber(v[3]), used = tonumber(v[4]), win = tonumber(v[5]),
-          ovg = v[6], debt = tonumber(v[7]), denied = tonumber(v[8]), dirty = false, last_at = 0,
-          adds = {}}
+  local win = tonumber(v[5])
+  return {key = K, lk = lk, ek = P .. 'e:' .. K, ak = P .. 'a:' .. K, kind = v[1],
+          enf = tonumber(v[2]), pend = tonumber(v[3]), used = tonumber(v[4]), win = win,
+          ovg = v[6], debt = tonumber(v[7]), denied = tonumber(v[8]), act = tonumber(v[9]) or 0,
+          dirty = false,
+          at = NOW + win, at_text = fmt(NOW + win), -- the bucket of entries made now
+          add_amount = 0, add_count = 0,            -- what this call adds to it
+          changes = nil,                            -- X -> {amount, count} deltas of older buckets
+          last_at = 0}                              -- the latest bucket written
 end
 
--- An entry's member: its lease and its amount, so that expiring and walking
--- need no other lookup.
--- (amount_text: the amount as written, when the caller has it: formatting
--- numbers is a large part of a script's time per lease)
-local function member(id, amount, amount_text) return id .. ':' .. (amount_text or fmt(amount)) end
-local function amount_of(m) return tonumber(string.match(m, ':(%d+)$')) or 0 end
+-- Sets key's TTL to at least want_ms (a key without one gets it too).
+local function extend_ttl(key, want_ms)
+  if redis.call('PTTL', key) < want_ms then redis.call('PEXPIRE', key, want_ms) end
+end
 
--- Writes the state back: the entries added by this call in one ZADD (not one
--- per lease), the counters, and the entries' TTL past the latest expiry.
-local function save(L)
-  local adds = L.adds
-  for first = 1, #adds, 2 * CHUNK do
-    redis.call('ZADD', L.ek, unpack(adds, first, math.min(first + 2 * CHUNK - 1, #adds)))
+-- Writes the entries this call added to their bucket (one ZADD and one HSET
+-- per limit, not per lease).
+local function flush_adds(L)
+  if L.add_count == 0 then return end
+  local X = L.at_text
+  if redis.call('ZADD', L.ek, 'NX', X, X) == 1 then
+    redis.call('HSET', L.ak, X, fmt(L.add_amount), '#' .. X, L.add_count)
+  else -- an earlier call in the same ms made it
+    redis.call('HINCRBY', L.ak, X, fmt(L.add_amount))
+    redis.call('HINCRBY', L.ak, '#' .. X, L.add_count)
   end
-  L.adds = {}
+  L.add_amount, L.add_count = 0, 0
+  if L.at > L.last_at then L.last_at = L.at end
+end
+
+-- Writes the state back: new entries, changed buckets, the counters, and
+-- the buckets' TTL past the latest one.
+local function save(L)
+  flush_adds(L)
+  if L.changes then
+    for X, d in pairs(L.changes) do
+      if d[1] ~= 0 then redis.call('HINCRBY', L.ak, X, fmt(d[1])) end
+      if d[2] ~= 0 then redis.call('HINCRBY', L.ak, '#' .. X, d[2]) end
+      local x = tonumber(X)
+      if x > L.last_at then L.last_at = x end
+    end
+    L.changes = nil
+  end
   if L.dirty then
     redis.call('HSET', L.lk, 'enf', fmt(L.enf), 'pend', fmt(L.pend), 'used', fmt(L.used),
-               'debt', fmt(L.debt), 'denied', fmt(L.denied))
+               'act', L.act, 'debt', fmt(L.debt), 'denied', fmt(L.denied))
     L.dirty = false
   end
   if L.last_at > 0 then
     local want = L.last_at - NOW + 1000
-    if redis.call('PTTL', L.ek) < want then redis.call('PEXPIRE', L.ek, want) end
+    extend_ttl(L.ek, want); extend_ttl(L.ak, want)
     L.last_at = 0
   end
 end
@@ -73,19 +104,30 @@ local function try_decrease(L)
   end
 end
 
--- Drops every entry that expired at or before NOW, then applies a pending
+-- Drops every bucket that expired at or before NOW, then applies a pending
 -- decrease if usage allows it.
 local function purge(L)
   while true do
     local expired = redis.call('ZRANGEBYSCORE', L.ek, '-inf', NOW, 'LIMIT', 0, CHUNK)
-    if #expired == 0 then break end
-    for i = 1, #expired do L.used = L.used - amount_of(expired[i]) end
+    local k = #expired
+    if k == 0 then break end
+    local fields = {}
+    for i = 1, k do fields[2 * i - 1] = expired[i]; fields[2 * i] = '#' .. expired[i] end
+    local v = redis.call('HMGET', L.ak, unpack(fields))
+    for i = 1, k do
+      L.used = L.used - (tonumber(v[2 * i - 1]) or 0)
+      L.act = L.act - (tonumber(v[2 * i]) or 0)
+    end
+    redis.call('HDEL', L.ak, unpack(fields))
     redis.call('ZREM', L.ek, unpack(expired))
     L.dirty = true
-    if #expired < CHUNK then break end
+    if k < CHUNK then break end
   end
-  -- The entries' TTL may have dropped what expired before anything purged it.
-  if L.used ~= 0 and redis.call('EXISTS', L.ek) == 0 then L.used = 0; L.dirty = true end
+  -- The TTL may have dropped buckets before anything purged them.
+  if (L.used ~= 0 or L.act ~= 0) and redis.call('EXISTS', L.ek, L.ak) < 2 then
+    redis.call('DEL', L.ek, L.ak)
+    L.used = 0; L.act = 0; L.dirty = true
+  end
   try_decrease(L)
 end
 
@@ -104,41 +146,20 @@ local function limit(K)
   return L
 end
 
--- Adds a lease's entry to L, expiring at at_ms; written by save().
-local function hold(L, id, amount, amount_text, at_ms)
-  local adds = L.adds
-  adds[#adds + 1] = at_ms; adds[#adds + 1] = member(id, amount, amount_text)
-  L.used = L.used + amount; L.dirty = true
-  if at_ms > L.last_at then L.last_at = at_ms end
+-- Adds a lease's entry of amount to L's bucket of now; written by save().
+local function hold(L, amount)
+  L.add_amount = L.add_amount + amount; L.add_count = L.add_count + 1
+  L.used = L.used + amount; L.act = L.act + 1; L.dirty = true
 end
 
--- A lease's record, one string: "allowed retry_after reserved_at status
--- =status_key completed forget_at n" then n times "key kind amount". Keys
--- have no spaces, so spaces separate; one GET and one SET per lease.
-local function lease_encode(r)
-  local parts = {r.a, r.ra_text or fmt(r.ra), r.at_text or fmt(r.at), r.s, '=' .. r.sk, r.c,
-                 r.f_text or fmt(r.f), #r.entries}
-  for _, e in ipairs(r.entries) do
-    parts[#parts + 1] = e.key; parts[#parts + 1] = e.kind; parts[#parts + 1] = e.amount_text or fmt(e.amount)
-  end
-  return table.concat(parts, ' ')
-end
+-- A lease record, one string: "allowed retry_after reserved_at status
+-- =status_key completed forget_at n" then n times "key kind amount X" (X:
+-- the entry's bucket). Keys have no spaces, so spaces separate.
+local HEAD = '^(%d+) (%d+) (%d+) (%d+) =(%S*) (%d) (%d+)'
 
-local function lease_decode(text)
-  local t = {}
-  for word in string.gmatch(text, '%S+') do t[#t + 1] = word end
-  local r = {a = tonumber(t[1]), ra = tonumber(t[2]), at = tonumber(t[3]), s = tonumber(t[4]),
-             sk = string.sub(t[5], 2), c = tonumber(t[6]), f = tonumber(t[7]), entries = {}}
-  for i = 1, tonumber(t[8]) do
-    local at = 8 + 3 * (i - 1)
-    r.entries[i] = {key = t[at + 1], kind = t[at + 2], amount = tonumber(t[at + 3])}
-  end
-  return r
-end
-
--- Takes a lease's entry (of this amount) out of L now, if it is still there.
-local function release(L, id, amount)
-  if redis.call('ZREM', L.ek, member(id, amount)) == 1 then
-    L.used = L.used - amount; L.dirty = true
-  end
+-- The outcome a record holds: allowed, retry_after, reserved_at, status,
+-- status key, then completed and forget_at.
+local function lease_head(text)
+  local a, ra, at, s, sk, c, f = string.match(text, HEAD)
+  return tonumber(a), tonumber(ra), tonumber(at), tonumber(s), sk, tonumber(c), tonumber(f)
 end

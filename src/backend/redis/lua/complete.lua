@@ -3,73 +3,93 @@
 -- rolling reservation to its actual amount for the rest of its window, and
 -- charges overage per the limit's policy. Unknown, denied or already
 -- completed leases change nothing. Returns nothing useful (always ok).
--- Moves a live entry to a new amount, keeping its expiry.
-local function resize(L, id, reserved, amount)
-  local old = member(id, reserved)
-  local at = redis.call('ZSCORE', L.ek, old)
-  redis.call('ZREM', L.ek, old)
-  if amount > 0 then redis.call('ZADD', L.ek, at, member(id, amount)) end
-  L.used = L.used - reserved + amount; L.dirty = true
+
+-- A lease's entries, from its record (see reserve.lua): key, kind, amount,
+-- and its bucket X as text (x as a number).
+local function entries_of(text)
+  local t = {}
+  for word in string.gmatch(text, '%S+') do t[#t + 1] = word end
+  local entries = {}
+  for i = 1, tonumber(t[8]) do
+    local at = 8 + 4 * (i - 1)
+    entries[i] = {key = t[at + 1], kind = t[at + 2], amount = tonumber(t[at + 3]), X = t[at + 4],
+                  x = tonumber(t[at + 4])}
+  end
+  return entries
+end
+
+-- True while the entry still counts in its limit: its bucket has not
+-- expired (buckets that did were purged when L was loaded, and a limit
+-- whose buckets the TTL dropped has no live entries).
+local function is_live(L, e) return e.x > NOW and L.act > 0 end
+
+-- Moves the entry's bucket by amount and count; written by save().
+local function change(L, e, amount_delta, count_delta)
+  if L.changes == nil then L.changes = {} end
+  local d = L.changes[e.X]
+  if d == nil then d = {0, 0}; L.changes[e.X] = d end
+  d[1] = d[1] + amount_delta; d[2] = d[2] + count_delta
+  L.used = L.used + amount_delta; L.act = L.act + count_delta; L.dirty = true
+end
+
+-- Gives a live entry a new amount, keeping its expiry; 0 takes it out.
+local function resize(L, e, amount)
+  if amount == 0 then change(L, e, -e.amount, -1) else change(L, e, amount - e.amount, 0) end
+  e.amount = amount
 end
 
 -- Overage: the call used more than it reserved (DESIGN.md "Overage").
-local function overage(L, id, reserved, extra)
+local function overage(L, e, extra)
   if L.ovg == 'debt' then
     local before = math.max(0, L.used - L.enf)
-    resize(L, id, reserved, reserved + extra)
+    resize(L, e, e.amount + extra)
     L.debt = L.debt + (math.max(0, L.used - L.enf) - before)
-    return reserved + extra
+    return
   end
   local charged = math.min(extra, math.max(0, L.enf - L.used))
-  resize(L, id, reserved, reserved + charged)
+  resize(L, e, e.amount + charged)
   L.denied = L.denied + (extra - charged)
-  return reserved + charged
 end
 
--- Returns the entry's amount afterwards.
-local function reconcile(L, id, reserved, actual)
-  if redis.call('ZSCORE', L.ek, member(id, reserved)) == false then return reserved end -- its window is over
-  if actual < reserved then
-    resize(L, id, reserved, actual)
-    return actual
-  elseif actual > reserved then
-    return overage(L, id, reserved, actual - reserved)
+local function reconcile(L, e, actual)
+  if not is_live(L, e) then return end -- its window is over
+  if actual < e.amount then
+    resize(L, e, actual)
+  elseif actual > e.amount then
+    overage(L, e, actual - e.amount)
   end
-  return reserved
 end
 
-local function complete(id, keys, actuals)
+-- The record with its completed flag set.
+local function completed(text) return (string.gsub(text, '^(%d+ %d+ %d+ %d+ =%S* )0', '%11', 1)) end
+
+local function complete(id, base, n)
   local lease = P .. 'L:' .. id
   local known = redis.call('GET', lease)
   if not known then return end
-  local record = lease_decode(known)
-  if record.a ~= 1 or record.c == 1 then return end
-  record.c = 1
+  local a, _, _, _, _, c = lease_head(known)
+  if a ~= 1 or c == 1 then return end
   local entries = {} -- K -> the record's entry
-  for _, e in ipairs(record.entries) do
+  for _, e in ipairs(entries_of(known)) do
     local L = limit(e.key)
     if L then
       entries[e.key] = e
-      if e.kind == 'c' then release(L, id, e.amount) end
+      if e.kind == 'c' and is_live(L, e) then change(L, e, -e.amount, -1) end
     end
   end
-  for i = 1, #keys do
-    local e = entries[keys[i]]
-    if e and e.kind == 'r' then e.amount = reconcile(limits[keys[i]], id, e.amount, actuals[i]) end
+  for i = 1, n do
+    local K = ARGV[base + 2 * i]
+    local e = entries[K]
+    if e and e.kind == 'r' then reconcile(limits[K], e, tonumber(ARGV[base + 2 * i + 1])) end
   end
-  redis.call('SET', lease, lease_encode(record), 'KEEPTTL')
+  redis.call('SET', lease, completed(known), 'KEEPTTL')
 end
 
 local at = 5
 for _ = 1, tonumber(ARGV[4]) do
-  local id, n = ARGV[at], tonumber(ARGV[at + 1])
-  local keys, actuals = {}, {}
-  for i = 1, n do
-    keys[i] = ARGV[at + 2 * i]
-    actuals[i] = tonumber(ARGV[at + 2 * i + 1])
-  end
+  local n = tonumber(ARGV[at + 1])
+  complete(ARGV[at], at, n)
   at = at + 2 + 2 * n
-  complete(id, keys, actuals)
 end
 for _, L in pairs(limits) do try_decrease(L); save(L) end
 return 0

@@ -9,7 +9,7 @@ redis.call('HSET', lk, 'kind', ARGV[5], 'cap', ARGV[6], 'win', ARGV[7], 'ovg', A
 redis.call('SADD', P .. 'defs', K)
 local L = load(K)
 if L.enf == nil then -- new
-  redis.call('HSET', lk, 'enf', ARGV[6], 'pend', 0, 'used', 0, 'debt', 0, 'denied', 0)
+  redis.call('HSET', lk, 'enf', ARGV[6], 'pend', 0, 'used', 0, 'act', 0, 'debt', 0, 'denied', 0)
   return 0
 end
 purge(L)

@@ -3,31 +3,30 @@
 -- pairs (key, amount). Returns 5 values per lease: allowed (0|1),
 -- retry_after_ms, reserved_at_unix_ms, status, the key the status names ('').
 local memory_ms = tonumber(ARGV[4])
--- Milliseconds until `amount` more would fit, walking expiries in order:
--- usually the first few free enough, so fetch few, then more.
+
+-- Milliseconds until `amount` more would fit, walking the buckets in expiry
+-- order: usually the first few free enough, so fetch few, then more.
 local function retry_after(L, amount)
+  flush_adds(L) -- so that the walk sees this call's entries in their place
   local need = L.used + amount - L.enf
   local offset, chunk = 0, 8
   while true do
-    local batch = redis.call('ZRANGE', L.ek, offset, offset + chunk - 1, 'WITHSCORES')
-    if #batch == 0 then break end
-    for i = 1, #batch, 2 do
-      local a = amount_of(batch[i])
+    local buckets = redis.call('ZRANGE', L.ek, offset, offset + chunk - 1)
+    local k = #buckets
+    if k == 0 then break end
+    local amounts = redis.call('HMGET', L.ak, unpack(buckets))
+    for i = 1, k do
+      local a = tonumber(amounts[i]) or 0
       if a >= need then
-        local at = tonumber(batch[i + 1])
+        local at = tonumber(buckets[i])
         if at > NOW then return at - NOW end
         return 1
       end
       need = need - a
     end
+    if k < chunk then break end
     offset = offset + chunk
     if chunk < CHUNK then chunk = chunk * 2 end
-  end
-  -- then the entries this call added (not written yet), in the order made
-  for i = 1, #L.adds, 2 do
-    local a = amount_of(L.adds[i + 1])
-    if a >= need then return math.max(1, L.adds[i] - NOW) end
-    need = need - a
   end
   return 1
 end
@@ -35,45 +34,69 @@ end
 -- Texts formatted once per call, shared by its leases.
 local UNIX_NOW_TEXT = fmt(UNIX_NOW)
 local forget_texts = {} -- lifetime ms -> text of NOW + lifetime + lease memory
+local ttl_texts = {}    -- lifetime ms -> text of lifetime + lease memory
 
 local function forget_text(lifetime_ms)
   local text = forget_texts[lifetime_ms]
   if text == nil then
     text = fmt(NOW + lifetime_ms + memory_ms)
     forget_texts[lifetime_ms] = text
+    ttl_texts[lifetime_ms] = fmt(lifetime_ms + memory_ms)
   end
   return text
 end
 
--- Scratch space reused by every lease of the call: a script's time per lease
--- goes largely to making tables, so the hot path makes only one.
-local lims, amounts = {}, {}
+-- Records a lease's outcome unless it has one already: SET NX GET, one call
+-- for both the idempotency check and the write. Returns the remembered
+-- record, or nil when this outcome stands. A lease is remembered until its
+-- forget_at on the backend's clock (the key's TTL runs on Redis's own clock,
+-- which a test's manual clock does not move).
+local function record(lease, text, ttl_ms)
+  local known = redis.call('SET', lease, text, 'NX', 'GET', 'PX', ttl_ms)
+  if known then
+    local _, _, _, _, _, _, f = lease_head(known)
+    if f >= NOW then return known end
+    redis.call('SET', lease, text, 'PX', ttl_ms)
+  end
+  return nil
+end
 
--- Remembers a denial (its lease record, see lease_encode) and returns it.
+local function replay(known)
+  local a, ra, at, s, sk = lease_head(known)
+  return a, ra, at, s, sk
+end
+
+-- Denies a lease (remembering the denial) unless it was decided before.
 local function deny(lease, ra, s, sk)
-  local record = table.concat({'0', fmt(ra), '0', s, '=' .. sk, '0', forget_text(0), 0}, ' ')
-  redis.call('SET', lease, record, 'PX', memory_ms)
+  local text = table.concat({'0', fmt(ra), '0', s, '=' .. sk, '0', forget_text(0), 0}, ' ')
+  local known = record(lease, text, ttl_texts[0])
+  if known then return replay(known) end
   return 0, ra, 0, s, sk
 end
 
+-- Scratch space reused by every lease of the call: a script's time per lease
+-- goes largely to making tables, so the hot path makes only one.
+local lims, amounts, parts = {}, {}, {'1', '0', UNIX_NOW_TEXT, '0', '=', '0'}
+
 -- Decides the lease whose id, count and (key, amount) pairs start at
 -- ARGV[base]. exceeds_capacity beats limit_decreasing beats a plain deny: a
--- client must not retry what can never fit.
+-- client must not retry what can never fit. The decision is made first and
+-- applied only once record() finds the lease new.
 local function reserve(base)
   local id, n = ARGV[base], tonumber(ARGV[base + 1])
   local lease = P .. 'L:' .. id
-  local known = redis.call('GET', lease)
-  if known then
-    -- remembered until f on the backend's clock (the key's TTL runs on
-    -- Redis's own clock, which a test's manual clock does not move)
-    local first = lease_decode(known)
-    if first.f >= NOW then return first.a, first.ra, first.at, first.s, first.sk end
-  end
   local lifetime = 0
   for i = 1, n do
     local K = ARGV[base + 2 * i]
     local lim = limit(K)
-    if lim == nil then return 0, 0, 0, ST_UNKNOWN, K end -- not remembered
+    if lim == nil then -- not remembered, but a lease decided before keeps its outcome
+      local known = redis.call('GET', lease)
+      if known then
+        local a, ra, at, s, sk, _, f = lease_head(known)
+        if f >= NOW then return a, ra, at, s, sk end
+      end
+      return 0, 0, 0, ST_UNKNOWN, K
+    end
     lims[i] = lim
     amounts[i] = tonumber(ARGV[base + 2 * i + 1])
     if lim.win > lifetime then lifetime = lim.win end
@@ -92,13 +115,15 @@ local function reserve(base)
   end
   if decreasing then return deny(lease, 10000, ST_DECREASING, decreasing) end
   if not fits then return deny(lease, wait, ST_OK, '') end
-  local parts = {'1', '0', UNIX_NOW_TEXT, '0', '=', '0', forget_text(lifetime), n}
+  parts[7] = forget_text(lifetime); parts[8] = ARGV[base + 1]
   for i = 1, n do
-    local lim, amount_text = lims[i], ARGV[base + 2 * i + 1]
-    hold(lim, id, amounts[i], amount_text, NOW + lim.win)
-    parts[#parts + 1] = lim.key; parts[#parts + 1] = lim.kind; parts[#parts + 1] = amount_text
+    local lim, p = lims[i], 4 + 4 * i
+    parts[p + 1] = lim.key; parts[p + 2] = lim.kind
+    parts[p + 3] = ARGV[base + 2 * i + 1]; parts[p + 4] = lim.at_text
   end
-  redis.call('SET', lease, table.concat(parts, ' '), 'PX', lifetime + memory_ms)
+  local known = record(lease, table.concat(parts, ' ', 1, 8 + 4 * n), ttl_texts[lifetime])
+  if known then return replay(known) end
+  for i = 1, n do hold(lims[i], amounts[i]) end
   return 1, 0, UNIX_NOW, ST_OK, ''
 end
 

@@ -5,4 +5,4 @@ local L = load(ARGV[4])
 if L == nil then return {} end
 purge(L)
 save(L)
-return {L.enf, L.pend, L.used, redis.call('ZCARD', L.ek), L.debt, L.denied}
+return {L.enf, L.pend, L.used, L.act, L.debt, L.denied}
