@@ -5,7 +5,8 @@
 #
 #   bench/redis/run.sh
 #       DURATION=5s CONNECTIONS=64 BATCH_CONNECTIONS=16 THREADS="1 2"
-#       FLUSH_US=200 BATCH_LEASES=1024 REDIS_CONNECTIONS=4 by default
+#       FLUSH_US=200 BATCH_LEASES=1024 FLUSHES_IN_FLIGHT=1 REDIS_CONNECTIONS=4
+#       by default
 #   DURATION=10s bench/redis/run.sh      (the figures of the README)
 #
 # The machine has 2 cores, so: ratelimiterd (all its event loops and the
@@ -32,6 +33,7 @@ CONNECTIONS=${CONNECTIONS:-64}
 BATCH_CONNECTIONS=${BATCH_CONNECTIONS:-16}
 THREADS=${THREADS:-"1 2"}
 FLUSH_US=${FLUSH_US:-200}
+FLUSHES_IN_FLIGHT=${FLUSHES_IN_FLIGHT:-1}
 BATCH_LEASES=${BATCH_LEASES:-1024}
 REDIS_CONNECTIONS=${REDIS_CONNECTIONS:-4}
 DAEMON_CORE=${DAEMON_CORE:-0}
@@ -120,6 +122,7 @@ redis:
   lease_memory_ms: 2000
   max_leases_per_batch: $per_batch
   flush_interval_us: $FLUSH_US
+  flushes_in_flight: $FLUSHES_IN_FLIGHT
 YAML
   : >"$TMP/daemon.log"
   taskset -c "$DAEMON_CORE" "$BUILD/ratelimiterd" -c "$TMP/config.yaml" --backend redis \
@@ -189,7 +192,7 @@ run_wrk() {
 echo "machine: $(nproc) cores; ratelimiterd on core $DAEMON_CORE, redis-server on core $REDIS_CORE, wrk on core $CLIENT_CORE"
 echo "redis-server $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p') on 127.0.0.1:$REDIS_PORT (no persistence), ratelimiterd --backend redis, $REDIS_CONNECTIONS Redis connections"
 echo "wrk -t1 --latency -d$DURATION: reserve.lua with -c$CONNECTIONS (1 lease a request), reserve_batch.lua with -c$BATCH_CONNECTIONS (256 leases a request)"
-echo "batching on: max_leases_per_batch $BATCH_LEASES, flush_interval_us $FLUSH_US; naive: max_leases_per_batch 1"
+echo "batching on: max_leases_per_batch $BATCH_LEASES, flush_interval_us $FLUSH_US, flushes_in_flight $FLUSHES_IN_FLIGHT; naive: max_leases_per_batch 1"
 echo
 
 : >"$TMP/results"

@@ -19,6 +19,7 @@ static inline submitter *from_base(rl_backend *base) { return (submitter *)base;
 void rl_submitter_options_default(rl_submitter_options *options) {
     options->max_leases = 1024;
     options->flush_interval_us = 200;
+    options->flushes_in_flight = 1;
 }
 
 /* A backend answers every lease (failures included) in its results. */
@@ -88,7 +89,7 @@ rl_status rl_submitter_create(rl_backend *inner, const rl_submitter_options *opt
         rl_submitter_options_default(&defaults);
         options = &defaults;
     }
-    if (inner == NULL || options->max_leases == 0) return RL_INVALID_REQUEST;
+    if (inner == NULL || options->max_leases == 0 || options->flushes_in_flight == 0) return RL_INVALID_REQUEST;
     submitter *s = calloc(1, sizeof *s);
     if (s == NULL) return RL_NO_MEMORY;
     /* Transparent: it answers to the inner backend's name, and has an
@@ -106,12 +107,12 @@ rl_status rl_submitter_create(rl_backend *inner, const rl_submitter_options *opt
     s->inner = inner;
     uint64_t delay_ns = (uint64_t)options->flush_interval_us * 1000u;
     if (rl__batcher_lane_init(&s->reserve, inner, send_reserve, sizeof(rl_reserve_request), sizeof(rl_reserve_result),
-                              options->max_leases, delay_ns) != RL_OK) {
+                              options->max_leases, delay_ns, options->flushes_in_flight) != RL_OK) {
         free(s);
         return RL_NO_MEMORY;
     }
     if (rl__batcher_lane_init(&s->complete, inner, send_complete, sizeof(rl_complete_request), sizeof(rl_status),
-                              options->max_leases, delay_ns) != RL_OK) {
+                              options->max_leases, delay_ns, options->flushes_in_flight) != RL_OK) {
         rl__batcher_lane_destroy(&s->reserve);
         free(s);
         return RL_NO_MEMORY;

@@ -99,12 +99,12 @@ rl_status rl_limiter_batching_open(rl_limiter *inner, const rl_batcher_options *
     b->owns_inner = options->owns_inner;
     uint64_t max_delay_ns = (uint64_t)options->max_delay_us * 1000u;
     if (rl__batcher_lane_init(&b->reserve, inner, send_reserve, sizeof(rl_reserve_request),
-                              sizeof(rl_reserve_result), options->max_batch, max_delay_ns) != RL_OK) {
+                              sizeof(rl_reserve_result), options->max_batch, max_delay_ns, 1) != RL_OK) {
         free(b);
         return RL_NO_MEMORY;
     }
     if (rl__batcher_lane_init(&b->complete, inner, send_complete, sizeof(rl_complete_request),
-                              sizeof(rl_status), options->max_batch, max_delay_ns) != RL_OK) {
+                              sizeof(rl_status), options->max_batch, max_delay_ns, 1) != RL_OK) {
         rl__batcher_lane_destroy(&b->reserve);
         free(b);
         return RL_NO_MEMORY;

@@ -1,9 +1,10 @@
-/* core/batch_lane.c — a queue of waiting calls and its flusher thread.
+/* core/batch_lane.c — a queue of waiting calls and its flusher threads.
  *
- * Why a dedicated flusher rather than leader-follower (the first waiter
- * flushes): with one thread owning the inner call, "who flushes next" is
- * never in question, callers only ever wait for their own answer, and
- * destroy has one thread to join. The cost is one thread per lane.
+ * Why dedicated flushers rather than leader-follower (the first waiter
+ * flushes): with threads owning the inner calls, callers only ever wait for
+ * their own answer, "who flushes next" is whichever flusher is idle when a
+ * batch is due, and destroy has a known set of threads to join. The cost is
+ * a thread per flusher.
  */
 #include "core/batch_lane.h"
 
@@ -68,19 +69,20 @@ static rl__lane_waiter *take_batch(rl__batcher_lane *lane, size_t *out_leases) {
 
 /* One inner call for the taken waiters; their callers are blocked (or, async,
  * wait for their callback), so their requests and result buffers are stable.
- * Runs without the mutex. */
-static rl_status send_batch(rl__batcher_lane *lane, rl__lane_waiter *batch, size_t leases) {
+ * Runs without the mutex, in the flusher's own buffers. */
+static rl_status send_batch(rl__lane_flusher *flusher, rl__lane_waiter *batch, size_t leases) {
+    rl__batcher_lane *lane = flusher->lane;
     size_t offset = 0;
     for (rl__lane_waiter *w = batch; w != NULL; w = w->next) {
-        memcpy(lane->gathered_requests + offset * lane->request_size, w->requests,
+        memcpy(flusher->gathered_requests + offset * lane->request_size, w->requests,
                w->count * lane->request_size);
         offset += w->count;
     }
-    rl_status status = lane->send(lane->inner, lane->gathered_requests, leases, lane->gathered_results);
+    rl_status status = lane->send(lane->inner, flusher->gathered_requests, leases, flusher->gathered_results);
     if (status != RL_OK) return status; /* results are undefined: write none */
     offset = 0;
     for (rl__lane_waiter *w = batch; w != NULL; w = w->next) {
-        memcpy(w->results, lane->gathered_results + offset * lane->result_size,
+        memcpy(w->results, flusher->gathered_results + offset * lane->result_size,
                w->count * lane->result_size);
         offset += w->count;
     }
@@ -129,7 +131,8 @@ static void answer_async(rl__lane_waiter *w) {
 }
 
 static void *flusher_main(void *arg) {
-    rl__batcher_lane *lane = arg;
+    rl__lane_flusher *flusher = arg;
+    rl__batcher_lane *lane = flusher->lane;
     pthread_mutex_lock(&lane->mutex);
     for (;;) {
         if (lane->head == NULL) {
@@ -145,8 +148,11 @@ static void *flusher_main(void *arg) {
         }
         size_t leases = 0;
         rl__lane_waiter *batch = take_batch(lane, &leases);
+        /* What is left may be due too (a second full batch): an idle
+         * flusher, if there is one, should look. */
+        if (lane->head != NULL && lane->flusher_count > 1) pthread_cond_signal(&lane->work);
         pthread_mutex_unlock(&lane->mutex);
-        rl_status status = send_batch(lane, batch, leases);
+        rl_status status = send_batch(flusher, batch, leases);
         pthread_mutex_lock(&lane->mutex);
         rl__lane_waiter *async = answer_batch(lane, batch, leases, status);
         if (async != NULL) {
@@ -159,19 +165,46 @@ static void *flusher_main(void *arg) {
     return NULL;
 }
 
+static void free_flushers(rl__batcher_lane *lane) {
+    for (size_t i = 0; i < lane->flusher_count; i++) {
+        free(lane->flushers[i].gathered_requests);
+        free(lane->flushers[i].gathered_results);
+    }
+    free(lane->flushers);
+    lane->flushers = NULL;
+}
+
+/* Closing: every flusher sends what is queued without waiting, then exits. */
+static void stop_flushers(rl__batcher_lane *lane) {
+    pthread_mutex_lock(&lane->mutex);
+    lane->closing = true;
+    pthread_cond_broadcast(&lane->work);
+    pthread_mutex_unlock(&lane->mutex);
+    for (size_t i = 0; i < lane->flusher_count; i++)
+        if (lane->flushers[i].started) pthread_join(lane->flushers[i].thread, NULL);
+}
+
 rl_status rl__batcher_lane_init(rl__batcher_lane *lane, void *inner, rl__lane_send_fn send,
                                 size_t request_size, size_t result_size, size_t max_batch,
-                                uint64_t max_delay_ns) {
+                                uint64_t max_delay_ns, size_t flusher_count) {
     memset(lane, 0, sizeof *lane);
+    if (flusher_count == 0) flusher_count = 1;
     lane->inner = inner;
     lane->send = send;
     lane->request_size = request_size;
     lane->result_size = result_size;
     lane->max_batch = max_batch;
     lane->max_delay_ns = max_delay_ns;
-    lane->gathered_requests = malloc(max_batch * request_size);
-    lane->gathered_results = malloc(max_batch * result_size);
-    if (lane->gathered_requests == NULL || lane->gathered_results == NULL) goto fail_buffers;
+    lane->flushers = calloc(flusher_count, sizeof *lane->flushers);
+    if (lane->flushers == NULL) return RL_NO_MEMORY;
+    lane->flusher_count = flusher_count;
+    for (size_t i = 0; i < flusher_count; i++) {
+        rl__lane_flusher *f = &lane->flushers[i];
+        f->lane = lane;
+        f->gathered_requests = malloc(max_batch * request_size);
+        f->gathered_results = malloc(max_batch * result_size);
+        if (f->gathered_requests == NULL || f->gathered_results == NULL) goto fail_buffers;
+    }
 
     pthread_condattr_t attr;
     if (pthread_condattr_init(&attr) != 0) goto fail_buffers;
@@ -182,19 +215,22 @@ rl_status rl__batcher_lane_init(rl__batcher_lane *lane, void *inner, rl__lane_se
     if (rc != 0) goto fail_buffers;
     if (pthread_cond_init(&lane->idle, NULL) != 0) goto fail_work;
     if (pthread_mutex_init(&lane->mutex, NULL) != 0) goto fail_idle;
-    if (pthread_create(&lane->thread, NULL, flusher_main, lane) != 0) goto fail_mutex;
-    lane->thread_started = true;
+    for (size_t i = 0; i < flusher_count; i++) {
+        if (pthread_create(&lane->flushers[i].thread, NULL, flusher_main, &lane->flushers[i]) != 0) goto fail_threads;
+        lane->flushers[i].started = true;
+    }
+    lane->started = true;
     return RL_OK;
 
-fail_mutex:
+fail_threads:
+    stop_flushers(lane); /* nothing is queued yet: they exit at once */
     pthread_mutex_destroy(&lane->mutex);
 fail_idle:
     pthread_cond_destroy(&lane->idle);
 fail_work:
     pthread_cond_destroy(&lane->work);
 fail_buffers:
-    free(lane->gathered_requests);
-    free(lane->gathered_results);
+    free_flushers(lane);
     memset(lane, 0, sizeof *lane);
     return RL_NO_MEMORY;
 }
@@ -275,12 +311,8 @@ void rl__batcher_lane_call_async(rl__batcher_lane *lane, const void *requests, s
 }
 
 void rl__batcher_lane_destroy(rl__batcher_lane *lane) {
-    if (!lane->thread_started) return;
-    pthread_mutex_lock(&lane->mutex);
-    lane->closing = true; /* the flusher now sends without waiting, then exits */
-    pthread_cond_signal(&lane->work);
-    pthread_mutex_unlock(&lane->mutex);
-    pthread_join(lane->thread, NULL);
+    if (!lane->started) return;
+    stop_flushers(lane);
 
     /* Answered callers may not have woken yet; they still use the mutex. */
     pthread_mutex_lock(&lane->mutex);
@@ -290,9 +322,8 @@ void rl__batcher_lane_destroy(rl__batcher_lane *lane) {
     pthread_mutex_destroy(&lane->mutex);
     pthread_cond_destroy(&lane->idle);
     pthread_cond_destroy(&lane->work);
-    free(lane->gathered_requests);
-    free(lane->gathered_results);
-    lane->thread_started = false;
+    free_flushers(lane);
+    lane->started = false;
 }
 
 void rl__batcher_lane_stats(rl__batcher_lane *lane, rl_batcher_lane_stats *out) {

@@ -8,10 +8,15 @@
  * and a flush is one `send` of the concatenated requests. Synchronous callers
  * wait on a condition variable of their own (no thundering herd); async
  * callers leave a callback instead, which the flusher calls (without the
- * mutex) after scattering the results. The flusher sleeps on `work`, timed on
- * CLOCK_MONOTONIC for the oldest caller's deadline.
+ * mutex) after scattering the results. The flushers sleep on `work`, timed
+ * on CLOCK_MONOTONIC for the oldest caller's deadline.
  *
- * Locking: everything under `mutex` except the flusher's gather/send/scatter
+ * A lane may have several flushers: while one waits for its inner call (a
+ * round trip to Redis), another can take the next batch, so the store is not
+ * idle while the daemon encodes, sends and answers. With one, flushes go out
+ * strictly one after the other (the client batcher's choice).
+ *
+ * Locking: everything under `mutex` except a flusher's gather/send/scatter
  * and its async callbacks, which touch only waiters it has already taken off
  * the queue (sync callers are blocked, async callers promised not to touch
  * their buffers until called back, so that memory is stable and no one else
@@ -33,34 +38,44 @@ typedef rl_status (*rl__lane_send_fn)(void *inner, const void *requests, size_t 
                                       void *results);
 
 typedef struct rl__lane_waiter rl__lane_waiter; /* on its caller's stack (sync) or malloc'd (async) */
+typedef struct rl__batcher_lane rl__batcher_lane;
 
-typedef struct rl__batcher_lane {
+/* One flusher thread and its gather buffers (its own: flushers send at once). */
+typedef struct rl__lane_flusher {
+    rl__batcher_lane *lane;
+    pthread_t thread;
+    bool started;
+    unsigned char *gathered_requests; /* max_batch requests */
+    unsigned char *gathered_results;  /* max_batch results */
+} rl__lane_flusher;
+
+struct rl__batcher_lane {
     /* Fixed at init. */
     void *inner; /* what send() is given: a Limiter, a backend */
     rl__lane_send_fn send;
     size_t request_size, result_size;
     size_t max_batch;      /* leases per flush */
     uint64_t max_delay_ns; /* longest wait of the oldest caller */
-    unsigned char *gathered_requests; /* max_batch requests; the flusher's only */
-    unsigned char *gathered_results;  /* max_batch results; the flusher's only */
+    rl__lane_flusher *flushers;
+    size_t flusher_count;
 
     pthread_mutex_t mutex;
-    pthread_cond_t work; /* flusher: the queue changed, or closing (CLOCK_MONOTONIC) */
+    pthread_cond_t work; /* flushers: the queue changed, or closing (CLOCK_MONOTONIC) */
     pthread_cond_t idle; /* destroy: the last caller left */
     rl__lane_waiter *head, *tail; /* FIFO of calls not yet taken by a flush */
     size_t waiting_leases;
     size_t callers_inside; /* callers between entry and return, queued or not */
     bool closing;
-    bool thread_started;
-    pthread_t thread;
+    bool started;
     rl_batcher_lane_stats stats;
-} rl__batcher_lane;
+};
 
-/* Sets the lane up and starts its flusher. RL_OK or RL_NO_MEMORY (then
- * nothing is left to free). */
+/* Sets the lane up and starts flusher_count (>= 1) flushers: at most that
+ * many inner calls at once. RL_OK or RL_NO_MEMORY (then nothing is left to
+ * free). */
 rl_status rl__batcher_lane_init(rl__batcher_lane *lane, void *inner, rl__lane_send_fn send,
                                 size_t request_size, size_t result_size, size_t max_batch,
-                                uint64_t max_delay_ns);
+                                uint64_t max_delay_ns, size_t flusher_count);
 
 /* Sends count (1..RL_LIMITER_MAX_BATCH, already valid) requests through the
  * lane and blocks until their results are written. Returns what the inner
@@ -84,7 +99,7 @@ void rl__batcher_lane_call_async(rl__batcher_lane *lane, const void *requests, s
                                  void *results, rl_status *status_out, rl__lane_done_fn done,
                                  void *context);
 
-/* Flushes what is queued, joins the flusher, waits for every caller to
+/* Flushes what is queued, joins the flushers, waits for every caller to
  * return, frees the lane. inner is not touched. */
 void rl__batcher_lane_destroy(rl__batcher_lane *lane);
 

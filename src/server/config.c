@@ -44,6 +44,7 @@ void rl_server_config_default(rl_server_config *config) {
     redis->lease_memory_ms = RL_CONFIG_DEFAULT_REDIS_LEASE_MEMORY_MS;
     redis->max_leases_per_batch = RL_CONFIG_DEFAULT_REDIS_MAX_LEASES_PER_BATCH;
     redis->flush_interval_us = RL_CONFIG_DEFAULT_REDIS_FLUSH_INTERVAL_US;
+    redis->flushes_in_flight = RL_CONFIG_DEFAULT_REDIS_FLUSHES_IN_FLIGHT;
 }
 
 bool rl_server_redis_address_parse(const char *address, char *host, size_t host_size,
@@ -301,6 +302,8 @@ static bool load_document(load_ctx *ctx, rl_server_config *c) {
          RL_CONFIG_MAX_REDIS_LEASES_PER_BATCH, "1: no batching"},
         {"flush_interval_us", FIELD_U32, &r->flush_interval_us, 0,
          RL_CONFIG_MAX_REDIS_FLUSH_INTERVAL_US, "microseconds"},
+        {"flushes_in_flight", FIELD_U32, &r->flushes_in_flight, 1, RL_CONFIG_MAX_REDIS_FLUSHES_IN_FLIGHT,
+         "script calls at once"},
     };
 #define FIELDS(array) array, sizeof array / sizeof array[0]
     const section sections[] = {

@@ -6,9 +6,10 @@
  *   memory:   sweep_interval_ms, lease_memory_ms, max_leases
  *   redis:    address, password, db, connections, key_prefix,
  *             connect_timeout_ms, command_timeout_ms, lease_memory_ms,
- *             max_leases_per_batch, flush_interval_us (the last two are the
- *             submitter's: how many leases go into one script call, and how
- *             long the first lease of a batch may wait for company)
+ *             max_leases_per_batch, flush_interval_us, flushes_in_flight
+ *             (the last three are the submitter's: how many leases go into
+ *             one script call, how long the first lease of a batch may wait
+ *             for company, how many script calls may be out at once)
  *   tigerbeetle: accepted and ignored (replaced by redis, DESIGN.md)
  *
  * A key this file does not know inside a known section, a value of the wrong
@@ -45,6 +46,7 @@
 #define RL_CONFIG_DEFAULT_REDIS_LEASE_MEMORY_MS 600000u
 #define RL_CONFIG_DEFAULT_REDIS_MAX_LEASES_PER_BATCH 1024u
 #define RL_CONFIG_DEFAULT_REDIS_FLUSH_INTERVAL_US 200u
+#define RL_CONFIG_DEFAULT_REDIS_FLUSHES_IN_FLIGHT 1u
 
 /* Bounds (DESIGN.md: "every size, count and connection is bounded"). */
 #define RL_CONFIG_MAX_THREADS 256u
@@ -61,6 +63,7 @@
 #define RL_CONFIG_MAX_REDIS_TIMEOUT_MS 60000u
 #define RL_CONFIG_MAX_REDIS_LEASES_PER_BATCH 16384u
 #define RL_CONFIG_MAX_REDIS_FLUSH_INTERVAL_US 1000000u
+#define RL_CONFIG_MAX_REDIS_FLUSHES_IN_FLIGHT 64u
 #define RL_CONFIG_REDIS_KEY_PREFIX_MAX 64 /* bytes, printable ASCII without spaces */
 
 #define RL_CONFIG_STRING_MAX 1024 /* listen_addr, backend, paths */
@@ -78,9 +81,12 @@ typedef struct rl_server_redis_config {
     uint32_t lease_memory_ms;
     /* Used by the submitter (spec §9.6), not by the backend: the most leases
      * in one script call (1: no batching, for comparison), and how long the
-     * first queued lease waits for more before the batch is sent. */
+     * first queued lease waits for more before the batch is sent, and how
+     * many batches (of reserves; as many of completes) may be in Redis's
+     * hands at once. */
     uint32_t max_leases_per_batch;
     uint32_t flush_interval_us;
+    uint32_t flushes_in_flight;
 } rl_server_redis_config;
 
 typedef struct rl_server_config {

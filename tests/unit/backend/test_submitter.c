@@ -19,21 +19,35 @@
 #include "ratelimiter/submitter.h"
 #include "support/lease_ids.h"
 
-/* Counts the calls and the largest batch that reach the real backend. */
+/* Counts the calls, the largest batch and the most calls at once that reach
+ * the real backend; slow_ms makes each reserve call take that long (a
+ * round trip to a store). */
 typedef struct counting {
     rl_backend base;
     rl_backend *real;
     atomic_uint calls;
     atomic_uint largest;
+    atomic_uint in_flight, most_in_flight;
+    long slow_ms;
 } counting;
+
+static void raise_to(atomic_uint *most, unsigned value) {
+    unsigned seen = atomic_load(most);
+    while (value > seen && !atomic_compare_exchange_weak(most, &seen, value)) {
+    }
+}
 
 static void counting_reserve(rl_backend *b, const rl_reserve_request *r, size_t n, rl_reserve_result *out) {
     counting *c = (counting *)b;
     atomic_fetch_add(&c->calls, 1);
-    unsigned largest = atomic_load(&c->largest);
-    while (n > largest && !atomic_compare_exchange_weak(&c->largest, &largest, (unsigned)n)) {
+    raise_to(&c->largest, (unsigned)n);
+    raise_to(&c->most_in_flight, atomic_fetch_add(&c->in_flight, 1) + 1);
+    if (c->slow_ms > 0) {
+        struct timespec pause = {c->slow_ms / 1000, (c->slow_ms % 1000) * 1000000L};
+        nanosleep(&pause, NULL);
     }
     rl_backend_reserve_batch(c->real, r, n, out);
+    atomic_fetch_sub(&c->in_flight, 1);
 }
 static void counting_complete(rl_backend *b, const rl_complete_request *r, size_t n, rl_status *out) {
     rl_backend_complete_batch(((counting *)b)->real, r, n, out);
@@ -298,12 +312,62 @@ static void destroy_answers_queued_async_calls(void **state) {
     }
 }
 
+/* With flushes_in_flight N, up to N inner calls run at once (a slow store
+ * is kept busy while the next batch is gathered), never more; with 1 they
+ * go strictly one after the other. Every caller is answered once. */
+static void flushes_overlap_up_to_flushes_in_flight(void **state) {
+    (void)state;
+    for (unsigned flushers = 1; flushers <= 3; flushers += 2) {
+        counting *c = calloc(1, sizeof *c);
+        c->base.ops = &counting_ops;
+        c->slow_ms = 5;
+        assert_int_equal(rl_memory_backend_create(NULL, &c->real), RL_OK);
+        rl_limit_def def = {.key = "k", .kind = RL_KIND_ROLLING, .capacity = 100000, .window_seconds = 60};
+        assert_int_equal(rl_backend_apply_definition(&c->base, &def, NULL), RL_OK);
+        rl_submitter_options options;
+        rl_submitter_options_default(&options);
+        options.max_leases = 8;
+        options.flush_interval_us = 100;
+        options.flushes_in_flight = flushers;
+        rl_backend *submitter;
+        assert_int_equal(rl_submitter_create(&c->base, &options, &submitter), RL_OK);
+        enum { N = 200 };
+        static async_call calls[N];
+        atomic_int total;
+        atomic_init(&total, 0);
+        for (int i = 0; i < N; i++) { /* all queued at once: 25 full batches */
+            async_call *call = &calls[i];
+            call->count = 1;
+            call->total = &total;
+            atomic_init(&call->answered, 0);
+            call->requirements[0] = (rl_requirement){"k", 1};
+            call->requests[0] = (rl_reserve_request){rl_test_lease_id((uint64_t)i + 1, call->ids[0]), NULL,
+                                                     &call->requirements[0], 1};
+            submitter->ops->reserve_batch_async(submitter, call->requests, 1, call->results, async_answered, call);
+        }
+        for (int waited_ms = 0; atomic_load(&total) < N && waited_ms < 10000; waited_ms++) {
+            struct timespec ms = {0, 1000000};
+            nanosleep(&ms, NULL);
+        }
+        assert_int_equal(atomic_load(&total), N);
+        for (int i = 0; i < N; i++) {
+            assert_int_equal(atomic_load(&calls[i].answered), 1);
+            assert_true(calls[i].results[0].allowed);
+        }
+        assert_int_equal(atomic_load(&c->most_in_flight), flushers);
+        assert_true(atomic_load(&c->largest) <= 8);
+        rl_backend_destroy(submitter);
+        free(c);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(many_threads_share_fewer_larger_calls),
         cmocka_unit_test(a_lone_caller_is_flushed_after_the_interval),
         cmocka_unit_test(many_async_callers_each_get_their_own_answer_once),
         cmocka_unit_test(destroy_answers_queued_async_calls),
+        cmocka_unit_test(flushes_overlap_up_to_flushes_in_flight),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -54,6 +54,7 @@ static void test_defaults(void **state) {
     assert_int_equal(config.redis.lease_memory_ms, 600000);
     assert_int_equal(config.redis.max_leases_per_batch, RL_CONFIG_DEFAULT_REDIS_MAX_LEASES_PER_BATCH);
     assert_int_equal(config.redis.flush_interval_us, 200);
+    assert_int_equal(config.redis.flushes_in_flight, 1);
     char err[RL_CONFIG_ERR_SIZE];
     assert_true(rl_server_config_validate(&config, err, sizeof err));
     assert_true(rl_server_config_thread_count(&config) >= 1);
@@ -144,7 +145,8 @@ static void test_redis_section(void **state) {
                        "  command_timeout_ms: 250\n"
                        "  lease_memory_ms: 60000\n"
                        "  max_leases_per_batch: 512\n"
-                       "  flush_interval_us: 100\n";
+                       "  flush_interval_us: 100\n"
+                       "  flushes_in_flight: 3\n";
     rl_server_config config;
     char err[RL_CONFIG_ERR_SIZE];
     if (!load(&config, yaml, err, sizeof err)) fail_msg("%s", err);
@@ -159,6 +161,7 @@ static void test_redis_section(void **state) {
     assert_int_equal(config.redis.lease_memory_ms, 60000);
     assert_int_equal(config.redis.max_leases_per_batch, 512);
     assert_int_equal(config.redis.flush_interval_us, 100);
+    assert_int_equal(config.redis.flushes_in_flight, 3);
     assert_true(rl_server_config_validate(&config, err, sizeof err));
 
     /* To the backend's options: the host split off, strings borrowed. */
@@ -213,6 +216,7 @@ static void test_redis_errors(void **state) {
     expect_error("redis:\n  max_leases_per_batch: 0\n", "'max_leases_per_batch' must be an integer 1..",
                  NULL);
     expect_error("redis:\n  flush_interval_us: 1000001\n", "'flush_interval_us'", NULL);
+    expect_error("redis:\n  flushes_in_flight: 0\n", "'flushes_in_flight' must be an integer 1..64", NULL);
     expect_error("redis:\n  key_prefix: \"a b\"\n", "config.yaml:2:", "'key_prefix' must be printable");
     expect_error("redis:\n  key_prefix: "
                  "\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"\n",
