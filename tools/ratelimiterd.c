@@ -148,6 +148,7 @@ int main(int argc, char **argv) {
     };
     service_options.submitter.max_leases = config.redis.max_leases_per_batch;
     service_options.submitter.flush_interval_us = config.redis.flush_interval_us;
+    service_options.submitter.flushes_in_flight = config.redis.flushes_in_flight;
     char redis_host[RL_CONFIG_STRING_MAX];
     rl_redis_options_default(&service_options.redis);
     if (!rl_server_config_redis_options(&config, redis_host, sizeof redis_host,

@@ -278,6 +278,16 @@ static void many_async_callers_each_get_their_own_answer_once(void **state) {
     free(c);
 }
 
+/* Queues an async reserve of one unit of "k" as lease `lease`. */
+static void queue_one(rl_backend *submitter, async_call *call, uint64_t lease, atomic_int *total) {
+    call->count = 1;
+    call->total = total;
+    atomic_init(&call->answered, 0);
+    call->requirements[0] = (rl_requirement){"k", 1};
+    call->requests[0] = (rl_reserve_request){rl_test_lease_id(lease, call->ids[0]), NULL, &call->requirements[0], 1};
+    submitter->ops->reserve_batch_async(submitter, call->requests, 1, call->results, async_answered, call);
+}
+
 /* Destroy answers the async calls still queued before it returns. */
 static void destroy_answers_queued_async_calls(void **state) {
     (void)state;
@@ -294,16 +304,7 @@ static void destroy_answers_queued_async_calls(void **state) {
     static async_call calls[N];
     atomic_int total;
     atomic_init(&total, 0);
-    for (int i = 0; i < N; i++) {
-        async_call *call = &calls[i];
-        call->count = 1;
-        call->total = &total;
-        atomic_init(&call->answered, 0);
-        call->requirements[0] = (rl_requirement){"k", 1};
-        call->requests[0] = (rl_reserve_request){rl_test_lease_id((uint64_t)i + 1, call->ids[0]), NULL,
-                                                 &call->requirements[0], 1};
-        submitter->ops->reserve_batch_async(submitter, call->requests, 1, call->results, async_answered, call);
-    }
+    for (int i = 0; i < N; i++) queue_one(submitter, &calls[i], (uint64_t)i + 1, &total);
     rl_backend_destroy(submitter);
     assert_int_equal(atomic_load(&total), N);
     for (int i = 0; i < N; i++) {
@@ -335,16 +336,7 @@ static void flushes_overlap_up_to_flushes_in_flight(void **state) {
         static async_call calls[N];
         atomic_int total;
         atomic_init(&total, 0);
-        for (int i = 0; i < N; i++) { /* all queued at once: 25 full batches */
-            async_call *call = &calls[i];
-            call->count = 1;
-            call->total = &total;
-            atomic_init(&call->answered, 0);
-            call->requirements[0] = (rl_requirement){"k", 1};
-            call->requests[0] = (rl_reserve_request){rl_test_lease_id((uint64_t)i + 1, call->ids[0]), NULL,
-                                                     &call->requirements[0], 1};
-            submitter->ops->reserve_batch_async(submitter, call->requests, 1, call->results, async_answered, call);
-        }
+        for (int i = 0; i < N; i++) queue_one(submitter, &calls[i], (uint64_t)i + 1, &total); /* 25 full batches */
         for (int waited_ms = 0; atomic_load(&total) < N && waited_ms < 10000; waited_ms++) {
             struct timespec ms = {0, 1000000};
             nanosleep(&ms, NULL);
