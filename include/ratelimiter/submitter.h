@@ -27,7 +27,7 @@ extern "C" {
 typedef struct rl_submitter_options {
     uint32_t max_leases;        /* leases per flush; default 1024 */
     uint32_t flush_interval_us; /* default 200 */
-    uint32_t flushes_in_flight; /* inner calls at once, per queue (reserve, complete); default 1 */
+    uint32_t flushes_in_flight; /* inner calls at once, per queue (reserve, complete); default 2 */
 } rl_submitter_options;
 
 void rl_submitter_options_default(rl_submitter_options *options);

@@ -19,7 +19,7 @@ static inline submitter *from_base(rl_backend *base) { return (submitter *)base;
 void rl_submitter_options_default(rl_submitter_options *options) {
     options->max_leases = 1024;
     options->flush_interval_us = 200;
-    options->flushes_in_flight = 1;
+    options->flushes_in_flight = 2;
 }
 
 /* A backend answers every lease (failures included) in its results. */

@@ -54,7 +54,7 @@ static void test_defaults(void **state) {
     assert_int_equal(config.redis.lease_memory_ms, 600000);
     assert_int_equal(config.redis.max_leases_per_batch, RL_CONFIG_DEFAULT_REDIS_MAX_LEASES_PER_BATCH);
     assert_int_equal(config.redis.flush_interval_us, 200);
-    assert_int_equal(config.redis.flushes_in_flight, 1);
+    assert_int_equal(config.redis.flushes_in_flight, 2);
     char err[RL_CONFIG_ERR_SIZE];
     assert_true(rl_server_config_validate(&config, err, sizeof err));
     assert_true(rl_server_config_thread_count(&config) >= 1);
