@@ -149,6 +149,41 @@ done:
     return status;
 }
 
+rl_status rl__registry_parse(const char *text, size_t len, const char *name, size_t max_limits,
+                             rl_limit_def ***out_defs, size_t *out_count, char *err,
+                             size_t err_size) {
+    *out_defs = NULL;
+    *out_count = 0;
+    if (len == 0) {
+        /* A crash cannot leave an empty file (we rename complete files), so
+         * this is damage or a mistake: refuse rather than start empty. */
+        return fail(RL_INVALID_REQUEST, err, err_size,
+                    "%s: file is empty; expected a JSON array of limit definitions", name);
+    }
+    char detail[RL_WIRE_DETAIL_SIZE];
+    cJSON *root = rl__json_parse(text, len, "file", detail, sizeof detail);
+    if (root == NULL) return fail(RL_INVALID_REQUEST, err, err_size, "%s: %s", name, detail);
+    if (!cJSON_IsArray(root)) {
+        cJSON_Delete(root);
+        return fail(RL_INVALID_REQUEST, err, err_size,
+                    "%s: expected a JSON array of limit definitions", name);
+    }
+    size_t count = rl__json_array_count(root, max_limits);
+    if (count > max_limits) {
+        cJSON_Delete(root);
+        return fail(RL_INVALID_REQUEST, err, err_size,
+                    "%s: holds more than %zu limit definitions (max_limits)", name, max_limits);
+    }
+    rl_limit_def **defs = NULL;
+    rl_status status = RL_OK;
+    if (count > 0) status = defs_from_array(name, root, count, &defs, err, err_size);
+    cJSON_Delete(root);
+    if (status != RL_OK) return status;
+    *out_defs = defs;
+    *out_count = count;
+    return RL_OK;
+}
+
 rl_status rl__registry_file_load(const char *path, size_t max_limits, rl_limit_def ***out_defs,
                                  size_t *out_count, char *err, size_t err_size) {
     *out_defs = NULL;
@@ -158,35 +193,9 @@ rl_status rl__registry_file_load(const char *path, size_t max_limits, rl_limit_d
     bool missing = false;
     rl_status status = read_file(path, &data, &len, &missing, err, err_size);
     if (status != RL_OK || missing) return status;
-    if (len == 0) {
-        free(data);
-        /* A crash cannot leave an empty file (we rename complete files), so
-         * this is damage or a mistake: refuse rather than start empty. */
-        return fail(RL_INVALID_REQUEST, err, err_size,
-                    "%s: file is empty; expected a JSON array of limit definitions", path);
-    }
-    char detail[RL_WIRE_DETAIL_SIZE];
-    cJSON *root = rl__json_parse(data, len, "file", detail, sizeof detail);
+    status = rl__registry_parse(data, len, path, max_limits, out_defs, out_count, err, err_size);
     free(data);
-    if (root == NULL) return fail(RL_INVALID_REQUEST, err, err_size, "%s: %s", path, detail);
-    if (!cJSON_IsArray(root)) {
-        cJSON_Delete(root);
-        return fail(RL_INVALID_REQUEST, err, err_size,
-                    "%s: expected a JSON array of limit definitions", path);
-    }
-    size_t count = rl__json_array_count(root, max_limits);
-    if (count > max_limits) {
-        cJSON_Delete(root);
-        return fail(RL_INVALID_REQUEST, err, err_size,
-                    "%s: holds more than %zu limit definitions (max_limits)", path, max_limits);
-    }
-    rl_limit_def **defs = NULL;
-    if (count > 0) status = defs_from_array(path, root, count, &defs, err, err_size);
-    cJSON_Delete(root);
-    if (status != RL_OK) return status;
-    *out_defs = defs;
-    *out_count = count;
-    return RL_OK;
+    return status;
 }
 
 /* ---- saving ----------------------------------------------------------- */

@@ -22,6 +22,13 @@
 rl_status rl__registry_file_load(const char *path, size_t max_limits, rl_limit_def ***out_defs,
                                  size_t *out_count, char *err, size_t err_size);
 
+/* The parsing half of the above: text[0..len) is a file's content, name
+ * stands for its path in messages. Same results and messages, an empty text
+ * included; no I/O (tests/fuzz/fuzz_registry.c feeds it). */
+rl_status rl__registry_parse(const char *text, size_t len, const char *name, size_t max_limits,
+                             rl_limit_def ***out_defs, size_t *out_count, char *err,
+                             size_t err_size);
+
 /* Replaces the file with defs[0..count) (in that order): write "<path>.tmp",
  * fsync, rename over path, fsync the directory; the directory is created if
  * missing. On failure before the rename the tmp file is removed and path is
