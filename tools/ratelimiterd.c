@@ -170,6 +170,8 @@ int main(int argc, char **argv) {
         .max_body_bytes = config.max_body_bytes,
         .max_batch = config.max_batch,
         .max_connections = config.max_connections,
+        .idle_timeout_ms = config.idle_timeout_ms,
+        .request_timeout_ms = config.request_timeout_ms,
     };
     rl_http_server *server = NULL;
     if (!rl_http_server_create(&http_options, service, &server, err, sizeof err) ||

@@ -27,6 +27,8 @@ void rl_server_config_default(rl_server_config *config) {
     config->max_body_bytes = RL_CONFIG_DEFAULT_MAX_BODY_BYTES;
     config->max_batch = RL_CONFIG_DEFAULT_MAX_BATCH;
     config->max_connections = RL_CONFIG_DEFAULT_MAX_CONNECTIONS;
+    config->idle_timeout_ms = RL_CONFIG_DEFAULT_IDLE_TIMEOUT_MS;
+    config->request_timeout_ms = RL_CONFIG_DEFAULT_REQUEST_TIMEOUT_MS;
     snprintf(config->registry_path, sizeof config->registry_path, "%s",
              RL_CONFIG_DEFAULT_REGISTRY_PATH);
     config->max_limits = 0;
@@ -272,6 +274,10 @@ static bool load_document(load_ctx *ctx, rl_server_config *c) {
         {"max_batch", FIELD_U32, &c->max_batch, 1, RL_CONFIG_MAX_BATCH, "items per batch request"},
         {"max_connections", FIELD_U32, &c->max_connections, 1, RL_CONFIG_MAX_MAX_CONNECTIONS,
          "open client connections"},
+        {"idle_timeout_ms", FIELD_U32, &c->idle_timeout_ms, RL_CONFIG_MIN_TIMEOUT_MS,
+         RL_CONFIG_MAX_IDLE_TIMEOUT_MS, "milliseconds a connection may wait between requests"},
+        {"request_timeout_ms", FIELD_U32, &c->request_timeout_ms, RL_CONFIG_MIN_TIMEOUT_MS,
+         RL_CONFIG_MAX_REQUEST_TIMEOUT_MS, "milliseconds for a request to arrive"},
     };
     const field registry_fields[] = {
         {"path", FIELD_STRING, c->registry_path, 0, 0, ""},
@@ -427,6 +433,18 @@ bool rl_server_config_validate(const rl_server_config *config, char *err, size_t
     }
     if (config->max_connections < 1 || config->max_connections > RL_CONFIG_MAX_MAX_CONNECTIONS) {
         snprintf(err, err_size, "max_connections must be 1..%u", RL_CONFIG_MAX_MAX_CONNECTIONS);
+        return false;
+    }
+    if (config->idle_timeout_ms < RL_CONFIG_MIN_TIMEOUT_MS ||
+        config->idle_timeout_ms > RL_CONFIG_MAX_IDLE_TIMEOUT_MS) {
+        snprintf(err, err_size, "idle_timeout_ms must be %u..%u", RL_CONFIG_MIN_TIMEOUT_MS,
+                 RL_CONFIG_MAX_IDLE_TIMEOUT_MS);
+        return false;
+    }
+    if (config->request_timeout_ms < RL_CONFIG_MIN_TIMEOUT_MS ||
+        config->request_timeout_ms > RL_CONFIG_MAX_REQUEST_TIMEOUT_MS) {
+        snprintf(err, err_size, "request_timeout_ms must be %u..%u", RL_CONFIG_MIN_TIMEOUT_MS,
+                 RL_CONFIG_MAX_REQUEST_TIMEOUT_MS);
         return false;
     }
     if (config->registry_path[0] == '\0') {

@@ -1,7 +1,7 @@
 /* server/config.h — the daemon's settings: defaults, config.yaml (spec §11.2).
  *
  *   server:   listen_addr, backend, threads, max_body_bytes, max_batch,
- *             max_connections
+ *             max_connections, idle_timeout_ms, request_timeout_ms
  *   registry: path, max_limits
  *   memory:   sweep_interval_ms, lease_memory_ms, max_leases
  *   redis:    address, password, db, connections, key_prefix,
@@ -11,6 +11,17 @@
  *             one script call, how long the first lease of a batch may wait
  *             for company, how many script calls may be out at once)
  *   tigerbeetle: accepted and ignored (replaced by redis, DESIGN.md)
+ *
+ * Overload bounds (server; http_server.h and conn_guard.h say how): at most
+ * max_connections open connections (past it a newcomer replaces an idle
+ * one, or is reset at once if none is idle); idle_timeout_ms between
+ * requests; request_timeout_ms for a request to arrive once begun (slow-
+ * loris) and for its answer to be read; max_body_bytes a body (413). The
+ * request line and headers are bounded by libh2o, not here: 417792 bytes
+ * and 100 headers, fixed when it was compiled (400 past them). Memory for
+ * requests being read stays under about max_connections x (max_body_bytes
+ * + 0.5 MiB): with the defaults ~15 GiB at worst, so a small machine wants
+ * smaller values.
  *
  * A key this file does not know inside a known section, a value of the wrong
  * type or out of range, a duplicate key or an unknown section is an error
@@ -35,6 +46,8 @@
 #define RL_CONFIG_DEFAULT_MAX_BODY_BYTES (1024u * 1024u)
 #define RL_CONFIG_DEFAULT_MAX_BATCH 256u
 #define RL_CONFIG_DEFAULT_MAX_CONNECTIONS 10000u
+#define RL_CONFIG_DEFAULT_IDLE_TIMEOUT_MS 60000u
+#define RL_CONFIG_DEFAULT_REQUEST_TIMEOUT_MS 10000u
 
 /* The redis section's defaults (rl_redis_options_default's, plus the
  * submitter's). */
@@ -54,6 +67,9 @@
 #define RL_CONFIG_MAX_BODY_BYTES (1024u * 1024u * 1024u) /* 1 GiB */
 #define RL_CONFIG_MAX_BATCH 65536u
 #define RL_CONFIG_MAX_MAX_CONNECTIONS 1000000u
+#define RL_CONFIG_MIN_TIMEOUT_MS 10u             /* the guard sweeps at most every 10 ms */
+#define RL_CONFIG_MAX_IDLE_TIMEOUT_MS 3600000u   /* an hour */
+#define RL_CONFIG_MAX_REQUEST_TIMEOUT_MS 600000u /* ten minutes */
 #define RL_CONFIG_MAX_SWEEP_INTERVAL_MS 3600000u
 #define RL_CONFIG_MAX_LEASE_MEMORY_MS (7u * 24u * 3600u * 1000u)
 #define RL_CONFIG_MAX_MAX_LEASES UINT64_C(1000000000)
@@ -96,6 +112,8 @@ typedef struct rl_server_config {
     uint64_t max_body_bytes; /* larger request bodies get 413 */
     uint32_t max_batch;      /* items per batch request */
     uint32_t max_connections; /* open client connections, all loops together */
+    uint32_t idle_timeout_ms;    /* a connection between requests is closed after this */
+    uint32_t request_timeout_ms; /* a request must arrive, and its answer be taken, within this */
 
     char registry_path[RL_CONFIG_STRING_MAX];
     uint64_t max_limits; /* 0: the registry's default */

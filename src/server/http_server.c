@@ -11,6 +11,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -24,9 +25,13 @@
 
 #include <h2o.h>
 
+#include "server/conn_guard.h"
 #include "server/error_filter.h"
 #include "server/handler.h"
 #include "server/listen_addr.h"
+
+_Static_assert(RL_HTTP_MAX_HEADERS == H2O_MAX_HEADERS, "h2o.h's H2O_MAX_HEADERS changed");
+_Static_assert(RL_HTTP_MAX_HEADER_BYTES == H2O_MAX_REQLEN, "h2o.h's H2O_MAX_REQLEN changed");
 
 /* A loop wakes at least this often to see a stop request: a stop costs at
  * most this much latency, an idle loop 20 wake-ups a second. */
@@ -39,6 +44,9 @@
 /* File descriptors kept free for everything but client connections
  * (listener, epoll, registry writes, the loops' wake-up pipes). */
 #define RESERVED_FDS 64
+/* Each connection's kernel receive buffer (fixed, not autotuned): enough
+ * for ~2 GB/s at 0.1 ms RTT, a 1 MiB body in a few round trips. */
+#define RECEIVE_BUFFER_BYTES (128 * 1024)
 /* How long a stopping loop waits, after its connections, for the backend to
  * answer the requests it still has in flight (a flush is milliseconds; a
  * store that stopped answering gives up on its own timeouts). */
@@ -51,9 +59,8 @@ typedef struct rl_http_thread {
     h2o_context_t ctx; /* the request's thread is found from req->conn->ctx */
     h2o_accept_ctx_t accept_ctx;
     h2o_socket_t *listener; /* NULL once draining */
-    uint32_t connections;     /* open on this loop */
-    uint32_t max_connections; /* this loop's share of the bound */
-    bool accepting;           /* false while at the bound */
+    rl_conn_guard guard;    /* this loop's connections, their share of the bound, timeouts */
+    bool accepting; /* false while waiting for room (or for descriptors) */
     rl_handler_ctx handler;
     /* Async requests (a backend with reserve_batch_async): the backend's
      * answers come back through this receiver on the loop's queue. */
@@ -205,6 +212,9 @@ static int on_request(h2o_handler_t *self, h2o_req_t *req) {
         .body_len = req->entity.base != NULL ? req->entity.len : 0,
     };
     rl_http_response response = {0, NULL, NULL};
+    /* The guard's clock for idle and slow connections starts again. */
+    if (req->conn->callbacks->get_socket != NULL)
+        rl_conn_guard_note_request(req->conn->callbacks->get_socket(req->conn), monotonic_ms());
     if (thread->receiver_registered && start_async(thread, req, &request, &response)) return 0;
     rl_handle_request(&thread->handler, &request, &response);
     send_response(req, &response);
@@ -267,6 +277,11 @@ static bool open_listener(rl_http_server *server, char *err, size_t err_size) {
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
         /* Accepted sockets inherit it: answers go out without Nagle's wait. */
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+        /* And this: h2o reads all a socket holds at once, so the kernel's
+         * receive buffer (autotuned up to megabytes) bounds what one read
+         * of a pipelining client adds to its input buffer. */
+        int receive_buffer = RECEIVE_BUFFER_BYTES;
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
         if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, SOMAXCONN) != 0) {
             last_errno = errno;
             close(fd);
@@ -288,37 +303,81 @@ static bool open_listener(rl_http_server *server, char *err, size_t err_size) {
     return true;
 }
 
-/* The connection bound: at it, a loop stops watching the listener, and the
- * kernel's backlog holds new connections until one of the loop's closes.
- * Without it, running out of descriptors would make accept fail while the
- * listener stays readable: a loop spinning at 100% CPU. */
+/* The connection bound (conn_guard.h): at its share of it, a loop leaves
+ * new connections to a loop that has room; if none has, it makes room by
+ * closing an idle connection and stops watching the listener until that
+ * one is gone, and with nothing idle it resets new connections at once.
+ * Accepting is by hand, not h2o_evloop_socket_accept, to tell "nothing to
+ * accept" from "out of descriptors": in the latter the listener stays
+ * readable, and watching it would spin the loop at 100% CPU. */
 static void on_accept(h2o_socket_t *listener, const char *err);
 
-static void on_connection_closed(void *data) {
-    rl_http_thread *thread = data;
-    thread->connections--;
-    if (!thread->accepting && thread->listener != NULL &&
-        thread->connections < thread->max_connections) {
-        thread->accepting = true;
-        h2o_socket_read_start(thread->listener, on_accept);
+static void pause_accepting(rl_http_thread *thread) {
+    if (!thread->accepting || thread->listener == NULL) return;
+    thread->accepting = false;
+    h2o_socket_read_stop(thread->listener);
+}
+
+static void resume_accepting(rl_http_thread *thread) {
+    if (thread->accepting || thread->listener == NULL) return;
+    thread->accepting = true;
+    h2o_socket_read_start(thread->listener, on_accept);
+}
+
+/* After a connection is freed: there is room again (on_accept checks). */
+static void on_connection_closed(void *data) { resume_accepting(data); }
+
+static bool another_loop_has_room(const rl_http_thread *thread) {
+    const rl_http_server *server = thread->server;
+    for (uint32_t i = 0; i < server->thread_count; i++) {
+        rl_http_thread *other = &server->threads[i];
+        if (other != thread && rl_conn_guard_has_room(&other->guard)) return true;
     }
+    return false;
+}
+
+/* Whether a connection waits in the backlog (the listener is readable). */
+static bool connection_waiting(int listen_fd) {
+    struct pollfd p = {listen_fd, POLLIN, 0};
+    return poll(&p, 1, 0) == 1 && (p.revents & POLLIN) != 0;
 }
 
 static void on_accept(h2o_socket_t *listener, const char *err) {
     if (err != NULL) return;
     rl_http_thread *thread = listener->data;
+    rl_conn_guard *guard = &thread->guard;
+    int listen_fd = h2o_socket_get_fd(listener);
     for (int i = 0; i < ACCEPTS_PER_EVENT; i++) {
-        if (thread->connections >= thread->max_connections) {
-            thread->accepting = false;
-            h2o_socket_read_stop(listener);
+        uint64_t now_ms = monotonic_ms();
+        bool full = rl_conn_guard_is_full(guard);
+        /* Room is made only for a connection that is there. */
+        if (full && !connection_waiting(listen_fd)) return;
+        /* Another loop with room takes it as is; else room is made here. */
+        if (full && (another_loop_has_room(thread) ||
+                     rl_conn_guard_make_room(guard, now_ms) != RL_CONN_ROOM_NONE)) {
+            pause_accepting(thread); /* until a connection closes, or the next sweep */
             return;
         }
-        /* Another loop may have taken the connection: NULL is normal. */
-        h2o_socket_t *sock = h2o_evloop_socket_accept(listener);
-        if (sock == NULL) return;
-        thread->connections++;
-        sock->on_close.cb = on_connection_closed;
-        sock->on_close.data = thread;
+        int fd = accept4(listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK) return; /* another loop took it */
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                pause_accepting(thread); /* same: a close or the next sweep retries */
+                return;
+            }
+            continue; /* ECONNABORTED and the like: that one is gone */
+        }
+        if (full) {
+            rl_conn_guard_refuse(guard, fd);
+            continue;
+        }
+        /* TCP_NODELAY is inherited from the listener. */
+        h2o_socket_t *sock =
+            h2o_evloop_socket_create(thread->ctx.loop, fd, H2O_SOCKET_FLAG_IS_ACCEPTED_CONNECTION);
+        if (!rl_conn_guard_add(guard, sock, now_ms)) {
+            h2o_socket_close(sock);
+            continue;
+        }
         h2o_accept(&thread->accept_ctx, sock);
     }
 }
@@ -404,8 +463,12 @@ static void *loop_main(void *arg) {
         fprintf(stderr, "ratelimiterd: a loop cannot dup the listening socket: %s\n", strerror(errno));
     }
 
-    while (!atomic_load_explicit(&server->stop_requested, memory_order_relaxed))
-        h2o_evloop_run(loop, LOOP_WAKE_MS);
+    while (!atomic_load_explicit(&server->stop_requested, memory_order_relaxed)) {
+        h2o_evloop_run(loop, rl_conn_guard_wait_ms(&thread->guard, monotonic_ms(), LOOP_WAKE_MS));
+        /* A sweep also retries accepting if the loop waited for room
+         * elsewhere or for descriptors. */
+        if (rl_conn_guard_tick(&thread->guard, monotonic_ms())) resume_accepting(thread);
+    }
 
     bool drained = listener != NULL ? drain(thread, listener)
                                     : wait_in_flight(thread) && !has_connections(&thread->ctx);
@@ -457,9 +520,11 @@ bool rl_http_server_create(const rl_http_server_options *options, rl_service *se
                            rl_http_server **out, char *err, size_t err_size) {
     *out = NULL;
     if (options->threads < 1 || options->max_batch < 1 || options->max_body_bytes < 1 ||
-        options->max_connections < 1) {
+        options->max_connections < 1 || options->idle_timeout_ms < 1 ||
+        options->request_timeout_ms < 1) {
         snprintf(err, err_size,
-                 "threads, max_batch, max_body_bytes and max_connections must be at least 1");
+                 "threads, max_batch, max_body_bytes, max_connections, idle_timeout_ms and "
+                 "request_timeout_ms must be at least 1");
         return false;
     }
     rl_http_server *server = calloc(1, sizeof *server);
@@ -481,6 +546,12 @@ bool rl_http_server_create(const rl_http_server_options *options, rl_service *se
     h2o_config_init(&server->config);
     server->config.server_name = h2o_iovec_init(H2O_STRLIT("ratelimiterd"));
     server->config.max_request_entity_size = (size_t)options->max_body_bytes;
+    /* h2o's own timer runs from when a connection starts waiting for a
+     * request until it has arrived: the guard closes idle and slow ones
+     * first, this is only the backstop. */
+    server->config.http1.req_timeout =
+        (uint64_t)options->idle_timeout_ms + (uint64_t)options->request_timeout_ms;
+    server->config.http2.idle_timeout = options->idle_timeout_ms;
     h2o_hostconf_t *host =
         h2o_config_register_host(&server->config, h2o_iovec_init(H2O_STRLIT("default")), 65535);
     /* One handler for every path: router.c dispatches on the raw path. */
@@ -509,10 +580,13 @@ bool rl_http_server_start(rl_http_server *server, char *err, size_t err_size) {
         return false;
     }
     uint32_t share = server->max_connections / count;
+    uint64_t now_ms = monotonic_ms();
     for (uint32_t i = 0; i < count; i++) {
         rl_http_thread *thread = &server->threads[i];
         thread->server = server;
-        thread->max_connections = share > 0 ? share : 1;
+        /* Before any loop runs: the loops read each other's room. */
+        rl_conn_guard_init(&thread->guard, i, share > 0 ? share : 1, server->options.idle_timeout_ms,
+                           server->options.request_timeout_ms, now_ms, on_connection_closed, thread);
         if (!rl_handler_ctx_init(&thread->handler, server->service, server->options.max_batch)) {
             for (uint32_t j = 0; j < i; j++) rl_handler_ctx_free(&server->threads[j].handler);
             free(server->threads);

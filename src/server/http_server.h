@@ -3,7 +3,25 @@
  * One listening socket; one h2o event loop per thread, each accepting on its
  * own dup of that socket, so a connection lives on one thread and requests
  * need no lock of ours (the backend has its own). Keep-alive is on; bodies
- * above max_body_bytes are refused by h2o with 413 before they are read.
+ * above max_body_bytes are refused by h2o with 413 before they are read
+ * (chunked ones as soon as they pass it), and the connection is closed.
+ *
+ * Bounds under overload (conn_guard.h has the details):
+ *   - connections: max_connections, all loops together; past it a new
+ *     connection replaces an idle one (never used, or unused for 1 s), or
+ *     is reset at once if none is idle: never left waiting in the backlog;
+ *   - time: idle_timeout_ms for a connection between requests,
+ *     request_timeout_ms for a request to arrive once begun and for its
+ *     answer to be taken;
+ *   - request line + headers: RL_HTTP_MAX_HEADER_BYTES and
+ *     RL_HTTP_MAX_HEADERS, fixed when libh2o was compiled (H2O_MAX_REQLEN,
+ *     H2O_MAX_HEADERS; not settable at run time): past either h2o answers
+ *     400 (text/plain, not JSON: it writes that answer itself) and closes;
+ *   - memory for requests being read: at most about max_connections x
+ *     (max(max_body_bytes + headers, RL_HTTP_MAX_HEADER_BYTES) + what one
+ *     read takes from the kernel: h2o reads all a socket holds, so each
+ *     connection's receive buffer is fixed at 128 KiB instead of being
+ *     autotuned to megabytes for a client that pipelines).
  *
  * Lifecycle, all from one controlling thread (not a loop thread):
  *   create (binds) -> start (threads run) -> stop (drains, joins) -> destroy.
@@ -25,10 +43,22 @@ typedef struct rl_http_server_options {
     uint64_t max_body_bytes; /* larger request bodies get 413 */
     size_t max_batch;        /* items per batch request, >= 1 */
     /* Open client connections, all loops together, >= 1; lowered to what the
-     * file-descriptor limit allows. At the bound a loop stops accepting until
-     * one of its connections closes (the kernel's backlog holds the rest). */
+     * file-descriptor limit allows, and shared evenly by the loops. At a
+     * loop's share: see "connections" above. */
     uint32_t max_connections;
+    /* >= 1 each. A connection with no request under way is closed after
+     * idle_timeout_ms; a request must arrive within request_timeout_ms of
+     * its first byte being seen, and the client must take its answer within
+     * as long. Enforced about every tenth of the shorter one (10 ms..1 s). */
+    uint32_t idle_timeout_ms;
+    uint32_t request_timeout_ms;
 } rl_http_server_options;
+
+/* The fixed bounds of libh2o's HTTP/1 parser: H2O_MAX_REQLEN (8192 + 4096 *
+ * H2O_MAX_HEADERS bytes of request line and headers) and H2O_MAX_HEADERS,
+ * compiled into the library (http_server.c checks they match h2o.h). */
+#define RL_HTTP_MAX_HEADER_BYTES 417792u
+#define RL_HTTP_MAX_HEADERS 100u
 
 /* Binds and listens (nothing is served until start). service is borrowed and
  * must outlive the server. *out is owned by the caller (destroy). Returns

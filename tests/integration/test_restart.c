@@ -226,8 +226,18 @@ static bool answered(int fd, int timeout_ms, bool send_request) {
     return strncmp(buf, "HTTP/1.1 200", 12) == 0;
 }
 
-/* server.max_connections: at the bound new connections wait in the backlog
- * (no error, no answer) until an open one closes. */
+/* True if the daemon closes or resets fd (without answering) within timeout_ms. */
+static bool cut(int fd, int timeout_ms) {
+    struct pollfd p = {fd, POLLIN, 0};
+    if (poll(&p, 1, timeout_ms) != 1) return false;
+    char buf[64];
+    return recv(fd, buf, sizeof buf, 0) <= 0;
+}
+
+/* server.max_connections: at the bound a new connection takes the place of
+ * an idle one that never sent a request; if every open one is in use (a
+ * request in the last second), it is reset at once rather than left waiting
+ * in the kernel's backlog. */
 static void test_connection_bound(void **state) {
     (void)state;
     rl_test_daemon d;
@@ -240,13 +250,23 @@ static void test_connection_bound(void **state) {
     int first = connect_to(d.port), second = connect_to(d.port);
     assert_true(answered(first, 5000, true));
     assert_true(answered(second, 5000, true));
-    int third = connect_to(d.port); /* the kernel accepts it into the backlog */
-    assert_false(answered(third, 300, true));
-    close(first);
-    assert_true(answered(third, 5000, false)); /* taken and answered once a slot frees */
-    assert_true(answered(second, 5000, true));
-    close(second);
+    int third = connect_to(d.port); /* the kernel completes it; the daemon resets it */
+    assert_true(cut(third, 5000));
     close(third);
+    assert_true(answered(first, 5000, true)); /* the open ones are untouched */
+    assert_true(answered(second, 5000, true));
+
+    close(first); /* a slot frees: the next newcomer is served */
+    int idle = connect_to(d.port);
+    assert_false(cut(idle, 300));
+    /* At the bound again: idle never sent a request, so it gives way. */
+    int fourth = connect_to(d.port);
+    assert_true(answered(fourth, 5000, true));
+    assert_true(cut(idle, 5000));
+    assert_true(answered(second, 5000, true));
+    close(idle);
+    close(second);
+    close(fourth);
     assert_int_equal(rl_test_daemon_stop(&d), 0);
     rl_test_daemon_cleanup(&d);
 }

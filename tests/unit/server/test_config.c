@@ -42,6 +42,8 @@ static void test_defaults(void **state) {
     assert_int_equal(config.max_batch, 256);
     assert_int_equal(config.max_limits, 0);
     assert_int_equal(config.max_connections, 10000);
+    assert_int_equal(config.idle_timeout_ms, 60000);
+    assert_int_equal(config.request_timeout_ms, 10000);
     assert_int_equal(config.memory.sweep_interval_ms, RL_MEMORY_DEFAULT_SWEEP_INTERVAL_MS);
     assert_null(config.memory.clock);
     assert_string_equal(config.redis.address, "127.0.0.1:6379");
@@ -80,6 +82,8 @@ static void test_every_setting(void **state) {
                        "  max_body_bytes: 65536\n"
                        "  max_batch: 100\n"
                        "  max_connections: 500\n"
+                       "  idle_timeout_ms: 1500\n"
+                       "  request_timeout_ms: 250\n"
                        "registry:\n"
                        "  path: /var/lib/rl/limits.json\n"
                        "  max_limits: 5000\n"
@@ -96,6 +100,8 @@ static void test_every_setting(void **state) {
     assert_int_equal(config.max_body_bytes, 65536);
     assert_int_equal(config.max_batch, 100);
     assert_int_equal(config.max_connections, 500);
+    assert_int_equal(config.idle_timeout_ms, 1500);
+    assert_int_equal(config.request_timeout_ms, 250);
     assert_string_equal(config.registry_path, "/var/lib/rl/limits.json");
     assert_int_equal(config.max_limits, 5000);
     assert_int_equal(config.memory.sweep_interval_ms, 250);
@@ -263,11 +269,24 @@ static void test_ranges(void **state) {
     expect_error("server:\n  max_body_bytes: 10\n", "'max_body_bytes' must be an integer 256..", NULL);
     expect_error("server:\n  max_batch: 0\n", "'max_batch' must be an integer 1..", NULL);
     expect_error("server:\n  max_connections: 0\n", "'max_connections' must be an integer 1..", NULL);
+    expect_error("server:\n  idle_timeout_ms: 9\n", "config.yaml:2:",
+                 "'idle_timeout_ms' must be an integer 10..3600000");
+    expect_error("server:\n  idle_timeout_ms: 3600001\n", "'idle_timeout_ms' must be an integer", NULL);
+    expect_error("server:\n  request_timeout_ms: 0\n", "config.yaml:2:",
+                 "'request_timeout_ms' must be an integer 10..600000");
+    expect_error("server:\n  request_timeout_ms: 600001\n", "'request_timeout_ms' must be", NULL);
+    expect_error("server:\n  request_timeout_ms: \"500\"\n", "'request_timeout_ms' must be", NULL);
     expect_error("memory:\n  sweep_interval_ms: 99999999\n", "'sweep_interval_ms'", NULL);
     /* Edges are fine. */
     rl_server_config config;
     char err[RL_CONFIG_ERR_SIZE];
     assert_true(load(&config, "server:\n  threads: 256\n  max_batch: 1\n  max_body_bytes: 256\n", err,
+                     sizeof err));
+    assert_true(load(&config,
+                     "server:\n  idle_timeout_ms: 10\n  request_timeout_ms: 600000\n", err,
+                     sizeof err));
+    assert_true(load(&config,
+                     "server:\n  idle_timeout_ms: 3600000\n  request_timeout_ms: 10\n", err,
                      sizeof err));
     assert_true(load(&config, "memory:\n  sweep_interval_ms: 0\n", err, sizeof err));
     assert_int_equal(config.memory.sweep_interval_ms, 0);
@@ -395,6 +414,14 @@ static void test_validate(void **state) {
     rl_server_config_default(&config);
     config.threads = 1000;
     assert_false(rl_server_config_validate(&config, err, sizeof err));
+    rl_server_config_default(&config);
+    config.idle_timeout_ms = 0;
+    assert_false(rl_server_config_validate(&config, err, sizeof err));
+    assert_non_null(strstr(err, "idle_timeout_ms must be 10..3600000"));
+    rl_server_config_default(&config);
+    config.request_timeout_ms = RL_CONFIG_MAX_REQUEST_TIMEOUT_MS + 1;
+    assert_false(rl_server_config_validate(&config, err, sizeof err));
+    assert_non_null(strstr(err, "request_timeout_ms must be 10..600000"));
     rl_server_config_default(&config);
     config.registry_path[0] = '\0';
     assert_false(rl_server_config_validate(&config, err, sizeof err));
