@@ -44,17 +44,6 @@ static const char limits_json[] =
     "{\"key\":\"http:shrink\",\"kind\":\"rolling\",\"capacity\":10,\"window_seconds\":60,"
     "\"timeout_seconds\":0,\"unit\":\"\",\"description\":\"\",\"overage\":\"debt\"}]\n";
 
-static uint64_t now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-static void sleep_ms(long ms) {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
-    nanosleep(&ts, NULL);
-}
-
 static rl_limiter *open_limiter(uint16_t port, uint32_t deadline_ms) {
     char url[64], err[RL_LIMITER_ERR_SIZE];
     snprintf(url, sizeof url, "http://127.0.0.1:%u", (unsigned)port);
@@ -122,15 +111,15 @@ static void no_daemon_times_out_after_the_deadline(void **state) {
     rl_limiter *l = open_limiter(dead_port(), 300); /* opening connects nothing */
     char lease[RL_ULID_TEXT_SIZE];
     rl_reserve_result result;
-    uint64_t start_ms = now_ms();
+    uint64_t start_ms = rl_test_now_ms();
     assert_int_equal(reserve_one(l, rl_ulid_new(lease), "http:tpm", 1, &result), RL_TIMEOUT);
-    assert_true(now_ms() - start_ms >= 300);
+    assert_true(rl_test_now_ms() - start_ms >= 300);
     rl_complete_request complete = {lease, NULL, NULL, 0};
-    start_ms = now_ms();
+    start_ms = rl_test_now_ms();
     assert_int_equal(rl_limiter_complete(l, &complete), RL_TIMEOUT);
     if (strstr(rl_limiter_last_error(), "the outcome is unknown, retry with the same lease id") == NULL)
         fail_msg("last error: \"%s\"", rl_limiter_last_error());
-    assert_true(now_ms() - start_ms >= 300);
+    assert_true(rl_test_now_ms() - start_ms >= 300);
     assert_int_equal(rl__http_limiter_connects_total(l), 0);
     rl_limiter_destroy(l);
 }
@@ -243,7 +232,7 @@ static void restarted_daemon_gets_the_same_lease_once(void **state) {
     reserve_job job = {l, rl_ulid_new(lease), RL_IO_ERROR, {0}};
     pthread_t thread;
     assert_int_equal(pthread_create(&thread, NULL, reserve_in_thread, &job), 0);
-    sleep_ms(300);
+    rl_test_sleep_ms(300);
     char listen[32];
     snprintf(listen, sizeof listen, "127.0.0.1:%u", (unsigned)port);
     const char *args[] = {"--listen", listen, NULL};
@@ -405,9 +394,9 @@ static void garbled_or_proxy_answers_are_retried_until_the_deadline(void **state
         rl_limiter *l = open_limiter(s.port, 300);
         char lease[RL_ULID_TEXT_SIZE];
         rl_reserve_result result;
-        uint64_t start_ms = now_ms();
+        uint64_t start_ms = rl_test_now_ms();
         assert_int_equal(reserve_one(l, rl_ulid_new(lease), "http:tpm", 1, &result), RL_TIMEOUT);
-        assert_true(now_ms() - start_ms >= 300);
+        assert_true(rl_test_now_ms() - start_ms >= 300);
         rl_limiter_destroy(l);
         assert_true(canned_stop(&s) >= 2);
     }

@@ -86,12 +86,6 @@ static int teardown(void **state) {
     return 0;
 }
 
-static long now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void start(cluster *c, rl_test_daemon *d) {
     const char *args[] = {"--backend", "redis", "--redis", c->redis_address, NULL};
     if (!rl_test_daemon_start(d, args)) {
@@ -196,9 +190,9 @@ static void record_failure(load *l, const char *what) {
 /* One timed request; records the slowest. */
 static long timed_request(load *l, rl_test_client *client, const char *daemon_name,
                           const char *path, const char *body, rl_test_response *r) {
-    long began = now_ms();
+    long began = rl_test_now_ms();
     long status = rl_test_client_request(client, "POST", path, body, r);
-    long took = now_ms() - began;
+    long took = rl_test_now_ms() - began;
     long slowest = atomic_load(&l->slowest_ms);
     while (took > slowest && !atomic_compare_exchange_weak(&l->slowest_ms, &slowest, took)) {
     }
@@ -352,7 +346,7 @@ static void test_rolling_total_is_capacity(void **state) {
 /* used and active reach 0 on both daemons (Completes answered 200 may still
  * be on their way to the store: a generous deadline). */
 static void wait_released(cluster *c, const char *key) {
-    long until = now_ms() + WAIT_DEADLINE_MS;
+    long until = rl_test_now_ms() + WAIT_DEADLINE_MS;
     double used_a, active_a, used_b, active_b;
     for (;;) {
         used_a = usage_of(c, &c->a, key, "used");
@@ -360,7 +354,7 @@ static void wait_released(cluster *c, const char *key) {
         used_b = usage_of(c, &c->b, key, "used");
         active_b = usage_of(c, &c->b, key, "active");
         if (used_a == 0 && active_a == 0 && used_b == 0 && active_b == 0) return;
-        if (now_ms() >= until) break;
+        if (rl_test_now_ms() >= until) break;
         rl_test_redis_sleep_ms(50);
     }
     fail_msg("%s still held after every Complete: A used %g active %g, B used %g active %g (%s)",
@@ -434,10 +428,10 @@ static void test_complete_on_b_releases_hold_on_a(void **state) {
 
 /* Polls /healthz on d until it answers want; false after the deadline. */
 static bool health_becomes(cluster *c, rl_test_daemon *d, long want, long deadline_ms) {
-    long until = now_ms() + deadline_ms;
+    long until = rl_test_now_ms() + deadline_ms;
     for (;;) {
         if (call(c, d, "GET", "/healthz", NULL) == want) return true;
-        if (now_ms() >= until) return false;
+        if (rl_test_now_ms() >= until) return false;
         rl_test_redis_sleep_ms(20);
     }
 }
@@ -459,12 +453,12 @@ static void test_redis_killed_mid_load(void **state) {
 
     /* No cmocka assert until the workers are joined: collect the first problem. */
     char problem[1024] = "";
-    long until = now_ms() + WAIT_DEADLINE_MS;
-    while (atomic_load(&l.admitted) < FAULT_KILL_AFTER && now_ms() < until) rl_test_redis_sleep_ms(1);
+    long until = rl_test_now_ms() + WAIT_DEADLINE_MS;
+    while (atomic_load(&l.admitted) < FAULT_KILL_AFTER && rl_test_now_ms() < until) rl_test_redis_sleep_ms(1);
     long admitted_at_kill = atomic_load(&l.admitted);
     atomic_store(&l.phase, PHASE_DOWN);
     rl_test_redis_kill(&c->redis); /* SIGKILL: no shutdown, what was fsynced is what survives */
-    long killed_at = now_ms();
+    long killed_at = rl_test_now_ms();
     if (admitted_at_kill < FAULT_KILL_AFTER)
         snprintf(problem, sizeof problem, "only %ld admitted in %d ms before the kill",
                  admitted_at_kill, WAIT_DEADLINE_MS);
@@ -473,12 +467,12 @@ static void test_redis_killed_mid_load(void **state) {
         snprintf(problem, sizeof problem, "A's /healthz with Redis down: %.300s", c->body);
     if (problem[0] == '\0' && !health_becomes(c, &c->b, 503, 5000))
         snprintf(problem, sizeof problem, "B's /healthz with Redis down: %.300s", c->body);
-    long down_for = now_ms() - killed_at;
+    long down_for = rl_test_now_ms() - killed_at;
     if (down_for < FAULT_DOWN_MS) rl_test_redis_sleep_ms(FAULT_DOWN_MS - down_for);
     long unavailable_while_down = atomic_load(&l.unavailable);
 
     bool restarted = rl_test_redis_restart(&c->redis); /* same port and dir: AOF reload */
-    long restarted_at = now_ms();
+    long restarted_at = rl_test_now_ms();
     atomic_store(&l.phase, PHASE_RESTARTED);
     if (problem[0] == '\0' && !restarted) snprintf(problem, sizeof problem, "redis did not restart");
 
@@ -488,7 +482,7 @@ static void test_redis_killed_mid_load(void **state) {
         until = restarted_at + RECOVERY_DEADLINE_MS;
         while ((atomic_load(&l.answered_after_restart[0]) == 0 ||
                 atomic_load(&l.answered_after_restart[1]) == 0) &&
-               now_ms() < until)
+               rl_test_now_ms() < until)
             rl_test_redis_sleep_ms(10);
         if (atomic_load(&l.answered_after_restart[0]) == 0 ||
             atomic_load(&l.answered_after_restart[1]) == 0)
@@ -497,16 +491,16 @@ static void test_redis_killed_mid_load(void **state) {
                      RECOVERY_DEADLINE_MS, atomic_load(&l.answered_after_restart[0]),
                      atomic_load(&l.answered_after_restart[1]));
     }
-    if (problem[0] == '\0' && !health_becomes(c, &c->a, 200, restarted_at + RECOVERY_DEADLINE_MS - now_ms()))
+    if (problem[0] == '\0' && !health_becomes(c, &c->a, 200, restarted_at + RECOVERY_DEADLINE_MS - rl_test_now_ms()))
         snprintf(problem, sizeof problem, "A's /healthz after the restart: %.300s", c->body);
-    if (problem[0] == '\0' && !health_becomes(c, &c->b, 200, restarted_at + RECOVERY_DEADLINE_MS - now_ms()))
+    if (problem[0] == '\0' && !health_becomes(c, &c->b, 200, restarted_at + RECOVERY_DEADLINE_MS - rl_test_now_ms()))
         snprintf(problem, sizeof problem, "B's /healthz after the restart: %.300s", c->body);
-    long recovered_in = now_ms() - restarted_at;
+    long recovered_in = rl_test_now_ms() - restarted_at;
 
     /* Keep the load on until the limit refuses: the load exceeds the capacity. */
     if (problem[0] == '\0') {
-        until = now_ms() + WAIT_DEADLINE_MS;
-        while (atomic_load(&l.denied_after_restart) == 0 && now_ms() < until) rl_test_redis_sleep_ms(10);
+        until = rl_test_now_ms() + WAIT_DEADLINE_MS;
+        while (atomic_load(&l.denied_after_restart) == 0 && rl_test_now_ms() < until) rl_test_redis_sleep_ms(10);
     }
     load_join(&l, workers);
     pthread_mutex_destroy(&l.mutex);

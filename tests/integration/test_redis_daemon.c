@@ -158,17 +158,11 @@ static void test_join_store_wins(void **state) {
     assert_int_equal(rl_test_daemon_stop(&c->b), 0);
 }
 
-static long now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Polls /healthz until it answers want (or 10 s pass). */
 static void wait_health(cluster *c, rl_test_daemon *d, long want) {
-    long until = now_ms() + 10000;
+    long until = rl_test_now_ms() + 10000;
     long got = 0;
-    while ((got = call(c, d, "GET", "/healthz", NULL)) != want && now_ms() < until)
+    while ((got = call(c, d, "GET", "/healthz", NULL)) != want && rl_test_now_ms() < until)
         rl_test_redis_sleep_ms(50);
     if (got != want) fail_msg("/healthz -> %ld (wanted %ld): %s", got, want, c->body);
 }

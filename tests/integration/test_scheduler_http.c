@@ -34,11 +34,6 @@ static const char limits_json[] =
     "{\"key\":\"global:llm:fast:m:concurrency\",\"kind\":\"concurrency\",\"capacity\":1000,\"window_seconds\":0,"
     "\"timeout_seconds\":300,\"unit\":\"\",\"description\":\"\",\"overage\":\"debt\"}]\n";
 
-static void sleep_ms(long ms) {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
-    nanosleep(&ts, NULL);
-}
-
 static rl_limiter *open_limiter(uint16_t port, uint32_t deadline_ms) {
     char url[64], err[RL_LIMITER_ERR_SIZE];
     snprintf(url, sizeof url, "http://127.0.0.1:%u", (unsigned)port);
@@ -86,7 +81,7 @@ static void run_with_restart(uint32_t limiter_deadline_ms, long outage_ms, board
     int done_at_stop = b->outcomes[RL_JOB_DONE][0];
     pthread_mutex_unlock(&b->mutex);
     assert_true(done_at_stop < JOBS); /* else the outage was not mid-run */
-    sleep_ms(outage_ms);
+    rl_test_sleep_ms(outage_ms);
     char listen[32];
     snprintf(listen, sizeof listen, "127.0.0.1:%u", (unsigned)port);
     const char *args[] = {"--listen", listen, NULL};

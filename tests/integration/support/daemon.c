@@ -29,13 +29,13 @@ static void write_file(const char *path, const char *text) {
     if (fclose(file) != 0) die(path);
 }
 
-static long now_ms(void) {
+long rl_test_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void sleep_ms(long ms) {
+void rl_test_sleep_ms(long ms) {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
     nanosleep(&ts, NULL);
 }
@@ -109,14 +109,14 @@ static int exit_code(int wait_status) {
 
 /* Waits for pid up to deadline_ms; returns its exit code or -2 on timeout. */
 static int wait_for(pid_t pid, long deadline_ms) {
-    long until = now_ms() + deadline_ms;
+    long until = rl_test_now_ms() + deadline_ms;
     for (;;) {
         int status;
         pid_t done = waitpid(pid, &status, WNOHANG);
         if (done == pid) return exit_code(status);
         if (done < 0 && errno != EINTR) return -1;
-        if (now_ms() >= until) return -2;
-        sleep_ms(5);
+        if (rl_test_now_ms() >= until) return -2;
+        rl_test_sleep_ms(5);
     }
 }
 
@@ -129,9 +129,9 @@ static void kill_and_reap(pid_t pid) {
 
 bool rl_test_daemon_start(rl_test_daemon *daemon, const char *const *extra_args) {
     daemon->pid = spawn(daemon, extra_args);
-    long until = now_ms() + RL_TEST_START_DEADLINE_MS;
+    long until = rl_test_now_ms() + RL_TEST_START_DEADLINE_MS;
     char text[8192];
-    while (now_ms() < until) {
+    while (rl_test_now_ms() < until) {
         rl_test_daemon_read_stderr(daemon, text, sizeof text);
         const char *line = strstr(text, LISTENING_PREFIX);
         if (line != NULL && strchr(line, '\n') != NULL) {
@@ -148,7 +148,7 @@ bool rl_test_daemon_start(rl_test_daemon *daemon, const char *const *extra_args)
             daemon->pid = 0;
             return false;
         }
-        sleep_ms(5);
+        rl_test_sleep_ms(5);
     }
     fprintf(stderr, "test support: the daemon did not listen in time:\n%s\n", text);
     kill_and_reap(daemon->pid);

@@ -30,6 +30,10 @@ typedef struct rl_test_daemon {
 } rl_test_daemon;
 
 /* Makes the temp directory; no file is written yet. Aborts the test on failure. */
+/* CLOCK_MONOTONIC in ms, and a sleep: the deadlines of the tests. */
+long rl_test_now_ms(void);
+void rl_test_sleep_ms(long ms);
+
 void rl_test_daemon_init(rl_test_daemon *daemon);
 
 /* Writes the registry file (limits.json) with exactly these bytes. */

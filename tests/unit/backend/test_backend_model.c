@@ -1,12 +1,43 @@
 /* test_backend_model.c — random interleavings of reserve, complete, time and
- * capacity changes against a backend, checked step by step against a small,
- * obviously-correct reference model (a flat list of entries). Two groups run
- * the same model: "memory" (30 seeds x 4000 steps) and "redis" (a private
- * redis-server, tests/support/redis_server.h; 10 seeds x 1500 steps, since
- * every step there is several round trips to Redis). Time is a manual clock
- * that both the backend and the model read. */
+ * admin changes against a backend, checked step by step against a small,
+ * obviously-correct reference model (the live entries in a flat list, every
+ * total recomputed from them), and against invariants that do not trust the
+ * model at all (a ledger built from the backend's own answers).
+ *
+ * Operations: reserves of 1..6 keys (all-or-nothing), alone or in batches,
+ * fresh or retried lease ids (same or different requirements), keys not
+ * defined yet; completes with actuals below, equal to or above what was
+ * reserved (or none), of admitted, denied, completed, unknown and not yet
+ * reserved leases, alone or in batches; time advancing by random steps or to
+ * exactly an entry's expiry (or 1 ms before it); admin changes of capacity
+ * (increase at once, decrease pending until usage allows), overage policy
+ * (debt | deny), window or timeout, kind (rolling <-> concurrency), and the
+ * first definition of a key reserves have been meeting as unknown.
+ *
+ * After every step, for every limit: the backend's usage (status, capacity
+ * enforced, pending decrease, used, available, active, debt, debt_total,
+ * overage_denied_total) equals the model's; every reserve's allowed, status,
+ * status key, retry_after_ms and reserved_at_unix_ms equal the model's. The
+ * ledger, fed only by what the backend answered, checks: no lease is ever
+ * admitted while what earlier admitted leases still hold in their window (or
+ * hold) plus its amount exceeds the capacity an admin set; the backend
+ * never counts less than those leases hold; a decided lease never changes
+ * its answer; debt_total and overage_denied_total never go down and move
+ * only on Complete. At the end every open lease is completed and the clock
+ * passes every window and timeout: used, active and debt are 0 everywhere,
+ * every decrease applied.
+ *
+ * Groups: "memory" (200 sequences of 200 steps, then 20 of 2000) and
+ * "redis" (a private redis-server, tests/support/redis_server.h; 60 of 200
+ * and 4 of 2000: every step there is several round trips). A failure prints
+ * the backend, the seed, the step and the last operations; RL_MODEL_SEED=<n>
+ * runs only that seed (with the steps of the sequence that failed, if
+ * RL_MODEL_STEPS=<n> says so). Time is a manual clock that the backend and
+ * the model both read.
+ */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,41 +51,145 @@
 #include "support/lease_ids.h"
 #include "support/redis_server.h"
 
-enum { LIMITS = 4, MAX_ENTRIES = 20000, MAX_LEASES = 5000 };
+/* Limits 0..2 start rolling, 3..4 concurrency; UNDEFINED starts unknown to
+ * the backend and is defined by an admin change some time in the run. */
+enum { LIMITS = 6, UNDEFINED = 5, MAX_LEASES = 12000, MAX_LIVE = 20000, MAX_SECONDS = 5, BATCH_MAX = 4 };
 
+/* Lease numbers from here on are never reserved: completes of unknown ids. */
+#define NEVER_RESERVED_BASE 1000000u
 #define LEASE_MEMORY_MS 1000000000u /* remember every lease for the whole run */
+#define T0_MONOTONIC 5000u
+#define T0_UNIX 1700000000000u
 
-typedef struct model_limit {
-    rl_limit_def def;
-    uint64_t capacity;
-    uint64_t pending_decrease_to;
-    uint64_t debt_total, overage_denied_total;
-} model_limit;
+/* ---- the sequence's random numbers (not rand(): backend threads may use it) ---- */
+
+static uint64_t rng_state;
+
+static uint64_t rng_next(void) { /* splitmix64 */
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
+static uint64_t pick(uint64_t n) { return rng_next() % n; } /* 0..n-1 */
+static bool chance(unsigned percent) { return pick(100) < percent; }
+
+/* ---- failure reports: the seed, the step, the last operations ---- */
+
+enum { TRACE = 16 };
+static char trace[TRACE][320];
+static unsigned trace_count;
+static const char *run_backend;
+static unsigned run_seed_value;
+static int run_steps, run_step;
+
+static void note(const char *format, ...) __attribute__((format(printf, 1, 2)));
+static void note(const char *format, ...) {
+    va_list args;
+    va_start(args, format);
+    vsnprintf(trace[trace_count % TRACE], sizeof trace[0], format, args);
+    va_end(args);
+    trace_count++;
+}
+
+static void fail_step(const char *format, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void fail_step(const char *format, ...) {
+    char what[1024];
+    va_list args;
+    va_start(args, format);
+    vsnprintf(what, sizeof what, format, args);
+    va_end(args);
+    print_error("backend %s, seed %u (RL_MODEL_SEED=%u RL_MODEL_STEPS=%d), step %d: %s\nlast operations:\n",
+                run_backend, run_seed_value, run_seed_value, run_steps, run_step, what);
+    unsigned first = trace_count > TRACE ? trace_count - TRACE : 0;
+    for (unsigned i = first; i < trace_count; i++) print_error("  %s\n", trace[i % TRACE]);
+    fail_msg("backend %s seed %u step %d: %s", run_backend, run_seed_value, run_step, what);
+    abort(); /* not reached */
+}
+
+/* ---- what the sequences exercised (printed per test: a model test that
+ * never reaches a case proves nothing about it) ---- */
+
+static struct coverage {
+    unsigned long steps, allowed, denied_full, exceeds, decreasing, unknown, replays, batches;
+    unsigned long completes, drained, overage_debt, debt_above_capacity, overage_denied, shrinks, releases_by_complete;
+    unsigned long admin_increase, admin_decrease, admin_decrease_pending, admin_other, clamped, edge_advances;
+} cov;
+
+static void print_coverage(const char *what) {
+    print_message("%s: %lu steps; reserves: %lu allowed, %lu denied (full), %lu exceeds_capacity, %lu "
+                  "limit_decreasing, %lu unknown_limit_key, %lu replays, %lu batches; completes: %lu of admitted "
+                  "leases (+%lu at the end), %lu shrunk, %lu overages charged under debt (%lu above capacity), %lu "
+                  "under deny; %lu holds released; admin: %lu "
+                  "increases, %lu decreases (%lu left pending), %lu policy/lifetime/kind/define; %lu expiries "
+                  "clamped; %lu advances to an expiry edge\n",
+                  what, cov.steps, cov.allowed, cov.denied_full, cov.exceeds, cov.decreasing, cov.unknown, cov.replays,
+                  cov.batches, cov.completes - cov.drained, cov.drained, cov.shrinks, cov.overage_debt,
+                  cov.debt_above_capacity, cov.overage_denied,
+                  cov.releases_by_complete, cov.admin_increase, cov.admin_decrease, cov.admin_decrease_pending,
+                  cov.admin_other, cov.clamped, cov.edge_advances);
+    memset(&cov, 0, sizeof cov);
+}
+
+/* ---- the reference model ---- */
 
 typedef struct model_entry {
     int limit;
     uint64_t amount, expires_at_ms;
-    rl_kind kind;
-    int live;
+    rl_kind kind; /* the limit's kind when reserved: Complete follows it */
+    bool live;
 } model_entry;
 
+typedef struct model_limit {
+    rl_limit_def def; /* as last applied */
+    bool defined;
+    uint64_t capacity; /* enforced now */
+    uint64_t pending_decrease_to;
+    uint64_t debt_total, overage_denied_total;
+    uint64_t tail_ms; /* latest expiry a rolling entry got (see expiry_of) */
+} model_limit;
+
 typedef struct model_lease {
-    int decided, allowed, completed;
+    bool decided, allowed, completed;
     rl_reserve_result first;
-    int entries[LIMITS], entry_count;
+    model_entry entries[LIMITS];
+    int entry_count;
 } model_lease;
 
 static model_limit limits[LIMITS];
-static model_entry entries[MAX_ENTRIES];
-static int entry_count;
 static model_lease leases[MAX_LEASES];
-static uint64_t now_ms;
+static model_entry *live[MAX_LIVE]; /* every entry that may be live (dead ones dropped on expire) */
+static int live_count;
+static uint64_t now_ms, unix_now_ms;
+/* memory: a rolling entry made while the limit still holds live rolling
+ * entries expires no sooner than the latest of them (memory/limit.h: its
+ * ring stays in order after a window is shortened; erring long never
+ * over-admits). redis: always now + window. */
+static bool expiry_clamps_to_tail;
 
-static uint64_t used_of(int limit) {
+static uint64_t used_of(int l) {
     uint64_t used = 0;
-    for (int i = 0; i < entry_count; i++)
-        if (entries[i].live && entries[i].limit == limit) used += entries[i].amount;
+    for (int i = 0; i < live_count; i++)
+        if (live[i]->live && live[i]->limit == l) used += live[i]->amount;
     return used;
+}
+
+static uint64_t active_of(int l) {
+    uint64_t active = 0;
+    for (int i = 0; i < live_count; i++)
+        if (live[i]->live && live[i]->limit == l) active++;
+    return active;
+}
+
+static bool has_live_rolling(int l) {
+    for (int i = 0; i < live_count; i++)
+        if (live[i]->live && live[i]->limit == l && live[i]->kind == RL_KIND_ROLLING) return true;
+    return false;
+}
+
+static uint64_t lifetime_ms(const rl_limit_def *def) {
+    return 1000u * (uint64_t)(def->kind == RL_KIND_ROLLING ? def->window_seconds : def->timeout_seconds);
 }
 
 static void try_decrease(int l) {
@@ -65,8 +200,12 @@ static void try_decrease(int l) {
 }
 
 static void expire(void) {
-    for (int i = 0; i < entry_count; i++)
-        if (entries[i].live && entries[i].expires_at_ms <= now_ms) entries[i].live = 0;
+    int kept = 0;
+    for (int i = 0; i < live_count; i++) {
+        if (live[i]->live && live[i]->expires_at_ms <= now_ms) live[i]->live = false;
+        if (live[i]->live) live[kept++] = live[i];
+    }
+    live_count = kept;
     for (int l = 0; l < LIMITS; l++) try_decrease(l);
 }
 
@@ -75,33 +214,59 @@ static int by_expiry(const void *a, const void *b) {
     return x->expires_at_ms < y->expires_at_ms ? -1 : x->expires_at_ms > y->expires_at_ms;
 }
 
+/* DESIGN.md: the earliest time at which amount would fit if nothing else
+ * changed: walk the live entries by expiry until enough frees. */
 static uint64_t retry_after(int l, uint64_t amount) {
-    static model_entry *sorted[MAX_ENTRIES];
+    static model_entry *sorted[MAX_LIVE];
     int n = 0;
-    for (int i = 0; i < entry_count; i++)
-        if (entries[i].live && entries[i].limit == l) sorted[n++] = &entries[i];
+    for (int i = 0; i < live_count; i++)
+        if (live[i]->live && live[i]->limit == l) sorted[n++] = live[i];
     qsort(sorted, (size_t)n, sizeof *sorted, by_expiry);
     uint64_t need = used_of(l) + amount - limits[l].capacity;
     for (int i = 0; i < n; i++) {
         if (sorted[i]->amount >= need) return sorted[i]->expires_at_ms > now_ms ? sorted[i]->expires_at_ms - now_ms : 1;
         need -= sorted[i]->amount;
     }
-    fail_msg("retry walk ran out");
-    return 0;
+    fail_step("model: the retry walk of %s ran out", limits[l].def.key);
+}
+
+static uint64_t expiry_of(int l) {
+    uint64_t at = now_ms + lifetime_ms(&limits[l].def);
+    if (limits[l].def.kind == RL_KIND_ROLLING) {
+        if (expiry_clamps_to_tail && has_live_rolling(l) && limits[l].tail_ms > at) {
+            at = limits[l].tail_ms;
+            cov.clamped++;
+        }
+        limits[l].tail_ms = at;
+    }
+    return at;
 }
 
 static rl_reserve_result model_reserve(int lease, const int *keys, const uint64_t *amounts, int n) {
     model_lease *m = &leases[lease];
-    if (m->decided) return m->first;
-    expire();
+    if (m->decided) {
+        cov.replays++;
+        return m->first;
+    }
     rl_reserve_result r = {.allowed = false};
-    int decreasing = -1, fits = 1;
+    for (int i = 0; i < n; i++) {
+        if (!limits[keys[i]].defined) { /* not remembered: the key may be defined before a retry */
+            r.status = RL_UNKNOWN_LIMIT_KEY;
+            r.status_key = limits[keys[i]].def.key;
+            cov.unknown++;
+            return r;
+        }
+    }
+    expire();
+    int decreasing = -1;
+    bool fits = true;
     uint64_t wait = 0;
     for (int i = 0; i < n; i++) {
         int l = keys[i];
-        if (amounts[i] > limits[l].capacity) {
+        if (amounts[i] > limits[l].capacity) { /* beats everything: retrying cannot help */
             r.status = RL_EXCEEDS_CAPACITY;
             r.status_key = limits[l].def.key;
+            cov.exceeds++;
             goto decided;
         }
         if (limits[l].pending_decrease_to != 0) {
@@ -109,7 +274,7 @@ static rl_reserve_result model_reserve(int lease, const int *keys, const uint64_
             continue;
         }
         if (used_of(l) + amounts[i] > limits[l].capacity) {
-            fits = 0;
+            fits = false;
             uint64_t w = retry_after(l, amounts[i]);
             if (w > wait) wait = w;
         }
@@ -118,57 +283,69 @@ static rl_reserve_result model_reserve(int lease, const int *keys, const uint64_
         r.status = RL_LIMIT_DECREASING;
         r.status_key = limits[decreasing].def.key;
         r.retry_after_ms = RL_DECREASING_RETRY_AFTER_MS;
+        cov.decreasing++;
     } else if (!fits) {
         r.retry_after_ms = wait;
+        cov.denied_full++;
     } else {
         r.allowed = true;
+        cov.allowed++;
+        r.reserved_at_unix_ms = unix_now_ms;
         for (int i = 0; i < n; i++) {
-            model_entry *e = &entries[entry_count];
+            model_entry *e = &m->entries[m->entry_count++];
             e->limit = keys[i];
             e->amount = amounts[i];
             e->kind = limits[keys[i]].def.kind;
-            e->expires_at_ms = now_ms + 1000u * (e->kind == RL_KIND_ROLLING ? limits[keys[i]].def.window_seconds
-                                                                              : limits[keys[i]].def.timeout_seconds);
-            e->live = 1;
-            m->entries[m->entry_count++] = entry_count++;
+            e->expires_at_ms = expiry_of(keys[i]);
+            e->live = true;
+            if (live_count == MAX_LIVE) fail_step("model: more than %d live entries", MAX_LIVE);
+            live[live_count++] = e;
         }
     }
 decided:
-    m->decided = 1;
+    m->decided = true;
     m->allowed = r.allowed;
     m->first = r;
     return r;
 }
 
 static void model_complete(int lease, const int *keys, const uint64_t *actuals, int n) {
+    if (lease >= MAX_LEASES) return; /* never reserved */
     model_lease *m = &leases[lease];
     if (!m->decided || !m->allowed || m->completed) return;
-    m->completed = 1;
+    m->completed = true;
+    cov.completes++;
     expire();
-    for (int i = 0; i < m->entry_count; i++) {
-        model_entry *e = &entries[m->entries[i]];
-        if (e->kind == RL_KIND_CONCURRENCY) e->live = 0;
+    for (int i = 0; i < m->entry_count; i++) { /* holds go whatever the actuals say */
+        if (m->entries[i].kind == RL_KIND_CONCURRENCY && m->entries[i].live) {
+            m->entries[i].live = false;
+            cov.releases_by_complete++;
+        }
     }
     for (int a = 0; a < n; a++) {
         for (int i = 0; i < m->entry_count; i++) {
-            model_entry *e = &entries[m->entries[i]];
+            model_entry *e = &m->entries[i];
             if (e->limit != keys[a] || e->kind != RL_KIND_ROLLING || !e->live) continue;
             model_limit *lim = &limits[e->limit];
-            if (actuals[a] < e->amount) {
+            if (actuals[a] < e->amount) { /* the rest frees now */
+                cov.shrinks++;
                 e->amount = actuals[a];
-                if (e->amount == 0) e->live = 0;
-            } else if (actuals[a] > e->amount) {
+                if (e->amount == 0) e->live = false;
+            } else if (actuals[a] > e->amount) { /* overage, per the limit's policy now */
                 uint64_t extra = actuals[a] - e->amount, used = used_of(e->limit);
                 if (lim->def.overage == RL_OVERAGE_DEBT) {
                     uint64_t before = used > lim->capacity ? used - lim->capacity : 0;
                     uint64_t after = used + extra > lim->capacity ? used + extra - lim->capacity : 0;
                     lim->debt_total += after - before;
+                    cov.overage_debt++;
+                    if (after > before) cov.debt_above_capacity++;
                     e->amount += extra;
                 } else {
                     uint64_t room = used < lim->capacity ? lim->capacity - used : 0;
                     uint64_t charged = extra < room ? extra : room;
                     e->amount += charged;
                     lim->overage_denied_total += extra - charged;
+                    cov.overage_denied++;
                 }
             }
         }
@@ -176,30 +353,447 @@ static void model_complete(int lease, const int *keys, const uint64_t *actuals, 
     for (int l = 0; l < LIMITS; l++) try_decrease(l);
 }
 
-static void check_usage(rl_backend *backend, int step) {
+/* An admin PUT of def for limit l. Returns the status it must answer. */
+static rl_limit_status model_apply(int l, const rl_limit_def *def) {
+    model_limit *lim = &limits[l];
+    lim->def = *def;
+    if (!lim->defined) {
+        lim->defined = true;
+        lim->capacity = def->capacity;
+        lim->pending_decrease_to = 0;
+        return RL_LIMIT_STATUS_ACTIVE;
+    }
     expire();
-    for (int l = 0; l < LIMITS; l++) {
-        rl_limit_usage u;
-        assert_int_equal(rl_backend_limit_usage(backend, limits[l].def.key, &u), RL_OK);
-        uint64_t used = used_of(l);
-        if (u.used != used || u.capacity != limits[l].capacity ||
-            u.pending_decrease_to != limits[l].pending_decrease_to || u.debt_total != limits[l].debt_total ||
-            u.overage_denied_total != limits[l].overage_denied_total)
-            fail_msg("step %d limit %s: used %llu/%llu capacity %llu/%llu pending %llu/%llu debt %llu/%llu", step,
-                     limits[l].def.key, (unsigned long long)u.used, (unsigned long long)used,
-                     (unsigned long long)u.capacity, (unsigned long long)limits[l].capacity,
-                     (unsigned long long)u.pending_decrease_to, (unsigned long long)limits[l].pending_decrease_to,
-                     (unsigned long long)u.debt_total, (unsigned long long)limits[l].debt_total);
-        /* the invariant that matters most: never more admitted than capacity,
-         * except by debt that Complete charged */
-        if (limits[l].def.overage == RL_OVERAGE_DENY) assert_true(used <= limits[l].capacity || u.status);
+    if (def->capacity >= lim->capacity) { /* an increase applies at once and cancels a pending decrease */
+        if (def->capacity > lim->capacity) cov.admin_increase++;
+        lim->capacity = def->capacity;
+        lim->pending_decrease_to = 0;
+    } else {
+        cov.admin_decrease++;
+        lim->pending_decrease_to = def->capacity;
+        try_decrease(l);
+        if (lim->pending_decrease_to != 0) cov.admin_decrease_pending++;
+    }
+    return lim->pending_decrease_to != 0 ? RL_LIMIT_STATUS_DECREASING : RL_LIMIT_STATUS_ACTIVE;
+}
+
+/* ---- the ledger: what the backend's own answers imply, no model ---- */
+
+typedef struct ledger_entry {
+    int limit;
+    uint64_t amount; /* what the lease still holds at least: reserved, cut to a lower actual */
+    uint64_t expires_at_ms; /* now + window/timeout when admitted: the backend may hold longer, not shorter */
+    bool hold;
+} ledger_entry;
+
+typedef struct ledger_lease {
+    bool answered, allowed, completed; /* answered: allowed or denied (not unknown_limit_key) */
+    ledger_entry entries[LIMITS];
+    int entry_count;
+} ledger_lease;
+
+static ledger_lease ledger[MAX_LEASES];
+static uint64_t admin_capacity[LIMITS]; /* the capacity the last admin change set */
+static bool kind_changed[LIMITS];
+static uint64_t last_debt_total[LIMITS], last_denied_total[LIMITS];
+
+/* The ledger's entries that may still hold something (amount > 0, not
+ * expired); dropped by ledger_compact. */
+static ledger_entry *ledger_live[MAX_LIVE];
+static int ledger_live_count;
+
+static void ledger_compact(void) {
+    int kept = 0;
+    for (int i = 0; i < ledger_live_count; i++)
+        if (ledger_live[i]->amount > 0 && ledger_live[i]->expires_at_ms > now_ms) ledger_live[kept++] = ledger_live[i];
+    ledger_live_count = kept;
+}
+
+/* What admitted leases still hold on l now, and in how many entries. */
+static uint64_t held_now(int l, uint64_t *count) {
+    uint64_t held = 0;
+    *count = 0;
+    for (int i = 0; i < ledger_live_count; i++) {
+        const ledger_entry *e = ledger_live[i];
+        if (e->limit == l && e->amount > 0 && e->expires_at_ms > now_ms) {
+            held += e->amount;
+            (*count)++;
+        }
+    }
+    return held;
+}
+
+/* The backend answered got for lease with these requirements. */
+static void ledger_reserved(int lease, const int *keys, const uint64_t *amounts, int n, const rl_reserve_result *got) {
+    ledger_lease *x = &ledger[lease];
+    if (got->status == RL_UNKNOWN_LIMIT_KEY && !x->answered) return;
+    if (x->answered) {
+        if (got->allowed != x->allowed)
+            fail_step("lease %d was %s before and is %s now", lease, x->allowed ? "allowed" : "denied",
+                      got->allowed ? "allowed" : "denied");
+        return;
+    }
+    x->answered = true;
+    x->allowed = got->allowed;
+    if (!got->allowed) return;
+    for (int i = 0; i < n; i++) {
+        int l = keys[i];
+        uint64_t count;
+        uint64_t held = held_now(l, &count);
+        /* never more admitted than the capacity in force, debt aside (a
+         * pending decrease denies, so the capacity in force is the last one set) */
+        if (held + amounts[i] > admin_capacity[l])
+            fail_step("lease %d admitted %llu on %s while admitted leases still hold %llu of capacity %llu", lease,
+                      (unsigned long long)amounts[i], limits[l].def.key, (unsigned long long)held,
+                      (unsigned long long)admin_capacity[l]);
+        ledger_entry *e = &x->entries[x->entry_count++];
+        e->limit = l;
+        e->amount = amounts[i];
+        e->expires_at_ms = now_ms + lifetime_ms(&limits[l].def);
+        e->hold = limits[l].def.kind == RL_KIND_CONCURRENCY;
+        if (ledger_live_count == MAX_LIVE) fail_step("ledger: more than %d live entries", MAX_LIVE);
+        ledger_live[ledger_live_count++] = e;
     }
 }
 
-/* --- the backends under test --- */
+static void ledger_completed(int lease, const int *keys, const uint64_t *actuals, int n) {
+    if (lease >= MAX_LEASES) return;
+    ledger_lease *x = &ledger[lease];
+    if (!x->allowed || x->completed) return;
+    x->completed = true;
+    for (int j = 0; j < x->entry_count; j++) {
+        ledger_entry *e = &x->entries[j];
+        if (e->hold) {
+            e->amount = 0;
+            continue;
+        }
+        for (int a = 0; a < n; a++)
+            if (keys[a] == e->limit && e->expires_at_ms > now_ms && actuals[a] < e->amount) e->amount = actuals[a];
+    }
+}
 
-static rl_backend *create_memory(const rl_clock *clock, unsigned seed) {
-    (void)seed;
+/* ---- comparing the backend with both ---- */
+
+static void check_limit(rl_backend *backend, int l, bool totals_may_move) {
+    rl_limit_usage u;
+    rl_status status = rl_backend_limit_usage(backend, limits[l].def.key, &u);
+    if (!limits[l].defined) {
+        if (status != RL_UNKNOWN_LIMIT_KEY) fail_step("usage of undefined %s: %s", limits[l].def.key, rl_status_name(status));
+        return;
+    }
+    if (status != RL_OK) fail_step("usage of %s: %s", limits[l].def.key, rl_status_name(status));
+    const model_limit *m = &limits[l];
+    uint64_t used = used_of(l), active = active_of(l);
+    rl_limit_usage want = {
+        .status = m->pending_decrease_to != 0 ? RL_LIMIT_STATUS_DECREASING : RL_LIMIT_STATUS_ACTIVE,
+        .capacity = m->capacity,
+        .pending_decrease_to = m->pending_decrease_to,
+        .used = used,
+        .available = used < m->capacity ? m->capacity - used : 0,
+        .active = active,
+        .debt = used > m->capacity ? used - m->capacity : 0,
+        .debt_total = m->debt_total,
+        .overage_denied_total = m->overage_denied_total,
+    };
+    if (u.status != want.status || u.capacity != want.capacity || u.pending_decrease_to != want.pending_decrease_to ||
+        u.used != want.used || u.available != want.available || u.active != want.active || u.debt != want.debt ||
+        u.debt_total != want.debt_total || u.overage_denied_total != want.overage_denied_total)
+        fail_step("%s (backend/model): status %d/%d capacity %llu/%llu pending %llu/%llu used %llu/%llu available "
+                  "%llu/%llu active %llu/%llu debt %llu/%llu debt_total %llu/%llu overage_denied_total %llu/%llu",
+                  m->def.key, u.status, want.status, (unsigned long long)u.capacity, (unsigned long long)want.capacity,
+                  (unsigned long long)u.pending_decrease_to, (unsigned long long)want.pending_decrease_to,
+                  (unsigned long long)u.used, (unsigned long long)want.used, (unsigned long long)u.available,
+                  (unsigned long long)want.available, (unsigned long long)u.active, (unsigned long long)want.active,
+                  (unsigned long long)u.debt, (unsigned long long)want.debt, (unsigned long long)u.debt_total,
+                  (unsigned long long)want.debt_total, (unsigned long long)u.overage_denied_total,
+                  (unsigned long long)want.overage_denied_total);
+    /* the ledger's lower bound, whatever the model says */
+    uint64_t count;
+    uint64_t held = held_now(l, &count);
+    if (u.used < held || u.active < count)
+        fail_step("%s counts used %llu, active %llu while admitted leases still hold %llu in %llu entries",
+                  m->def.key, (unsigned long long)u.used, (unsigned long long)u.active, (unsigned long long)held,
+                  (unsigned long long)count);
+    if (u.debt_total < last_debt_total[l] || u.overage_denied_total < last_denied_total[l] ||
+        (!totals_may_move && (u.debt_total != last_debt_total[l] || u.overage_denied_total != last_denied_total[l])))
+        fail_step("%s: debt_total %llu -> %llu, overage_denied_total %llu -> %llu outside a Complete", m->def.key,
+                  (unsigned long long)last_debt_total[l], (unsigned long long)u.debt_total,
+                  (unsigned long long)last_denied_total[l], (unsigned long long)u.overage_denied_total);
+    last_debt_total[l] = u.debt_total;
+    last_denied_total[l] = u.overage_denied_total;
+}
+
+static void check_all(rl_backend *backend, bool totals_may_move) {
+    expire();
+    ledger_compact();
+    for (int l = 0; l < LIMITS; l++) check_limit(backend, l, totals_may_move);
+}
+
+/* ---- operations ---- */
+
+/* What the test asked of each lease id (retries may ask something else). */
+typedef struct request_record {
+    int keys[LIMITS];
+    uint64_t amounts[LIMITS];
+    int n;
+} request_record;
+
+static request_record requested[MAX_LEASES];
+static int next_lease;
+/* Admitted leases not completed yet (as far as the test knows: some are
+ * completed later, and dropped when picked). */
+static int open_leases[MAX_LEASES], open_count;
+
+static void random_requirements(request_record *r) {
+    r->n = 0;
+    for (int l = 0; l < LIMITS; l++) {
+        if (!(l == UNDEFINED && !limits[l].defined ? chance(10) : chance(50))) continue;
+        uint64_t amount, capacity = limits[l].capacity;
+        unsigned roll = (unsigned)pick(100);
+        if (!limits[l].defined) amount = 1 + pick(5);
+        else if (roll < 4) amount = capacity + 1 + pick(3); /* never fits */
+        else if (roll < 8) amount = capacity;               /* fits an idle limit exactly */
+        else if (limits[l].def.kind == RL_KIND_CONCURRENCY) amount = 1 + pick(2);
+        else amount = 1 + pick(capacity / 3 + 1);
+        r->keys[r->n] = l;
+        r->amounts[r->n++] = amount;
+    }
+    if (r->n == 0) {
+        r->keys[0] = (int)pick(3);
+        r->amounts[0] = 1;
+        r->n = 1;
+    }
+    /* requirements in a random order: the status key is the first that fails */
+    for (int i = r->n - 1; i > 0; i--) {
+        int j = (int)pick((uint64_t)i + 1);
+        int k = r->keys[i];
+        uint64_t a = r->amounts[i];
+        r->keys[i] = r->keys[j];
+        r->amounts[i] = r->amounts[j];
+        r->keys[j] = k;
+        r->amounts[j] = a;
+    }
+}
+
+/* A fresh lease, or (a fifth of the time) a retry of an earlier one. */
+static int choose_reserve_lease(request_record *r) {
+    if (next_lease > 1 && chance(20)) {
+        int lease = 1 + (int)pick((uint64_t)next_lease - 1);
+        if (chance(80)) *r = requested[lease]; /* a true retry: the same request */
+        else random_requirements(r);
+        return lease;
+    }
+    random_requirements(r);
+    requested[next_lease] = *r;
+    return next_lease++;
+}
+
+static void describe_reserve(int lease, const request_record *r, const rl_reserve_result *got) {
+    char text[256];
+    int at = 0;
+    for (int i = 0; i < r->n && at < (int)sizeof text - 32; i++)
+        at += snprintf(text + at, sizeof text - (size_t)at, " %d:%llu", r->keys[i], (unsigned long long)r->amounts[i]);
+    note("t=%llu reserve lease %d [%s ] -> allowed %d status %s %s retry %llu", (unsigned long long)now_ms, lease,
+         text, got->allowed, rl_status_name(got->status), got->status_key ? got->status_key : "-",
+         (unsigned long long)got->retry_after_ms);
+}
+
+static void check_reserve(int lease, const request_record *r, const rl_reserve_result *got) {
+    describe_reserve(lease, r, got);
+    bool decided_before = leases[lease].decided;
+    if (!decided_before) requested[lease] = *r; /* what completes of it will report on */
+    rl_reserve_result want = model_reserve(lease, r->keys, r->amounts, r->n);
+    if (!decided_before && want.allowed) open_leases[open_count++] = lease;
+    if (got->allowed != want.allowed || got->status != want.status || got->retry_after_ms != want.retry_after_ms ||
+        got->reserved_at_unix_ms != want.reserved_at_unix_ms)
+        fail_step("reserve lease %d: allowed %d/%d status %s/%s retry_after_ms %llu/%llu reserved_at %llu/%llu "
+                  "(backend/model)",
+                  lease, got->allowed, want.allowed, rl_status_name(got->status), rl_status_name(want.status),
+                  (unsigned long long)got->retry_after_ms, (unsigned long long)want.retry_after_ms,
+                  (unsigned long long)got->reserved_at_unix_ms, (unsigned long long)want.reserved_at_unix_ms);
+    if ((got->status_key == NULL) != (want.status_key == NULL) ||
+        (got->status_key != NULL && strcmp(got->status_key, want.status_key) != 0))
+        fail_step("reserve lease %d: status_key %s/%s", lease, got->status_key ? got->status_key : "(null)",
+                  want.status_key ? want.status_key : "(null)");
+    ledger_reserved(lease, r->keys, r->amounts, r->n, got);
+}
+
+static void op_reserve(rl_backend *backend, int count) {
+    int ids[BATCH_MAX];
+    request_record records[BATCH_MAX];
+    rl_requirement reqs[BATCH_MAX][LIMITS];
+    char lease_ids[BATCH_MAX][27];
+    rl_reserve_request requests[BATCH_MAX];
+    rl_reserve_result results[BATCH_MAX];
+    for (int b = 0; b < count; b++) {
+        if (b > 0 && chance(15)) { /* the same id twice in one batch: the second replays the first */
+            ids[b] = ids[b - 1];
+            records[b] = records[b - 1];
+        } else {
+            ids[b] = choose_reserve_lease(&records[b]);
+        }
+        for (int i = 0; i < records[b].n; i++)
+            reqs[b][i] = (rl_requirement){limits[records[b].keys[i]].def.key, records[b].amounts[i]};
+        requests[b] = (rl_reserve_request){rl_test_lease_id((uint64_t)ids[b], lease_ids[b]), NULL, reqs[b],
+                                           (size_t)records[b].n};
+    }
+    memset(results, 0xab, sizeof results);
+    if (count == 1) {
+        rl_backend_reserve(backend, &requests[0], &results[0]);
+    } else {
+        rl_backend_reserve_batch(backend, requests, (size_t)count, results);
+        cov.batches++;
+    }
+    for (int b = 0; b < count; b++) check_reserve(ids[b], &records[b], &results[b]); /* in order, as decided */
+}
+
+/* Actuals for a complete of lease: per key it holds, none, 0, less, the
+ * same or more than reserved; now and then a key it does not hold. */
+static int random_actuals(int lease, int *keys, uint64_t *actuals) {
+    int n = 0;
+    const request_record *r = lease < MAX_LEASES ? &requested[lease] : NULL;
+    for (int i = 0; r != NULL && i < r->n; i++) {
+        unsigned roll = (unsigned)pick(100);
+        uint64_t reserved = r->amounts[i], actual;
+        if (roll < 20) continue; /* not reported: the reservation stays as it was */
+        if (roll < 30) actual = 0;
+        else if (roll < 55) actual = reserved > 1 ? 1 + pick(reserved - 1) : 0;
+        else if (roll < 70) actual = reserved;
+        else actual = reserved + 1 + pick(15);
+        keys[n] = r->keys[i];
+        actuals[n++] = actual;
+    }
+    if (chance(10)) { /* a key the lease may not hold */
+        int l = (int)pick(LIMITS);
+        bool present = false;
+        for (int i = 0; i < n; i++) present |= keys[i] == l;
+        if (!present) {
+            keys[n] = l;
+            actuals[n++] = pick(30);
+        }
+    }
+    return n;
+}
+
+static int choose_complete_lease(void) {
+    unsigned roll = (unsigned)pick(100);
+    if (roll < 5 || next_lease == 1) return (int)(NEVER_RESERVED_BASE + pick(1000)); /* unknown id */
+    if (roll < 10 && next_lease < MAX_LEASES) return next_lease; /* completed before it is reserved */
+    while (roll < 70 && open_count > 0) { /* mostly a lease that holds something */
+        int at = (int)pick((uint64_t)open_count), lease = open_leases[at];
+        open_leases[at] = open_leases[--open_count];
+        if (!leases[lease].completed) return lease;
+    }
+    return 1 + (int)pick((uint64_t)next_lease - 1); /* admitted, denied, completed or not */
+}
+
+static void op_complete(rl_backend *backend, int count) {
+    int ids[BATCH_MAX], keys[BATCH_MAX][LIMITS], n[BATCH_MAX];
+    uint64_t amounts[BATCH_MAX][LIMITS];
+    rl_actual acts[BATCH_MAX][LIMITS];
+    char lease_ids[BATCH_MAX][27];
+    rl_complete_request requests[BATCH_MAX];
+    rl_status statuses[BATCH_MAX];
+    for (int b = 0; b < count; b++) {
+        ids[b] = choose_complete_lease();
+        n[b] = random_actuals(ids[b], keys[b], amounts[b]);
+        char text[200];
+        int at = 0;
+        for (int i = 0; i < n[b]; i++) {
+            acts[b][i] = (rl_actual){limits[keys[b][i]].def.key, amounts[b][i]};
+            at += snprintf(text + at, sizeof text - (size_t)at, " %d:%llu", keys[b][i], (unsigned long long)amounts[b][i]);
+        }
+        text[at] = '\0';
+        note("t=%llu complete lease %d [%s ]%s", (unsigned long long)now_ms, ids[b], text, count > 1 ? " (batch)" : "");
+        requests[b] = (rl_complete_request){rl_test_lease_id((uint64_t)ids[b], lease_ids[b]), NULL, acts[b], (size_t)n[b]};
+    }
+    rl_backend_complete_batch(backend, requests, (size_t)count, statuses);
+    for (int b = 0; b < count; b++) {
+        if (statuses[b] != RL_OK) fail_step("complete lease %d: %s", ids[b], rl_status_name(statuses[b]));
+        model_complete(ids[b], keys[b], amounts[b], n[b]);
+        ledger_completed(ids[b], keys[b], amounts[b], n[b]);
+    }
+}
+
+static void advance(rl_manual_clock *clock, uint64_t delta) {
+    rl_manual_clock_advance(clock, delta);
+    now_ms += delta;
+    unix_now_ms += delta;
+}
+
+/* Time passes: a random step, or to exactly a live entry's expiry (or 1 ms
+ * before it), where "<=" against "<" would show. */
+static void op_time(rl_manual_clock *clock) {
+    uint64_t delta = pick(1500);
+    if (live_count > 0 && chance(40)) {
+        const model_entry *e = live[pick((uint64_t)live_count)];
+        if (e->live && e->expires_at_ms > now_ms) {
+            delta = e->expires_at_ms - now_ms - (chance(30) ? 1 : 0);
+            cov.edge_advances++;
+        }
+    }
+    note("t=%llu advance %llu ms", (unsigned long long)now_ms, (unsigned long long)delta);
+    advance(clock, delta);
+}
+
+static void set_kind(rl_limit_def *d, rl_kind kind, uint32_t seconds) {
+    d->kind = kind;
+    d->window_seconds = kind == RL_KIND_ROLLING ? seconds : 0;
+    d->timeout_seconds = kind == RL_KIND_CONCURRENCY ? seconds : 0;
+}
+
+static void op_admin(rl_backend *backend) {
+    int l = (int)pick(LIMITS);
+    rl_limit_def d = limits[l].def;
+    const char *what;
+    unsigned roll = (unsigned)pick(100);
+    if (!limits[l].defined) {
+        what = "define";
+    } else if (roll < 50) {
+        what = "capacity";
+        uint64_t used = used_of(l);
+        if (limits[l].pending_decrease_to != 0 && chance(50))
+            d.capacity = limits[l].capacity + pick(10); /* an increase cancels the pending decrease */
+        else if (used > 1 && chance(50))
+            d.capacity = 1 + pick(used - 1); /* below what is in use: the decrease waits */
+        else
+            d.capacity = 3 + pick(50);
+    } else if (roll < 68) {
+        what = "overage";
+        d.overage = d.overage == RL_OVERAGE_DEBT ? RL_OVERAGE_DENY : RL_OVERAGE_DEBT;
+    } else if (roll < 92) {
+        what = "lifetime";
+        set_kind(&d, d.kind, (uint32_t)(1 + pick(MAX_SECONDS)));
+    } else {
+        what = "kind";
+        set_kind(&d, d.kind == RL_KIND_ROLLING ? RL_KIND_CONCURRENCY : RL_KIND_ROLLING, (uint32_t)(1 + pick(MAX_SECONDS)));
+        kind_changed[l] = true;
+    }
+    char err[200];
+    if (!rl_limit_def_validate(&d, err, sizeof err)) fail_step("test made an invalid definition: %s", err);
+    note("t=%llu admin %s %s: %s capacity %llu %s %us overage %s", (unsigned long long)now_ms, what, d.key,
+         rl_kind_name(d.kind), (unsigned long long)d.capacity, d.kind == RL_KIND_ROLLING ? "window" : "timeout",
+         d.kind == RL_KIND_ROLLING ? d.window_seconds : d.timeout_seconds, rl_overage_name(d.overage));
+    rl_limit_status got = (rl_limit_status)-1;
+    rl_status status = rl_backend_apply_definition(backend, &d, &got);
+    if (status != RL_OK) fail_step("apply_definition %s: %s", d.key, rl_status_name(status));
+    if (strcmp(what, "capacity") != 0) cov.admin_other++;
+    rl_limit_status want = model_apply(l, &d);
+    admin_capacity[l] = d.capacity;
+    if (got != want) fail_step("apply_definition %s answered %s, model %s", d.key, rl_limit_status_name(got),
+                               rl_limit_status_name(want));
+}
+
+/* ---- the backends under test ---- */
+
+typedef struct target {
+    const char *name;
+    rl_backend *(*create)(const rl_clock *clock, unsigned run);
+    bool expiry_clamps_to_tail;
+} target;
+
+static rl_backend *create_memory(const rl_clock *clock, unsigned run) {
+    (void)run;
     rl_memory_options options;
     rl_memory_options_default(&options);
     options.clock = clock;
@@ -212,9 +806,9 @@ static rl_backend *create_memory(const rl_clock *clock, unsigned seed) {
 
 static rl_test_redis redis_server; /* the "redis" group's, started by its group setup */
 
-static rl_backend *create_redis(const rl_clock *clock, unsigned seed) {
+static rl_backend *create_redis(const rl_clock *clock, unsigned run) {
     char prefix[32];
-    snprintf(prefix, sizeof prefix, "m%u:", seed); /* a fresh keyspace per seed */
+    snprintf(prefix, sizeof prefix, "m%u:", run); /* a fresh keyspace per sequence */
     rl_redis_options options;
     rl_redis_options_default(&options);
     options.host = "127.0.0.1";
@@ -230,6 +824,9 @@ static rl_backend *create_redis(const rl_clock *clock, unsigned seed) {
     return backend;
 }
 
+static const target memory_target = {"memory", create_memory, true};
+static const target redis_target = {"redis", create_redis, false};
+
 static int start_redis(void **state) {
     (void)state;
     if (rl_test_redis_start(&redis_server) != RL_TEST_REDIS_STARTED) return -1;
@@ -244,107 +841,177 @@ static int stop_redis(void **state) {
     return 0;
 }
 
-static void run_seed(unsigned seed, int steps, rl_backend *(*create)(const rl_clock *, unsigned)) {
-    srand(seed);
+/* ---- one sequence ---- */
+
+static void reset(unsigned seed) {
+    rng_state = (uint64_t)seed * 0x9e3779b97f4a7c15u + 1;
     memset(limits, 0, sizeof limits);
-    memset(leases, 0, sizeof leases);
-    entry_count = 0;
+    /* the previous sequence wrote leases 0..next_lease only */
+    size_t touched = next_lease > 0 ? (size_t)next_lease + 1 : MAX_LEASES;
+    if (touched > MAX_LEASES) touched = MAX_LEASES;
+    memset(leases, 0, touched * sizeof leases[0]);
+    memset(ledger, 0, touched * sizeof ledger[0]);
+    memset(requested, 0, touched * sizeof requested[0]);
+    memset(admin_capacity, 0, sizeof admin_capacity);
+    memset(kind_changed, 0, sizeof kind_changed);
+    memset(last_debt_total, 0, sizeof last_debt_total);
+    memset(last_denied_total, 0, sizeof last_denied_total);
+    live_count = 0;
+    ledger_live_count = 0;
+    open_count = 0;
+    next_lease = 1;
+    trace_count = 0;
+    now_ms = T0_MONOTONIC;
+    unix_now_ms = T0_UNIX;
+}
+
+/* Completes every open lease (actual 0 for what it holds), then lets every
+ * window and timeout pass: nothing may stay held. */
+static void drain(rl_backend *backend, rl_manual_clock *clock) {
+    run_step = run_steps; /* "step" of the failure report: the end */
+    for (int lease = 1; lease < next_lease && lease < MAX_LEASES; lease++) {
+        if (!leases[lease].allowed || leases[lease].completed) continue;
+        const request_record *r = &requested[lease];
+        int keys[LIMITS];
+        uint64_t zeros[LIMITS] = {0};
+        rl_actual acts[LIMITS];
+        for (int i = 0; i < r->n; i++) {
+            keys[i] = r->keys[i];
+            acts[i] = (rl_actual){limits[keys[i]].def.key, 0};
+        }
+        char id[27];
+        rl_complete_request request = {rl_test_lease_id((uint64_t)lease, id), NULL, acts, (size_t)r->n};
+        note("t=%llu drain: complete lease %d with actuals 0", (unsigned long long)now_ms, lease);
+        if (rl_backend_complete(backend, &request) != RL_OK) fail_step("drain: complete lease %d failed", lease);
+        model_complete(lease, keys, zeros, r->n);
+        ledger_completed(lease, keys, zeros, r->n);
+        cov.drained++;
+    }
+    check_all(backend, true);
+    /* every hold was released by its Complete, at once */
+    for (int l = 0; l < LIMITS; l++) {
+        if (!limits[l].defined || kind_changed[l] || limits[l].def.kind != RL_KIND_CONCURRENCY) continue;
+        rl_limit_usage u;
+        assert_int_equal(rl_backend_limit_usage(backend, limits[l].def.key, &u), RL_OK);
+        if (u.used != 0 || u.active != 0)
+            fail_step("drain: %s still holds %llu in %llu holds after every lease completed", limits[l].def.key,
+                      (unsigned long long)u.used, (unsigned long long)u.active);
+    }
+    /* An entry made now lives at most MAX_SECONDS, and none was queued
+     * behind one made later than now. */
+    note("t=%llu drain: advance %u ms", (unsigned long long)now_ms, MAX_SECONDS * 1000u);
+    advance(clock, MAX_SECONDS * 1000u);
+    rl_backend_sweep(backend);
+    check_all(backend, false);
+    for (int l = 0; l < LIMITS; l++) {
+        if (!limits[l].defined) continue;
+        rl_limit_usage u;
+        assert_int_equal(rl_backend_limit_usage(backend, limits[l].def.key, &u), RL_OK);
+        if (u.used != 0 || u.active != 0 || u.debt != 0 || u.status != RL_LIMIT_STATUS_ACTIVE ||
+            u.capacity != admin_capacity[l])
+            fail_step("drain: %s after every window and timeout: used %llu active %llu debt %llu status %d capacity "
+                      "%llu (set %llu)",
+                      limits[l].def.key, (unsigned long long)u.used, (unsigned long long)u.active,
+                      (unsigned long long)u.debt, u.status, (unsigned long long)u.capacity,
+                      (unsigned long long)admin_capacity[l]);
+        if (u.debt_total != limits[l].debt_total) fail_step("drain: debt_total of %s", limits[l].def.key);
+    }
+}
+
+static void run_sequence(const target *t, unsigned run, unsigned seed, int steps) {
+    reset(seed);
+    run_backend = t->name;
+    run_seed_value = seed;
+    run_steps = steps;
+    run_step = -1;
+    expiry_clamps_to_tail = t->expiry_clamps_to_tail;
     rl_manual_clock clock;
-    rl_manual_clock_init(&clock, 5000, 1700000000000u);
-    now_ms = 5000;
-    rl_backend *backend = create(&clock.base, seed);
+    rl_manual_clock_init(&clock, T0_MONOTONIC, T0_UNIX);
+    rl_backend *backend = t->create(&clock.base, run);
     for (int l = 0; l < LIMITS; l++) {
         rl_limit_def *d = &limits[l].def;
         snprintf(d->key, sizeof d->key, "model:%d", l);
-        d->kind = l == 3 ? RL_KIND_CONCURRENCY : RL_KIND_ROLLING;
-        d->capacity = (uint64_t)(5 + rand() % 40);
-        if (d->kind == RL_KIND_ROLLING) d->window_seconds = (uint32_t)(1 + rand() % 5);
-        else d->timeout_seconds = (uint32_t)(1 + rand() % 5);
-        d->overage = rand() % 2 ? RL_OVERAGE_DEBT : RL_OVERAGE_DENY;
-        limits[l].capacity = d->capacity;
-        assert_int_equal(rl_backend_apply_definition(backend, d, NULL), RL_OK);
+        set_kind(d, l >= 3 && l != UNDEFINED ? RL_KIND_CONCURRENCY : RL_KIND_ROLLING, (uint32_t)(1 + pick(MAX_SECONDS)));
+        d->capacity = 5 + pick(40);
+        d->overage = chance(50) ? RL_OVERAGE_DEBT : RL_OVERAGE_DENY;
+        if (l == UNDEFINED) continue; /* defined by an admin change later, if ever */
+        rl_limit_status status;
+        assert_int_equal(rl_backend_apply_definition(backend, d, &status), RL_OK);
+        assert_int_equal(status, RL_LIMIT_STATUS_ACTIVE);
+        model_apply(l, d);
+        admin_capacity[l] = d->capacity;
     }
-    int next_lease = 1;
-    for (int step = 0; step < steps && next_lease < MAX_LEASES && entry_count < MAX_ENTRIES - LIMITS; step++) {
-        int op = rand() % 100;
-        if (op < 45) { /* reserve: a fresh lease, or a retry of an old one */
-            int lease = (rand() % 5 == 0 && next_lease > 1) ? 1 + rand() % (next_lease - 1) : next_lease++;
-            int keys[LIMITS], n = 0;
-            uint64_t amounts[LIMITS];
-            for (int l = 0; l < LIMITS; l++)
-                if (rand() % 2) {
-                    keys[n] = l;
-                    amounts[n++] = (uint64_t)(1 + rand() % (l == 3 ? 2 : 20));
-                }
-            if (n == 0) {
-                keys[n] = 0;
-                amounts[n++] = 1;
-            }
-            rl_requirement reqs[LIMITS];
-            for (int i = 0; i < n; i++) reqs[i] = (rl_requirement){limits[keys[i]].def.key, amounts[i]};
-            char id[27];
-            rl_reserve_request request = {rl_test_lease_id((uint64_t)lease, id), NULL, reqs, (size_t)n};
-            rl_reserve_result got;
-            rl_backend_reserve(backend, &request, &got);
-            rl_reserve_result want = model_reserve(lease, keys, amounts, n);
-            if (got.allowed != want.allowed || got.status != want.status || got.retry_after_ms != want.retry_after_ms)
-                fail_msg("seed %u step %d lease %d: allowed %d/%d status %d/%d retry %llu/%llu", seed, step, lease,
-                         got.allowed, want.allowed, got.status, want.status, (unsigned long long)got.retry_after_ms,
-                         (unsigned long long)want.retry_after_ms);
-            if ((got.status_key == NULL) != (want.status_key == NULL) ||
-                (got.status_key != NULL && strcmp(got.status_key, want.status_key) != 0))
-                fail_msg("seed %u step %d lease %d: status_key %s/%s", seed, step, lease,
-                         got.status_key != NULL ? got.status_key : "(null)",
-                         want.status_key != NULL ? want.status_key : "(null)");
-        } else if (op < 75) { /* complete some lease with random actuals */
-            if (next_lease == 1) continue;
-            int lease = 1 + rand() % (next_lease - 1);
-            int keys[LIMITS], n = 0;
-            uint64_t actuals[LIMITS];
-            for (int l = 0; l < LIMITS; l++)
-                if (rand() % 2) {
-                    keys[n] = l;
-                    actuals[n++] = (uint64_t)(rand() % 30);
-                }
-            rl_actual acts[LIMITS];
-            for (int i = 0; i < n; i++) acts[i] = (rl_actual){limits[keys[i]].def.key, actuals[i]};
-            char id[27];
-            rl_complete_request request = {rl_test_lease_id((uint64_t)lease, id), NULL, acts, (size_t)n};
-            assert_int_equal(rl_backend_complete(backend, &request), RL_OK);
-            model_complete(lease, keys, actuals, n);
-        } else if (op < 95) { /* time passes */
-            uint64_t delta = (uint64_t)(rand() % 1500);
-            rl_manual_clock_advance(&clock, delta);
-            now_ms += delta;
-        } else { /* an admin changes a capacity */
-            int l = rand() % LIMITS;
-            limits[l].def.capacity = (uint64_t)(3 + rand() % 50);
-            rl_limit_status status;
-            assert_int_equal(rl_backend_apply_definition(backend, &limits[l].def, &status), RL_OK);
-            expire();
-            if (limits[l].def.capacity >= limits[l].capacity) {
-                limits[l].capacity = limits[l].def.capacity;
-                limits[l].pending_decrease_to = 0;
-            } else {
-                limits[l].pending_decrease_to = limits[l].def.capacity;
-                try_decrease(l);
-            }
-            assert_int_equal(status, limits[l].pending_decrease_to ? RL_LIMIT_STATUS_DECREASING : RL_LIMIT_STATUS_ACTIVE);
+    check_all(backend, false);
+    for (run_step = 0; run_step < steps; run_step++) {
+        if (next_lease >= MAX_LEASES - BATCH_MAX) break;
+        unsigned op = (unsigned)pick(100);
+        bool totals_may_move = false;
+        cov.steps++;
+        if (op < 38) {
+            op_reserve(backend, 1);
+        } else if (op < 44) {
+            op_reserve(backend, 2 + (int)pick(BATCH_MAX - 1));
+        } else if (op < 66) {
+            op_complete(backend, 1);
+            totals_may_move = true;
+        } else if (op < 70) {
+            op_complete(backend, 2 + (int)pick(BATCH_MAX - 1));
+            totals_may_move = true;
+        } else if (op < 93) {
+            op_time(&clock);
+        } else {
+            op_admin(backend);
         }
-        check_usage(backend, step);
+        check_all(backend, totals_may_move);
     }
-    rl_backend_sweep(backend);
+    drain(backend, &clock);
     rl_backend_destroy(backend);
 }
 
-static void random_interleavings_match_the_model(void **state) {
-    (void)state;
-    for (unsigned seed = 1; seed <= 30; seed++) run_seed(seed, 4000, create_memory);
+/* RL_MODEL_SEED=<n> [RL_MODEL_STEPS=<n>]: only that sequence. */
+static bool only_seed(unsigned *seed, int *steps) {
+    const char *text = getenv("RL_MODEL_SEED");
+    if (text == NULL || *text == '\0') return false;
+    *seed = (unsigned)strtoul(text, NULL, 10);
+    const char *steps_text = getenv("RL_MODEL_STEPS");
+    if (steps_text != NULL && *steps_text != '\0') *steps = atoi(steps_text);
+    return true;
 }
 
-static void random_interleavings_match_the_model_on_redis(void **state) {
+static unsigned redis_runs; /* keyspaces used on the shared server */
+
+static void run_many(const target *t, unsigned first_seed, unsigned sequences, int steps) {
+    unsigned seed = 0;
+    int only_steps = steps;
+    if (only_seed(&seed, &only_steps)) {
+        if (only_steps == steps) run_sequence(t, redis_runs++, seed, steps);
+        return;
+    }
+    for (unsigned i = 0; i < sequences; i++) run_sequence(t, redis_runs++, first_seed + i, steps);
+}
+
+static void memory_short_sequences(void **state) {
     (void)state;
-    for (unsigned seed = 1; seed <= 10; seed++) run_seed(seed, 1500, create_redis);
+    run_many(&memory_target, 1, 200, 200);
+    print_coverage("memory, 200 sequences x 200 steps");
+}
+
+static void memory_long_sequences(void **state) {
+    (void)state;
+    run_many(&memory_target, 1001, 20, 2000);
+    print_coverage("memory, 20 sequences x 2000 steps");
+}
+
+static void redis_short_sequences(void **state) {
+    (void)state;
+    run_many(&redis_target, 1, 60, 200);
+    print_coverage("redis, 60 sequences x 200 steps");
+}
+
+static void redis_long_sequences(void **state) {
+    (void)state;
+    run_many(&redis_target, 1001, 4, 2000);
+    print_coverage("redis, 4 sequences x 2000 steps");
 }
 
 static void redis_server_missing(void **state) {
@@ -354,16 +1021,18 @@ static void redis_server_missing(void **state) {
 
 int main(void) {
     const struct CMUnitTest memory_tests[] = {
-        cmocka_unit_test(random_interleavings_match_the_model),
+        cmocka_unit_test(memory_short_sequences),
+        cmocka_unit_test(memory_long_sequences),
     };
     struct CMUnitTest redis_tests[] = {
-        cmocka_unit_test(random_interleavings_match_the_model_on_redis),
+        cmocka_unit_test(redis_short_sequences),
+        cmocka_unit_test(redis_long_sequences),
     };
     char executable[512];
     bool have_redis = rl_test_redis_find_executable(executable, sizeof executable);
     if (!have_redis) {
         fprintf(stderr, "no redis-server on PATH (make deps installs it): the redis group is skipped\n");
-        redis_tests[0].test_func = redis_server_missing;
+        for (size_t i = 0; i < sizeof redis_tests / sizeof redis_tests[0]; i++) redis_tests[i].test_func = redis_server_missing;
     }
     int failed = cmocka_run_group_tests_name("memory", memory_tests, NULL, NULL);
     failed += have_redis ? cmocka_run_group_tests_name("redis", redis_tests, start_redis, stop_redis)
