@@ -71,16 +71,32 @@ const rl_due_slot *rl_due_queue_top(const rl_due_queue *queue) {
     return top;
 }
 
+static void ring_pop(rl_due_ring *ring) {
+    ring->head++;
+    uint64_t capacity = ring->mask + 1;
+    if (capacity > 4096 && ring->tail - ring->head < capacity / 8) ring_resize(ring, capacity / 4);
+}
+
 void rl_due_queue_pop(rl_due_queue *queue) {
     const rl_due_slot *top = rl_due_queue_top(queue);
     for (int r = 0; r < queue->rings_used; r++) {
         rl_due_ring *ring = &queue->rings[r];
         if (!ring_empty(ring) && top == &ring->slots[ring->head & ring->mask]) {
-            ring->head++;
-            uint64_t capacity = ring->mask + 1;
-            if (capacity > 4096 && ring->tail - ring->head < capacity / 8) ring_resize(ring, capacity / 4);
+            ring_pop(ring);
             return;
         }
     }
     rl_due_heap_pop(&queue->overflow);
+}
+
+const rl_due_slot *rl_due_queue_front(const rl_due_queue *queue, int index) {
+    if (index == RL_DUE_QUEUE_RINGS) return rl_due_heap_top(&queue->overflow);
+    if (index < 0 || index >= queue->rings_used) return NULL;
+    const rl_due_ring *ring = &queue->rings[index];
+    return ring_empty(ring) ? NULL : &ring->slots[ring->head & ring->mask];
+}
+
+void rl_due_queue_pop_front(rl_due_queue *queue, int index) {
+    if (index == RL_DUE_QUEUE_RINGS) rl_due_heap_pop(&queue->overflow);
+    else ring_pop(&queue->rings[index]);
 }

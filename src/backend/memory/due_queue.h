@@ -45,4 +45,14 @@ const rl_due_slot *rl_due_queue_top(const rl_due_queue *queue);
 /* Removes the item rl_due_queue_top returned. */
 void rl_due_queue_pop(rl_due_queue *queue);
 
+/* The items that can leave without waiting for others: the front of each
+ * ring and the heap's top, index 0..RL_DUE_QUEUE_FRONTS-1 (NULL for an empty
+ * one). rl_due_queue_top is the earliest of them; a caller that must take
+ * one out early (and cannot take the top) looks at the others. */
+#define RL_DUE_QUEUE_FRONTS (RL_DUE_QUEUE_RINGS + 1)
+const rl_due_slot *rl_due_queue_front(const rl_due_queue *queue, int index);
+
+/* Removes the item rl_due_queue_front(queue, index) returned. */
+void rl_due_queue_pop_front(rl_due_queue *queue, int index);
+
 #endif

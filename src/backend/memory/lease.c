@@ -129,11 +129,13 @@ rl_mem_lease *rl_mem_lease_add(rl_mem_lease_table *table, uint64_t id_hi, uint64
     return lease;
 }
 
-static void forget_first_due(rl_mem_lease_table *table) {
-    const rl_due_slot *due = rl_due_queue_top(&table->by_forget_at);
+/* Forgets the lease of due: by_forget_at's top (front -1) or one of its
+ * fronts (rl_due_queue_front). */
+static void forget(rl_mem_lease_table *table, const rl_due_slot *due, int front) {
     rl_mem_lease *lease = due->item;
     uint64_t hash = due->hash;
-    rl_due_queue_pop(&table->by_forget_at);
+    if (front < 0) rl_due_queue_pop(&table->by_forget_at);
+    else rl_due_queue_pop_front(&table->by_forget_at, front);
     /* The next lease to forget was made long ago and is out of cache, and
      * so is its slot: ask for both now, the next reserve finds them there. */
     const rl_due_slot *next = rl_due_queue_top(&table->by_forget_at);
@@ -155,7 +157,7 @@ size_t rl_mem_lease_forget_due(rl_mem_lease_table *table, uint64_t now_ms, size_
     const rl_due_slot *top;
     while ((max_count == 0 || forgotten < max_count) && (top = rl_due_queue_top(&table->by_forget_at)) != NULL &&
            top->at_ms <= now_ms) {
-        forget_first_due(table);
+        forget(table, top, -1);
         forgotten++;
     }
     return forgotten;
@@ -169,10 +171,16 @@ static bool holds_live_entries(const rl_mem_lease *lease, uint64_t now_ms) {
     return false;
 }
 
+/* Any front will do, not only the earliest: the lease due first may still
+ * hold a reservation while the front of another lifetime (denied leases,
+ * lifetime 0, are all in one ring) holds nothing. */
 bool rl_mem_lease_make_room(rl_mem_lease_table *table, uint64_t max_leases, uint64_t now_ms) {
     if (table->count < max_leases) return true;
-    const rl_due_slot *top = rl_due_queue_top(&table->by_forget_at);
-    if (top == NULL || holds_live_entries(top->item, now_ms)) return false;
-    forget_first_due(table);
-    return true;
+    for (int front = 0; front < RL_DUE_QUEUE_FRONTS; front++) {
+        const rl_due_slot *due = rl_due_queue_front(&table->by_forget_at, front);
+        if (due == NULL || holds_live_entries(due->item, now_ms)) continue;
+        forget(table, due, front);
+        return true;
+    }
+    return false;
 }

@@ -66,9 +66,9 @@ rl_mem_lease *rl_mem_lease_add(rl_mem_lease_table *table, uint64_t id_hi, uint64
  * releases whatever it still holds. Returns how many were forgotten. */
 size_t rl_mem_lease_forget_due(rl_mem_lease_table *table, uint64_t now_ms, size_t max_count);
 
-/* Makes room for one more lease under max_leases by forgetting the lease due
- * first, if it holds nothing live at now_ms. Returns false if the table is
- * full of leases that still hold capacity. */
+/* Makes room for one more lease under max_leases by forgetting early a
+ * lease that holds nothing live at now_ms: the one due first of some
+ * lifetime. Returns false if every such lease still holds capacity. */
 bool rl_mem_lease_make_room(rl_mem_lease_table *table, uint64_t max_leases, uint64_t now_ms);
 
 #endif

@@ -178,9 +178,13 @@ static void reserve_one(memory_backend *backend, const rl_reserve_request *reque
             }
         }
     }
+    /* A denied lease holds nothing: remembered for the lease memory alone
+     * (as the redis backend does), so denials share one lifetime and can make
+     * room for new leases however long the windows they were denied on. */
     uint16_t entry_count = result->allowed ? (uint16_t)count : 0;
+    uint64_t lifetime_ms = result->allowed ? forget_at_ms - now_ms : 0;
     lease = rl_mem_lease_add(&backend->leases, id_hi, id_lo, entry_count, now_ms,
-                             forget_at_ms - now_ms + backend->lease_memory_ms);
+                             lifetime_ms + backend->lease_memory_ms);
     if (lease == NULL) {
         deny(result, RL_NO_MEMORY, NULL, 0);
         return;

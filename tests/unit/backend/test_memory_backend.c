@@ -66,6 +66,25 @@ static void the_lease_table_is_bounded(void **state) {
     assert_true(reserve1(f, 200, "rpm", 1).allowed);
 }
 
+/* A live lease due to be forgotten first does not keep denied leases made
+ * after it from making room: they are remembered for the lease memory only,
+ * in a lifetime of their own. (Before, a flood of denials on a long window
+ * behind one admitted lease failed every reserve closed.) */
+static void denials_behind_a_live_lease_make_room(void **state) {
+    fixture *f = *state; /* at most 4 leases remembered */
+    define(f, "tpd", RL_KIND_ROLLING, 1, 86400, RL_OVERAGE_DEBT);
+    assert_true(reserve1(f, 1, "tpd", 1).allowed); /* held for a day */
+    for (uint64_t lease = 2; lease < 1000; lease++) {
+        rl_reserve_result r = reserve1(f, lease, "tpd", 1);
+        assert_false(r.allowed);
+        assert_int_equal(r.status, RL_OK); /* denied, not failed closed */
+    }
+    assert_int_equal(usage_of(f, "tpd").used, 1);
+    /* the newest denials are still remembered, the admitted lease too */
+    assert_false(reserve1(f, 999, "tpd", 1).allowed);
+    assert_int_equal(reserve1(f, 1, "tpd", 1).reserved_at_unix_ms, T0_UNIX_MS);
+}
+
 /* Many threads on the real clock, with the sweeper thread purging every
  * 5 ms in between: never more admitted than capacity. Memory-only because
  * it races the memory backend's own sweeper thread (rl_memory_options);
@@ -129,6 +148,7 @@ static void threads_never_over_admit_with_the_sweeper_running(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(the_lease_table_is_bounded, setup_small, teardown),
+        cmocka_unit_test_setup_teardown(denials_behind_a_live_lease_make_room, setup_small, teardown),
         cmocka_unit_test(threads_never_over_admit_with_the_sweeper_running),
     };
     return cmocka_run_group_tests_name("memory only", tests, NULL, NULL);
