@@ -1,6 +1,9 @@
 # Set-up and everyday commands. On a fresh Debian 12 machine, as root:
 #   make run    installs what is missing, builds, starts ratelimiterd on 127.0.0.1:8080
-#   make test   installs what is missing, builds, runs the whole suite (ctest)
+#   make test   installs what is missing, builds, runs the whole suite: ctest on the
+#               normal build, again under ASan+UBSan and under TSan (CMakePresets.json),
+#               then every fuzz harness for FUZZ_SECONDS (what CI runs, ~20 minutes)
+#   make check  the normal build's ctest alone (a minute or two)
 BUILD ?= build
 JOBS ?= $(shell nproc)
 LISTEN ?= 127.0.0.1:8080
@@ -10,9 +13,12 @@ DESTDIR ?=
 
 # Debian packages the build, the tests and the benchmarks need.
 PACKAGES = build-essential cmake pkg-config libh2o-evloop-dev libssl-dev libuv1-dev zlib1g-dev \
-           libcjson-dev libyaml-dev libcmocka-dev libcurl4-openssl-dev libhiredis-dev redis-server
+           libcjson-dev libyaml-dev libcmocka-dev libcurl4-openssl-dev libhiredis-dev redis-server \
+           clang libclang-rt-14-dev
+# Seconds each libFuzzer harness runs in make test / make fuzz.
+FUZZ_SECONDS ?= 60
 
-.PHONY: all deps build test run asan tsan bench install example clean
+.PHONY: all deps build test check run asan tsan fuzz bench install example clean
 
 all: build
 
@@ -32,7 +38,9 @@ $(BUILD)/Makefile: CMakeLists.txt
 build: deps $(BUILD)/Makefile
 	cmake --build $(BUILD) -j $(JOBS)
 
-test: build
+test: check asan tsan fuzz
+
+check: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 # The registry the daemon rewrites lives in data/ (not tracked); the first run
@@ -63,16 +71,23 @@ example:
 	  -Wl,-rpath,"$$($$pc --variable=libdir ratelimiter)" -o $(BUILD)/examples/llm_workload
 	@echo "run it: $(BUILD)/examples/llm_workload   (or --url http://$(LISTEN) against make run)"
 
-# The suite under AddressSanitizer + UndefinedBehaviorSanitizer / ThreadSanitizer.
+# The suite under AddressSanitizer + UndefinedBehaviorSanitizer / ThreadSanitizer:
+# the presets of CMakePresets.json (build-asan, build-tsan; the sanitizer
+# options, TSan's suppressions, are in the test presets).
 asan: deps
-	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DRL_SANITIZE=address,undefined
-	cmake --build build-asan -j $(JOBS)
-	cd build-asan && ctest --output-on-failure -j $(JOBS)
+	cmake --preset asan
+	cmake --build --preset asan -j $(JOBS)
+	ctest --preset asan -j $(JOBS)
 
 tsan: deps
-	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DRL_SANITIZE=thread
-	cmake --build build-tsan -j $(JOBS)
-	cd build-tsan && TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp halt_on_error=1" ctest --output-on-failure -j $(JOBS)
+	cmake --preset tsan
+	cmake --build --preset tsan -j $(JOBS)
+	ctest --preset tsan -j $(JOBS)
+
+# Every libFuzzer harness (tests/fuzz) over its seeds and regression inputs,
+# then fuzzed for FUZZ_SECONDS each (clang, build-fuzz).
+fuzz: deps
+	FUZZ_SECONDS=$(FUZZ_SECONDS) JOBS=$(JOBS) tests/fuzz/run.sh
 
 # Benchmarks (not part of the suite): the in-process memory backend, then
 # HTTP against nginx under the same wrk load. Needs wrk and nginx-light.
@@ -82,4 +97,4 @@ bench: build
 	bench/http/run.sh
 
 clean:
-	rm -rf $(BUILD) build-asan build-tsan
+	rm -rf $(BUILD) build-asan build-tsan build-fuzz
