@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-#define RL_BACKEND_ABI_VERSION 3
+#define RL_BACKEND_ABI_VERSION 4
 
 typedef struct rl_backend rl_backend;
 
@@ -84,6 +84,16 @@ typedef struct rl_backend_ops {
     /* complete_batch in the same way as reserve_batch_async. NULL: cannot. */
     void (*complete_batch_async)(rl_backend *backend, const rl_complete_request *requests, size_t count,
                                  rl_status *statuses, void (*done)(void *context), void *context);
+
+    /* --- ABI 4, optional, beside list_definitions: one definition, and how
+     * many, without listing them all (an admin GET of one limit, /healthz) --- */
+
+    /* The definition of key into *out: RL_OK, RL_UNKNOWN_LIMIT_KEY, or
+     * RL_BACKEND_ERROR. NULL: look it up in list_definitions. */
+    rl_status (*get_definition)(rl_backend *backend, const char *key, rl_limit_def *out);
+
+    /* How many definitions the backend holds. NULL: count list_definitions. */
+    rl_status (*count_definitions)(rl_backend *backend, size_t *count);
 } rl_backend_ops;
 
 struct rl_backend {

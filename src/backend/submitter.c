@@ -74,6 +74,16 @@ static rl_status list_definitions(rl_backend *base, rl_limit_def **out, size_t *
     return inner->ops->list_definitions(inner, out, count);
 }
 
+static rl_status get_definition(rl_backend *base, const char *key, rl_limit_def *out) {
+    rl_backend *inner = from_base(base)->inner;
+    return inner->ops->get_definition(inner, key, out);
+}
+
+static rl_status count_definitions(rl_backend *base, size_t *count) {
+    rl_backend *inner = from_base(base)->inner;
+    return inner->ops->count_definitions(inner, count);
+}
+
 static void destroy(rl_backend *base) {
     submitter *s = from_base(base);
     rl__batcher_lane_destroy(&s->reserve); /* its last flush still uses inner */
@@ -100,6 +110,8 @@ rl_status rl_submitter_create(rl_backend *inner, const rl_submitter_options *opt
         .reserve_batch = reserve_batch, .complete_batch = complete_batch, .limit_usage = limit_usage,
         .sweep = sweep, .destroy = destroy, .health = health,
         .list_definitions = inner->ops->list_definitions != NULL ? list_definitions : NULL,
+        .get_definition = inner->ops->get_definition != NULL ? get_definition : NULL,
+        .count_definitions = inner->ops->count_definitions != NULL ? count_definitions : NULL,
         /* Always: waiting for a flush is the submitter's, whatever inner is. */
         .reserve_batch_async = reserve_batch_async, .complete_batch_async = complete_batch_async,
     };

@@ -1,7 +1,7 @@
 /* handlers_health.c — GET /healthz: is the daemon up, on which backend, with
  * how many limits; 503 when the backend's store cannot be reached (redis),
  * so that a load balancer takes the daemon out of rotation. Cheap for the
- * memory backend; for redis one PING and one listing of the definitions. */
+ * memory backend; for redis one PING and one SCARD of the definitions. */
 #include "server/handler.h"
 #include "server/respond.h"
 

@@ -226,26 +226,38 @@ rl_status rl__service_shared_put(rl_service *service, const rl_limit_def *def,
     return status;
 }
 
-rl_status rl__service_shared_get(rl_service *service, const char *key, rl_service_limit *out) {
-    pthread_mutex_lock(&service->admin_mutex);
+/* The backend's definition of key: one lookup where the backend has
+ * get_definition, else found in the whole listing. */
+static rl_status get_backend(rl_service *service, const char *key, rl_limit_def *out) {
+    rl_backend *backend = service->backend;
+    if (backend->ops->get_definition != NULL) {
+        rl_status status = backend->ops->get_definition(backend, key, out);
+        return status == RL_OK || status == RL_UNKNOWN_LIMIT_KEY || status == RL_NO_MEMORY ? status
+                                                                                           : RL_BACKEND_ERROR;
+    }
     rl_limit_def *remote = NULL;
     size_t remote_count = 0;
     char err[256];
     rl_status status = list_backend(service, &remote, &remote_count, err, sizeof err);
-    const rl_limit_def *found = NULL;
     if (status == RL_OK) {
-        found = find_def(remote, remote_count, key);
-        if (found == NULL) status = RL_UNKNOWN_LIMIT_KEY;
+        const rl_limit_def *found = find_def(remote, remote_count, key);
+        if (found != NULL) *out = *found;
+        else status = RL_UNKNOWN_LIMIT_KEY;
     }
+    free(remote);
+    return status;
+}
+
+rl_status rl__service_shared_get(rl_service *service, const char *key, rl_service_limit *out) {
+    pthread_mutex_lock(&service->admin_mutex);
+    rl_status status = get_backend(service, key, &out->def);
     if (status == RL_OK) {
-        out->def = *found;
         rl_limit_def mine;
-        if (!rl_registry_get(service->registry, key, &mine) || !def_equal(&mine, found))
-            refresh_registry_best_effort(service, found, 1);
+        if (!rl_registry_get(service->registry, key, &mine) || !def_equal(&mine, &out->def))
+            refresh_registry_best_effort(service, &out->def, 1);
         status = rl__service_read_usage(service, &out->def, &out->usage);
     }
     pthread_mutex_unlock(&service->admin_mutex);
-    free(remote);
     return status;
 }
 
@@ -282,6 +294,14 @@ rl_status rl__service_shared_list(rl_service *service, rl_service_limit **out, s
 
 rl_status rl__service_shared_count(rl_service *service, size_t *count, char *err,
                                    size_t err_size) {
+    rl_backend *backend = service->backend;
+    if (backend->ops->count_definitions != NULL) {
+        rl_status status = backend->ops->count_definitions(backend, count);
+        if (status != RL_OK)
+            snprintf(err, err_size, "cannot count the limits held by the %s backend: %s",
+                     service->backend_name, rl_status_name(status));
+        return status;
+    }
     rl_limit_def *remote = NULL;
     rl_status status = list_backend(service, &remote, count, err, err_size);
     free(remote);

@@ -462,40 +462,75 @@ static int by_key(const void *a, const void *b) {
     return strcmp(((const rl_limit_def *)a)->key, ((const rl_limit_def *)b)->key);
 }
 
+/* One definition: HGET of its JSON (remembered in the definition cache, to
+ * define it again should Redis lose it). RL_UNKNOWN_LIMIT_KEY when Redis
+ * has none, or one this build cannot read. */
+static rl_status read_definition(redis_backend *backend, const char *key, size_t key_len, rl_limit_def *out) {
+    char limit_key[RL_KEY_MAX_LEN + 64];
+    int n = snprintf(limit_key, sizeof limit_key, "%sl:%.*s", backend->prefix, (int)key_len, key);
+    if (n < 0 || (size_t)n >= sizeof limit_key) return RL_UNKNOWN_LIMIT_KEY; /* no such key can exist */
+    const char *get[] = {"HGET", limit_key, "def"};
+    size_t get_len[] = {4, (size_t)n, 3};
+    redisReply *json = NULL;
+    char err[ERR_SIZE];
+    rl_status status = rl_redis_command(backend->pool, 3, get, get_len, &json, err, sizeof err);
+    if (status != RL_OK) return status;
+    status = RL_UNKNOWN_LIMIT_KEY;
+    if (json->type == REDIS_REPLY_STRING) {
+        cJSON *root = cJSON_ParseWithLength(json->str, json->len);
+        char detail[RL_WIRE_DETAIL_SIZE];
+        if (root != NULL && rl_wire_limit_def_from_json(root, out, detail) == RL_OK) {
+            rl_definition_cache_put(backend->definitions, out->key, json->str, json->len);
+            status = RL_OK;
+        }
+        cJSON_Delete(root);
+    }
+    freeReplyObject(json);
+    return status;
+}
+
+static rl_status get_definition(rl_backend *base, const char *key, rl_limit_def *out) {
+    return read_definition(from_base(base), key, strlen(key), out);
+}
+
+/* A command on the definitions set (P defs): SCARD, SMEMBERS. */
+static rl_status on_definitions_set(redis_backend *backend, const char *command, redisReply **reply) {
+    char set_key[RL_KEY_MAX_LEN + 64];
+    snprintf(set_key, sizeof set_key, "%sdefs", backend->prefix);
+    const char *argv[] = {command, set_key};
+    size_t len[] = {strlen(command), strlen(set_key)};
+    char err[ERR_SIZE];
+    return rl_redis_command(backend->pool, 2, argv, len, reply, err, sizeof err);
+}
+
+/* SCARD of the definitions set. */
+static rl_status count_definitions(rl_backend *base, size_t *count) {
+    *count = 0;
+    redisReply *reply = NULL;
+    rl_status status = on_definitions_set(from_base(base), "SCARD", &reply);
+    if (status != RL_OK) return status;
+    if (reply->type == REDIS_REPLY_INTEGER && reply->integer >= 0) *count = (size_t)reply->integer;
+    else status = RL_BACKEND_ERROR;
+    freeReplyObject(reply);
+    return status;
+}
+
 /* SMEMBERS of the definitions set, then each definition's JSON. */
 static rl_status list_definitions(rl_backend *base, rl_limit_def **out, size_t *count) {
     redis_backend *backend = from_base(base);
     *out = NULL;
     *count = 0;
-    char set_key[RL_KEY_MAX_LEN + 64];
-    snprintf(set_key, sizeof set_key, "%sdefs", backend->prefix);
-    const char *argv[] = {"SMEMBERS", set_key};
-    size_t len[] = {8, strlen(set_key)};
-    char err[ERR_SIZE];
     redisReply *members = NULL;
-    rl_status status = rl_redis_command(backend->pool, 2, argv, len, &members, err, sizeof err);
+    rl_status status = on_definitions_set(backend, "SMEMBERS", &members);
     if (status != RL_OK) return status;
     rl_limit_def *defs = members->elements > 0 ? calloc(members->elements, sizeof *defs) : NULL;
     if (members->elements > 0 && defs == NULL) status = RL_NO_MEMORY;
     size_t n = 0;
     for (size_t i = 0; status == RL_OK && i < members->elements; i++) {
-        char limit_key[RL_KEY_MAX_LEN + 64];
-        snprintf(limit_key, sizeof limit_key, "%sl:%s", backend->prefix, members->element[i]->str);
-        const char *get[] = {"HGET", limit_key, "def"};
-        size_t get_len[] = {4, strlen(limit_key), 3};
-        redisReply *json = NULL;
-        status = rl_redis_command(backend->pool, 3, get, get_len, &json, err, sizeof err);
-        if (status != RL_OK) break;
-        if (json->type == REDIS_REPLY_STRING) {
-            cJSON *root = cJSON_ParseWithLength(json->str, json->len);
-            char detail[RL_WIRE_DETAIL_SIZE];
-            if (root != NULL && rl_wire_limit_def_from_json(root, &defs[n], detail) == RL_OK) {
-                rl_definition_cache_put(backend->definitions, defs[n].key, json->str, json->len);
-                n++;
-            }
-            cJSON_Delete(root);
-        }
-        freeReplyObject(json);
+        const redisReply *member = members->element[i];
+        rl_status read = read_definition(backend, member->str, member->len, &defs[n]);
+        if (read == RL_OK) n++;
+        else if (read != RL_UNKNOWN_LIMIT_KEY) status = read; /* one that cannot be read is left out */
     }
     freeReplyObject(members);
     if (status != RL_OK) {
@@ -533,6 +568,8 @@ static const rl_backend_ops redis_ops = {
     .destroy = destroy,
     .health = health,
     .list_definitions = list_definitions,
+    .get_definition = get_definition,
+    .count_definitions = count_definitions,
 };
 
 rl_status rl_redis_backend_create(const rl_redis_options *options, rl_backend **out, char *err, size_t err_size) {

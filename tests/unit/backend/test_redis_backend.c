@@ -85,6 +85,15 @@ static void two_backends_share_definitions_and_usage(void **state) {
     assert_int_equal(count, 1);
     assert_string_equal(defs[0].key, "s:conc");
     free(defs);
+    /* one definition, and how many, without listing them all */
+    rl_limit_def one;
+    assert_int_equal(b->ops->get_definition(b, "s:conc", &one), RL_OK);
+    assert_string_equal(one.key, "s:conc");
+    assert_int_equal(one.kind, RL_KIND_CONCURRENCY);
+    assert_int_equal(one.capacity, 1);
+    assert_int_equal(b->ops->get_definition(b, "s:none", &one), RL_UNKNOWN_LIMIT_KEY);
+    assert_int_equal(b->ops->count_definitions(b, &count), RL_OK);
+    assert_int_equal(count, 1);
     assert_true(reserve(a, 1, "s:conc").allowed);
     assert_false(reserve(b, 2, "s:conc").allowed);
     char id[27];
