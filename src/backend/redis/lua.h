@@ -10,5 +10,6 @@ extern const char rl_lua_complete[];
 extern const char rl_lua_define[];
 extern const char rl_lua_usage[];
 extern const char rl_lua_sweep[];
+extern const char rl_lua_definitions[];
 
 #endif

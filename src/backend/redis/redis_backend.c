@@ -25,6 +25,7 @@
 #define ERR_SIZE 256
 #define NUMBER_SIZE 24 /* a uint64 in decimal and a NUL */
 #define SWEEP_LIMITS_PER_CALL "100"
+#define DEFINITIONS_PER_CALL "500" /* keys a listing page scans: each script call is short */
 
 typedef struct redis_backend {
     rl_backend base;
@@ -421,22 +422,31 @@ static rl_status limit_usage(rl_backend *base, const char *key, rl_limit_usage *
     return status;
 }
 
+/* One call of a script that walks the definitions set a page at a time
+ * (sweep, definitions): ARGV[4] = the SSCAN cursor, ARGV[5] = keys a page. */
+static rl_status eval_page(redis_backend *backend, rl_redis_script script, const char *cursor,
+                           const char *per_call, redisReply **reply) {
+    *reply = NULL;
+    args a;
+    if (!args_init(&a, 5)) {
+        args_free(&a);
+        return RL_NO_MEMORY;
+    }
+    push_header(backend, &a);
+    push_str(&a, cursor);
+    push_str(&a, per_call);
+    char err[ERR_SIZE];
+    rl_status status = rl_redis_eval(backend->pool, script, a.count, a.argv, a.len, reply, err, sizeof err);
+    args_free(&a);
+    return status;
+}
+
 static void sweep(rl_backend *base) {
     redis_backend *backend = from_base(base);
     char cursor[NUMBER_SIZE] = "0";
     do {
-        args a;
-        if (!args_init(&a, 5)) {
-            args_free(&a);
-            return;
-        }
-        push_header(backend, &a);
-        push_str(&a, cursor);
-        push_str(&a, SWEEP_LIMITS_PER_CALL);
-        char err[ERR_SIZE];
         redisReply *reply = NULL;
-        rl_status status = rl_redis_eval(backend->pool, RL_SCRIPT_SWEEP, a.count, a.argv, a.len, &reply, err, sizeof err);
-        args_free(&a);
+        rl_status status = eval_page(backend, RL_SCRIPT_SWEEP, cursor, SWEEP_LIMITS_PER_CALL, &reply);
         if (status != RL_OK || reply->type != REDIS_REPLY_STRING) {
             if (reply != NULL) freeReplyObject(reply);
             return; /* the next sweep tries again */
@@ -493,7 +503,7 @@ static rl_status get_definition(rl_backend *base, const char *key, rl_limit_def 
     return read_definition(from_base(base), key, strlen(key), out);
 }
 
-/* A command on the definitions set (P defs): SCARD, SMEMBERS. */
+/* A command on the definitions set (P defs). */
 static rl_status on_definitions_set(redis_backend *backend, const char *command, redisReply **reply) {
     char set_key[RL_KEY_MAX_LEN + 64];
     snprintf(set_key, sizeof set_key, "%sdefs", backend->prefix);
@@ -515,31 +525,62 @@ static rl_status count_definitions(rl_backend *base, size_t *count) {
     return status;
 }
 
-/* SMEMBERS of the definitions set, then each definition's JSON. */
+/* Adds one definition's JSON to defs (growing it), remembering it in the
+ * definition cache. One this build cannot read is left out. */
+static rl_status add_definition(redis_backend *backend, const redisReply *json, rl_limit_def **defs, size_t *n,
+                                size_t *capacity) {
+    if (json->type != REDIS_REPLY_STRING) return RL_OK;
+    if (*n == *capacity) {
+        size_t grown = *capacity > 0 ? *capacity * 2 : 64;
+        rl_limit_def *bigger = realloc(*defs, grown * sizeof *bigger);
+        if (bigger == NULL) return RL_NO_MEMORY;
+        *defs = bigger;
+        *capacity = grown;
+    }
+    cJSON *root = cJSON_ParseWithLength(json->str, json->len);
+    char detail[RL_WIRE_DETAIL_SIZE];
+    if (root != NULL && rl_wire_limit_def_from_json(root, &(*defs)[*n], detail) == RL_OK) {
+        rl_definition_cache_put(backend->definitions, (*defs)[*n].key, json->str, json->len);
+        (*n)++;
+    }
+    cJSON_Delete(root);
+    return RL_OK;
+}
+
+/* Every definition, a page per script call (definitions.lua: SSCAN and the
+ * JSONs of DEFINITIONS_PER_CALL keys), sorted by key, repeats dropped. */
 static rl_status list_definitions(rl_backend *base, rl_limit_def **out, size_t *count) {
     redis_backend *backend = from_base(base);
     *out = NULL;
     *count = 0;
-    redisReply *members = NULL;
-    rl_status status = on_definitions_set(backend, "SMEMBERS", &members);
-    if (status != RL_OK) return status;
-    rl_limit_def *defs = members->elements > 0 ? calloc(members->elements, sizeof *defs) : NULL;
-    if (members->elements > 0 && defs == NULL) status = RL_NO_MEMORY;
-    size_t n = 0;
-    for (size_t i = 0; status == RL_OK && i < members->elements; i++) {
-        const redisReply *member = members->element[i];
-        rl_status read = read_definition(backend, member->str, member->len, &defs[n]);
-        if (read == RL_OK) n++;
-        else if (read != RL_UNKNOWN_LIMIT_KEY) status = read; /* one that cannot be read is left out */
-    }
-    freeReplyObject(members);
+    rl_limit_def *defs = NULL;
+    size_t n = 0, capacity = 0;
+    char cursor[NUMBER_SIZE] = "0";
+    rl_status status = RL_OK;
+    do {
+        redisReply *page = NULL;
+        status = eval_page(backend, RL_SCRIPT_DEFINITIONS, cursor, DEFINITIONS_PER_CALL, &page);
+        if (status == RL_OK && (page->type != REDIS_REPLY_ARRAY || page->elements < 1 ||
+                                page->element[0]->type != REDIS_REPLY_STRING ||
+                                page->element[0]->len >= sizeof cursor))
+            status = RL_BACKEND_ERROR;
+        if (status == RL_OK) {
+            snprintf(cursor, sizeof cursor, "%s", page->element[0]->str);
+            for (size_t i = 1; i < page->elements && status == RL_OK; i++)
+                status = add_definition(backend, page->element[i], &defs, &n, &capacity);
+        }
+        if (page != NULL) freeReplyObject(page);
+    } while (status == RL_OK && strcmp(cursor, "0") != 0);
     if (status != RL_OK) {
         free(defs);
         return status;
     }
     if (n > 1) qsort(defs, n, sizeof *defs, by_key);
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++)
+        if (kept == 0 || strcmp(defs[kept - 1].key, defs[i].key) != 0) defs[kept++] = defs[i];
     *out = defs;
-    *count = n;
+    *count = kept;
     return RL_OK;
 }
 

@@ -40,6 +40,7 @@ static const char *const *script_sources(rl_redis_script script) {
         [RL_SCRIPT_DEFINE] = {rl_lua_common, rl_lua_define},
         [RL_SCRIPT_USAGE] = {rl_lua_common, rl_lua_usage},
         [RL_SCRIPT_SWEEP] = {rl_lua_common, rl_lua_sweep},
+        [RL_SCRIPT_DEFINITIONS] = {rl_lua_common, rl_lua_definitions},
     };
     return sources[script];
 }

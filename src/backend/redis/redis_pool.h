@@ -22,6 +22,7 @@ typedef enum rl_redis_script {
     RL_SCRIPT_DEFINE,
     RL_SCRIPT_USAGE,
     RL_SCRIPT_SWEEP,
+    RL_SCRIPT_DEFINITIONS,
     RL_SCRIPT_COUNT
 } rl_redis_script;
 

@@ -130,6 +130,36 @@ static void fails_closed_while_redis_is_stuck_and_retries_completes(void **state
     rl_backend_destroy(backend);
 }
 
+/* A listing reads the definitions a page (SSCAN) per script call: more
+ * than a page, all there once each, sorted; count and get agree. */
+static void many_definitions_are_listed_in_pages(void **state) {
+    (void)state;
+    rl_backend *backend = open_backend("many:");
+    enum { LIMITS = 1234 };
+    for (int i = 0; i < LIMITS; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "m:%04d", i);
+        define(backend, key, i % 2 ? RL_KIND_ROLLING : RL_KIND_CONCURRENCY, (uint64_t)i + 1);
+    }
+    rl_limit_def *defs = NULL;
+    size_t count = 0;
+    assert_int_equal(backend->ops->list_definitions(backend, &defs, &count), RL_OK);
+    assert_int_equal(count, LIMITS);
+    for (size_t i = 0; i < count; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "m:%04zu", i);
+        assert_string_equal(defs[i].key, key);
+        assert_int_equal(defs[i].capacity, i + 1);
+    }
+    free(defs);
+    assert_int_equal(backend->ops->count_definitions(backend, &count), RL_OK);
+    assert_int_equal(count, LIMITS);
+    rl_limit_def one;
+    assert_int_equal(backend->ops->get_definition(backend, "m:0777", &one), RL_OK);
+    assert_int_equal(one.capacity, 778);
+    rl_backend_destroy(backend);
+}
+
 /* Every key of a prefix but the definitions (P l:*, P defs), with the TTL of
  * each in ms: counts them and fails on one without a TTL. */
 static size_t state_keys(const char *prefix) {
@@ -241,6 +271,7 @@ int main(void) {
         cmocka_unit_test(definitions_lost_by_redis_are_defined_again),
         cmocka_unit_test(two_backends_share_definitions_and_usage),
         cmocka_unit_test(fails_closed_while_redis_is_stuck_and_retries_completes),
+        cmocka_unit_test(many_definitions_are_listed_in_pages),
         cmocka_unit_test(state_keys_expire_so_redis_memory_stays_bounded),
         cmocka_unit_test(unreachable_redis_is_a_clear_error_at_create),
     };
