@@ -174,13 +174,10 @@ static bool enforce(rl_conn_guard *guard, rl_conn *conn, uint64_t now_ms) {
         shut_down(conn, false);
         return true;
     case PHASE_RECEIVING:
-        if (now_ms - conn->phase_since_ms < guard->request_timeout_ms) return false;
-        guard->stats.request_timeouts++;
-        shut_down(conn, true);
-        return true;
     case PHASE_ANSWERING:
         if (now_ms - conn->phase_since_ms < guard->request_timeout_ms) return false;
-        guard->stats.answer_timeouts++;
+        if (phase == PHASE_RECEIVING) guard->stats.request_timeouts++;
+        else guard->stats.answer_timeouts++;
         shut_down(conn, true);
         return true;
     case PHASE_WORKING:

@@ -300,40 +300,58 @@ static void reserve_batch(rl_backend *base, const rl_reserve_request *requests, 
 /* ---- complete ---- */
 
 /* One script call for the valid requests among requests[0..count). */
-static rl_status send_completes(redis_backend *backend, const rl_complete_request *requests, size_t count) {
-    size_t valid = 0, argc = 4;
+/* Sends the valid Completes of requests in one script call, checking each
+ * once: sent (if not NULL) gets RL_OK for the ones sent and
+ * RL_INVALID_REQUEST for the ones left out. Arguments are sized for every
+ * request (an invalid one counts at most RL_MAX_REQUIREMENTS actuals), and
+ * the count of leases is written once they are known. */
+static rl_status send_completes(redis_backend *backend, const rl_complete_request *requests, size_t count,
+                                rl_status *sent) {
+    size_t argc = 4;
+    for (size_t i = 0; i < count; i++)
+        argc += 2 + 2 * (requests[i].actual_count < RL_MAX_REQUIREMENTS ? requests[i].actual_count
+                                                                           : RL_MAX_REQUIREMENTS);
+    args a;
+    rl_status status = RL_NO_MEMORY;
+    if (!args_init(&a, (int)argc)) {
+        args_free(&a);
+        for (size_t i = 0; sent != NULL && i < count; i++)
+            sent[i] = complete_ok(&requests[i]) ? RL_OK : RL_INVALID_REQUEST;
+        return status;
+    }
+    push_header(backend, &a);
+    int count_at = a.count;
+    push(&a, "", 0); /* ARGV[4], the count: below */
+    size_t valid = 0;
     for (size_t i = 0; i < count; i++) {
-        if (complete_ok(&requests[i])) {
-            valid++;
-            argc += 2 + 2 * requests[i].actual_count;
+        bool ok = complete_ok(&requests[i]);
+        if (sent != NULL) sent[i] = ok ? RL_OK : RL_INVALID_REQUEST;
+        if (!ok) continue;
+        valid++;
+        push_lease_id(&a, requests[i].lease_id);
+        push_u64(&a, requests[i].actual_count);
+        for (size_t j = 0; j < requests[i].actual_count; j++) {
+            push_str(&a, requests[i].actuals[j].key);
+            push_u64(&a, requests[i].actuals[j].actual_amount);
         }
     }
-    if (valid == 0) return RL_OK;
-    args a;
-    char err[ERR_SIZE];
-    redisReply *reply = NULL;
-    rl_status status = RL_NO_MEMORY;
-    if (args_init(&a, (int)argc)) {
-        push_header(backend, &a);
+    status = RL_OK;
+    if (valid > 0) {
+        int end = a.count;
+        a.count = count_at;
         push_u64(&a, valid);
-        for (size_t i = 0; i < count; i++) {
-            if (!complete_ok(&requests[i])) continue;
-            push_lease_id(&a, requests[i].lease_id);
-            push_u64(&a, requests[i].actual_count);
-            for (size_t j = 0; j < requests[i].actual_count; j++) {
-                push_str(&a, requests[i].actuals[j].key);
-                push_u64(&a, requests[i].actuals[j].actual_amount);
-            }
-        }
+        a.count = end;
+        char err[ERR_SIZE];
+        redisReply *reply = NULL;
         status = rl_redis_eval(backend->pool, RL_SCRIPT_COMPLETE, a.count, a.argv, a.len, &reply, err, sizeof err);
+        if (reply != NULL) freeReplyObject(reply);
     }
     args_free(&a);
-    if (reply != NULL) freeReplyObject(reply);
     return status;
 }
 
 static bool retry_send(void *context, const rl_complete_request *requests, size_t count) {
-    return send_completes(context, requests, count) == RL_OK;
+    return send_completes(context, requests, count, NULL) == RL_OK;
 }
 
 /* A Complete that cannot reach Redis now is kept and retried in the
@@ -342,12 +360,12 @@ static bool retry_send(void *context, const rl_complete_request *requests, size_
 static void complete_batch(rl_backend *base, const rl_complete_request *requests, size_t count,
                            rl_status *statuses) {
     redis_backend *backend = from_base(base);
-    rl_status status = send_completes(backend, requests, count);
+    rl_status status = send_completes(backend, requests, count, statuses);
     if (status != RL_OK && rl_complete_retry_add(backend->retry, requests, count)) status = RL_OK;
-    for (size_t i = 0; i < count; i++) statuses[i] = complete_ok(&requests[i]) ? status : RL_OK;
-    if (status != RL_OK)
-        for (size_t i = 0; i < count; i++)
-            if (statuses[i] != RL_OK) statuses[i] = RL_BACKEND_ERROR;
+    for (size_t i = 0; i < count; i++) {
+        if (statuses[i] != RL_OK) statuses[i] = RL_OK; /* left out: nothing to release */
+        else if (status != RL_OK) statuses[i] = RL_BACKEND_ERROR;
+    }
 }
 
 /* ---- definitions and usage ---- */

@@ -4,9 +4,9 @@
 -- charges overage per the limit's policy. Unknown, denied or already
 -- completed leases change nothing. Returns nothing useful (always ok).
 
--- A lease's entries, from its record (see reserve.lua): key, kind, amount,
--- and its bucket X as text (x as a number).
-local function entries_of(text)
+-- A lease record (see reserve.lua) read once: allowed and completed, and
+-- its entries: key, kind, amount, and its bucket X as text (x as a number).
+local function read_record(text)
   local t = {}
   for word in string.gmatch(text, '%S+') do t[#t + 1] = word end
   local entries = {}
@@ -15,7 +15,7 @@ local function entries_of(text)
     entries[i] = {key = t[at + 1], kind = t[at + 2], amount = tonumber(t[at + 3]), X = t[at + 4],
                   x = tonumber(t[at + 4])}
   end
-  return entries
+  return tonumber(t[1]), tonumber(t[6]), entries
 end
 
 -- True while the entry still counts in its limit: its bucket has not
@@ -67,10 +67,10 @@ local function complete(id, base, n)
   local lease = P .. 'L:' .. id
   local known = redis.call('GET', lease)
   if not known then return end
-  local a, _, _, _, _, c = lease_head(known)
+  local a, c, recorded = read_record(known)
   if a ~= 1 or c == 1 then return end
   local entries = {} -- K -> the record's entry
-  for _, e in ipairs(entries_of(known)) do
+  for _, e in ipairs(recorded) do
     local L = limit(e.key)
     if L then
       entries[e.key] = e
