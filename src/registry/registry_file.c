@@ -4,17 +4,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cjson/cJSON.h>
-
 #include "core/error_text.h"
 #include "wire/buf.h"
-#include "wire/decode_common.h"
+#include "wire/decode_limit_def.h"
+#include "wire/json_scan.h"
 #include "wire/wire.h"
 
 /* Says why in err and returns status: "return fail(RL_IO_ERROR, err, ...)". */
@@ -22,8 +22,9 @@
 
 /* ---- loading ---------------------------------------------------------- */
 
-/* Reads the whole file; *data is malloc'd (not NUL-terminated). ENOENT is
- * reported through *missing, not as an error. */
+/* Reads the whole file into *data, malloc'd, with a NUL after its *len
+ * bytes (the scanner's sentinel, json_scan.h). ENOENT is reported through
+ * *missing, not as an error. */
 static rl_status read_file(const char *path, char **data, size_t *len, bool *missing, char *err,
                            size_t err_size) {
     *data = NULL;
@@ -48,14 +49,15 @@ static rl_status read_file(const char *path, char **data, size_t *len, bool *mis
         return fail(RL_IO_ERROR, err, err_size, "%s: is %s, not a regular file", path,
                     S_ISDIR(st.st_mode) ? "a directory" : "something else");
     }
-    size_t cap = (size_t)st.st_size + 1, used = 0;
+    /* Room for the file, a byte to see its end without growing, and the NUL. */
+    size_t cap = (size_t)st.st_size + 2, used = 0;
     char *buffer = malloc(cap);
     if (buffer == NULL) {
         close(fd);
         return fail(RL_NO_MEMORY, err, err_size, "%s: out of memory", path);
     }
     for (;;) {
-        if (used == cap) { /* the file grew since fstat */
+        if (used + 1 == cap) { /* the file grew since fstat */
             char *bigger = realloc(buffer, cap * 2);
             if (bigger == NULL) {
                 free(buffer);
@@ -65,7 +67,7 @@ static rl_status read_file(const char *path, char **data, size_t *len, bool *mis
             buffer = bigger;
             cap *= 2;
         }
-        ssize_t n = read(fd, buffer + used, cap - used);
+        ssize_t n = read(fd, buffer + used, cap - 1 - used);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) {
             int saved = errno;
@@ -77,6 +79,7 @@ static rl_status read_file(const char *path, char **data, size_t *len, bool *mis
         used += (size_t)n;
     }
     close(fd);
+    buffer[used] = '\0';
     *data = buffer;
     *len = used;
     return RL_OK;
@@ -100,58 +103,96 @@ static void free_defs(rl_limit_def **defs, size_t count) {
     free(defs);
 }
 
-/* Turns the parsed array into sorted definitions, refusing invalid items
- * and keys defined twice. */
-static rl_status defs_from_array(const char *path, const cJSON *array, size_t count,
-                                 rl_limit_def ***out_defs, char *err, size_t err_size) {
-    indexed_def *items = calloc(count, sizeof *items);
-    rl_limit_def **defs = calloc(count, sizeof *defs);
-    rl_status status = RL_OK;
-    size_t decoded = 0;
-    if (items == NULL || defs == NULL) {
-        status = fail(RL_NO_MEMORY, err, err_size, "%s: out of memory", path);
-        goto done;
+/* The definitions decoded so far, each malloc'd, in file order. */
+typedef struct def_list {
+    rl_limit_def **defs;
+    size_t count, capacity;
+} def_list;
+
+/* A new definition at the end of list, or NULL without memory. */
+static rl_limit_def *def_list_add(def_list *list) {
+    if (list->count == list->capacity) {
+        size_t grown = list->capacity > 0 ? list->capacity * 2 : 64;
+        rl_limit_def **bigger = realloc(list->defs, grown * sizeof *bigger);
+        if (bigger == NULL) return NULL;
+        list->defs = bigger;
+        list->capacity = grown;
     }
-    for (const cJSON *item = array->child; item != NULL && decoded < count; item = item->next) {
-        size_t index = decoded;
-        rl_limit_def *def = malloc(sizeof *def);
+    rl_limit_def *def = malloc(sizeof *def);
+    if (def != NULL) list->defs[list->count++] = def;
+    return def;
+}
+
+/* What a walk over the file found, in the order it is reported: the text is
+ * not JSON (the scanner says where), is not an array, holds too many items,
+ * holds an invalid item (the first one). */
+typedef struct file_walk {
+    bool array;
+    size_t items;
+    bool item_invalid;
+    size_t item_index;
+    char item_detail[RL_WIRE_DETAIL_SIZE];
+} file_walk;
+
+/* Walks the array the scanner is at, decoding items into list up to the
+ * first invalid one; the rest are only counted and checked for syntax, so
+ * that a syntax error anywhere, or too many items, is what gets reported.
+ * False if the text is not JSON; RL_NO_MEMORY through *no_memory. */
+static bool walk_items(rl__json_scan *s, size_t max_limits, def_list *list, file_walk *walk,
+                       bool *no_memory) {
+    if (rl__scan_peek(s) != '[') return rl__scan_skip(s);
+    walk->array = true;
+    if (!rl__scan_array_open(s)) return false;
+    int more;
+    size_t i = 0;
+    for (; (more = rl__scan_element(s, i)) > 0; i++) {
+        if (walk->item_invalid || i >= max_limits) {
+            if (!rl__scan_skip(s)) return false;
+            continue;
+        }
+        rl_limit_def *def = def_list_add(list);
         if (def == NULL) {
-            status = fail(RL_NO_MEMORY, err, err_size, "%s: out of memory", path);
-            goto done;
+            *no_memory = true;
+            return false;
         }
-        defs[index] = def;
-        items[index] = (indexed_def){def, index};
-        decoded++;
-        char detail[RL_WIRE_DETAIL_SIZE];
-        if (rl_wire_limit_def_from_json(item, def, detail) != RL_OK) {
-            status = fail(RL_INVALID_REQUEST, err, err_size, "%s: item %zu: %s", path, index,
-                          detail);
-            goto done;
+        uint32_t rank = RL__RANK_NONE;
+        rl__json_path path = {.detail = walk->item_detail};
+        if (!rl__decode_limit_def(s, "a limit definition must be a JSON object", def, &rank, &path))
+            return false;
+        if (rank != RL__RANK_NONE) {
+            walk->item_invalid = true;
+            walk->item_index = i;
         }
     }
+    walk->items = i;
+    return more == 0;
+}
+
+/* Sorts the definitions by key, refusing a key defined twice. */
+static rl_status sort_defs(const char *name, rl_limit_def **defs, size_t count, char *err,
+                           size_t err_size) {
+    indexed_def *items = malloc(count * sizeof *items);
+    if (items == NULL) return fail(RL_NO_MEMORY, err, err_size, "%s: out of memory", name);
+    for (size_t i = 0; i < count; i++) items[i] = (indexed_def){defs[i], i};
     qsort(items, count, sizeof *items, compare_indexed);
-    for (size_t i = 1; i < count; i++) {
-        if (strcmp(items[i - 1].def->key, items[i].def->key) == 0) {
+    rl_status status = RL_OK;
+    for (size_t i = 1; i < count && status == RL_OK; i++) {
+        if (strcmp(items[i - 1].def->key, items[i].def->key) == 0)
             status = fail(RL_INVALID_REQUEST, err, err_size,
-                          "%s: item %zu: key \"%s\" is already defined by item %zu", path,
+                          "%s: item %zu: key \"%s\" is already defined by item %zu", name,
                           items[i].index, items[i].def->key, items[i - 1].index);
-            goto done;
-        }
     }
-    for (size_t i = 0; i < count; i++) defs[i] = items[i].def;
-done:
+    if (status == RL_OK)
+        for (size_t i = 0; i < count; i++) defs[i] = items[i].def;
     free(items);
-    if (status != RL_OK) {
-        free_defs(defs, decoded);
-        defs = NULL;
-    }
-    *out_defs = defs;
     return status;
 }
 
-rl_status rl__registry_parse(const char *text, size_t len, const char *name, size_t max_limits,
-                             rl_limit_def ***out_defs, size_t *out_count, char *err,
-                             size_t err_size) {
+/* rl__registry_parse on text[0..len) with a NUL at text[len], which it
+ * decodes in place. */
+static rl_status parse_in_place(char *text, size_t len, const char *name, size_t max_limits,
+                                rl_limit_def ***out_defs, size_t *out_count, char *err,
+                                size_t err_size) {
     *out_defs = NULL;
     *out_count = 0;
     if (len == 0) {
@@ -160,28 +201,56 @@ rl_status rl__registry_parse(const char *text, size_t len, const char *name, siz
         return fail(RL_INVALID_REQUEST, err, err_size,
                     "%s: file is empty; expected a JSON array of limit definitions", name);
     }
-    char detail[RL_WIRE_DETAIL_SIZE];
-    cJSON *root = rl__json_parse(text, len, "file", detail, sizeof detail);
-    if (root == NULL) return fail(RL_INVALID_REQUEST, err, err_size, "%s: %s", name, detail);
-    if (!cJSON_IsArray(root)) {
-        cJSON_Delete(root);
-        return fail(RL_INVALID_REQUEST, err, err_size,
-                    "%s: expected a JSON array of limit definitions", name);
-    }
-    size_t count = rl__json_array_count(root, max_limits);
-    if (count > max_limits) {
-        cJSON_Delete(root);
-        return fail(RL_INVALID_REQUEST, err, err_size,
-                    "%s: holds more than %zu limit definitions (max_limits)", name, max_limits);
-    }
-    rl_limit_def **defs = NULL;
+    rl__json_scan s;
+    rl__scan_init(&s, text, len);
+    def_list list = {0};
+    file_walk walk = {0};
+    bool no_memory = false;
+    bool json = walk_items(&s, max_limits, &list, &walk, &no_memory) && rl__scan_end(&s);
     rl_status status = RL_OK;
-    if (count > 0) status = defs_from_array(name, root, count, &defs, err, err_size);
-    cJSON_Delete(root);
-    if (status != RL_OK) return status;
-    *out_defs = defs;
-    *out_count = count;
+    if (no_memory) {
+        status = fail(RL_NO_MEMORY, err, err_size, "%s: out of memory", name);
+    } else if (!json) {
+        char detail[RL_WIRE_DETAIL_SIZE];
+        rl__scan_describe(s.error, s.error_at, "file", detail, sizeof detail);
+        status = fail(RL_INVALID_REQUEST, err, err_size, "%s: %s", name, detail);
+    } else if (!walk.array) {
+        status = fail(RL_INVALID_REQUEST, err, err_size,
+                      "%s: expected a JSON array of limit definitions", name);
+    } else if (walk.items > max_limits) {
+        status = fail(RL_INVALID_REQUEST, err, err_size,
+                      "%s: holds more than %zu limit definitions (max_limits)", name, max_limits);
+    } else if (walk.item_invalid) {
+        status = fail(RL_INVALID_REQUEST, err, err_size, "%s: item %zu: %s", name,
+                      walk.item_index, walk.item_detail);
+    } else if (list.count > 0) {
+        status = sort_defs(name, list.defs, list.count, err, err_size);
+    }
+    if (status != RL_OK || list.count == 0) {
+        free_defs(list.defs, list.count);
+        return status;
+    }
+    *out_defs = list.defs;
+    *out_count = list.count;
     return RL_OK;
+}
+
+rl_status rl__registry_parse(const char *text, size_t len, const char *name, size_t max_limits,
+                             rl_limit_def ***out_defs, size_t *out_count, char *err,
+                             size_t err_size) {
+    /* A writable copy with its NUL: the scanner decodes strings in place. */
+    char *copy = len < SIZE_MAX ? malloc(len + 1) : NULL;
+    if (copy == NULL) {
+        *out_defs = NULL;
+        *out_count = 0;
+        return fail(RL_NO_MEMORY, err, err_size, "%s: out of memory", name);
+    }
+    if (len > 0) memcpy(copy, text, len);
+    copy[len] = '\0';
+    rl_status status =
+        parse_in_place(copy, len, name, max_limits, out_defs, out_count, err, err_size);
+    free(copy);
+    return status;
 }
 
 rl_status rl__registry_file_load(const char *path, size_t max_limits, rl_limit_def ***out_defs,
@@ -193,7 +262,7 @@ rl_status rl__registry_file_load(const char *path, size_t max_limits, rl_limit_d
     bool missing = false;
     rl_status status = read_file(path, &data, &len, &missing, err, err_size);
     if (status != RL_OK || missing) return status;
-    status = rl__registry_parse(data, len, path, max_limits, out_defs, out_count, err, err_size);
+    status = parse_in_place(data, len, path, max_limits, out_defs, out_count, err, err_size);
     free(data);
     return status;
 }

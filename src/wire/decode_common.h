@@ -1,12 +1,10 @@
 /* wire/decode_common.h — private: the pieces every decoder is built from.
  *
  * The one-sentence `detail` that names the offending field by its path
- * ("requests[3].requirements[1].amount ..."), and, for the limit
- * definitions that are still parsed with cJSON (admin PUT, the registry
- * file: not on the hot path), parsing a length-delimited body strictly,
- * walking an object's members once (case-sensitive, a known member twice is
- * an error) and reading integers out of cJSON's doubles. The reserve and
- * complete decoders use json_scan.h instead. Everything here is reentrant.
+ * ("requests[3].requirements[1].amount ..."), and the two value readers
+ * that every decoder walking a json_scan.h scanner shares: a string (or
+ * whatever else stands there, skipped), and an integer read exactly.
+ * Everything here is reentrant.
  */
 #ifndef RL_WIRE_DECODE_COMMON_H
 #define RL_WIRE_DECODE_COMMON_H
@@ -15,8 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <cjson/cJSON.h>
-
+#include "wire/json_scan.h"
 #include "wire/wire.h"
 
 /* Where a decoder is, for messages: up to two list levels above the field.
@@ -43,36 +40,19 @@ bool rl__json_fail(const rl__json_path *path, const char *field, const char *for
 bool rl__json_note(uint32_t *best, uint32_t rank, const rl__json_path *path, const char *field,
                    const char *format, ...) __attribute__((format(printf, 5, 6)));
 
-/* Parses body[0..len) (not NUL-terminated) as one JSON value: valid UTF-8,
- * no raw control characters or "\u0000", only whitespace after the value.
- * Returns the tree (free with cJSON_Delete) or NULL with a sentence in
- * detail (detail_size bytes). `what` names the text in messages ("body"). */
-cJSON *rl__json_parse(const char *body, size_t len, const char *what, char *detail,
-                      size_t detail_size);
+/* Both readers consume exactly one value and return false only if the text
+ * is not JSON (the scanner then holds the error): a value of the wrong type
+ * or out of range is consumed all the same, for the caller to note. */
 
-/* The same, and the value must be an object. */
-cJSON *rl__json_parse_object(const char *body, size_t len, char detail[RL_WIRE_DETAIL_SIZE]);
+/* A string, decoded in place (*text NUL-terminated in the scanner's text),
+ * or *text NULL after skipping a value of another type. */
+bool rl__read_string_or_skip(rl__json_scan *s, char **text, size_t *len);
 
-/* One walk over object's members: found[i] is the member named names[i]
- * (exact, case-sensitive) or NULL. Unknown members are ignored; a known name
- * present twice fails with "<name> appears twice". count <= 16. */
-bool rl__json_members(const cJSON *object, const char *const names[], size_t count,
-                      const cJSON *found[], const rl__json_path *path);
-
-/* True if item is absent or JSON null (how optional fields are omitted). */
-static inline bool rl__json_is_absent(const cJSON *item) {
-    return item == NULL || cJSON_IsNull(item);
-}
-
-/* True if item is a number holding an integer in min..max (NaN, infinities
- * and fractions are not). */
-bool rl__json_u64(const cJSON *item, uint64_t min, uint64_t max, uint64_t *out);
-
-/* The string of item and its length, or NULL if item is not a string. */
-const char *rl__json_string(const cJSON *item, size_t *len);
-
-/* Counts array elements, stopping once past limit (so huge arrays are not
- * walked): the result is min(size, limit + 1). */
-size_t rl__json_array_count(const cJSON *array, size_t limit);
+/* An integer min..max (max <= RL_AMOUNT_MAX), written in any form whose
+ * exact value is one: 1800, 1800.0, 1.8e3 and 180000e-2 are 1800, "-0" is
+ * 0. Nothing is rounded: 1.5, 2^53 + 1 and 59.99999999999999999 are not in
+ * any range, whatever a double would make of them. *valid says whether the
+ * value was such an integer (then in *out). */
+bool rl__read_integer(rl__json_scan *s, uint64_t min, uint64_t max, uint64_t *out, bool *valid);
 
 #endif

@@ -16,14 +16,6 @@ static bool name_is(const char *name, size_t len, const char *expected, size_t e
     return len == expected_len && memcmp(name, expected, len) == 0;
 }
 
-/* A string value, or NULL after skipping a value of another type. */
-static bool string_or_skip(rl__json_scan *s, char **text, size_t *len) {
-    *text = NULL;
-    *len = 0;
-    if (rl__scan_peek(s) == '"') return rl__scan_string(s, text, len);
-    return rl__scan_skip(s);
-}
-
 /* Upper-cases a valid ULID in place: the canonical form, so that "01j.."
  * and "01J.." are one lease everywhere. It holds only digits and letters,
  * so every byte from 'a' up is a lower-case letter: 8 bytes a step, adding
@@ -47,7 +39,7 @@ static bool decode_lease_id(rl__json_scan *s, const char **out, uint32_t *rank,
                             const rl__json_path *path) {
     char *text;
     size_t len;
-    if (!string_or_skip(s, &text, &len)) return false;
+    if (!rl__read_string_or_skip(s, &text, &len)) return false;
     if (text == NULL || !rl_ulid_is_valid(text, len)) {
         rl__json_note(rank, RL__RANK_LEASE_ID, path, "lease_id",
                       "must be a ULID: 26 characters of Crockford base32, the first 0..7");
@@ -65,7 +57,7 @@ static bool decode_job_id(rl__json_scan *s, const char **out, uint32_t *rank,
     if (rl__scan_peek(s) == 'n') return rl__scan_skip(s);
     char *text;
     size_t len;
-    if (!string_or_skip(s, &text, &len)) return false;
+    if (!rl__read_string_or_skip(s, &text, &len)) return false;
     if (text == NULL || len > RL_JOB_ID_MAX_LEN || !rl__text_is_clean(text, len)) {
         rl__json_note(rank, RL__RANK_JOB_ID, path, "job_id",
                       "must be null or a string of at most %d bytes without control characters",
@@ -73,20 +65,6 @@ static bool decode_job_id(rl__json_scan *s, const char **out, uint32_t *rank,
         return true;
     }
     *out = text;
-    return true;
-}
-
-/* An integer min..RL_AMOUNT_MAX, written in any form whose exact value is
- * one (1800, 1.8e3, 1800.0; "-0" is 0). */
-static bool decode_amount(rl__json_scan *s, uint64_t min, uint64_t *out, bool *valid) {
-    char c = rl__scan_peek(s);
-    *valid = false;
-    if (c != '-' && (c < '0' || c > '9')) return rl__scan_skip(s);
-    rl__json_number number;
-    if (!rl__scan_number(s, &number)) return false;
-    if (!number.integral || (number.negative && number.magnitude != 0)) return true;
-    *valid = number.magnitude >= min && number.magnitude <= RL_AMOUNT_MAX;
-    *out = number.magnitude;
     return true;
 }
 
@@ -116,7 +94,7 @@ static bool decode_element(rl__json_scan *s, const rl__list_spec *spec, const ch
             }
             seen_key = true;
             char *text;
-            if (!string_or_skip(s, &text, key_len)) return false;
+            if (!rl__read_string_or_skip(s, &text, key_len)) return false;
             key_ok = text != NULL && rl_key_is_valid(text, *key_len);
             *key = text;
             if (!key_ok)
@@ -133,7 +111,8 @@ static bool decode_element(rl__json_scan *s, const rl__list_spec *spec, const ch
                 continue;
             }
             seen_amount = true;
-            if (!decode_amount(s, spec->min_amount, amount, &amount_ok)) return false;
+            if (!rl__read_integer(s, spec->min_amount, RL_AMOUNT_MAX, amount, &amount_ok))
+                return false;
             if (!amount_ok)
                 rl__json_note(rank, RL__RANK_ELEMENT_AMOUNT, path, spec->amount_name,
                               "must be an integer %llu..%llu",

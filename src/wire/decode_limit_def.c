@@ -1,110 +1,198 @@
-/* decode_limit_def.c — a LimitDefinition object (PUT /v1/admin/limits and
- * the items of the registry file). */
+/* decode_limit_def.c — a LimitDefinition object (decode_limit_def.h), and
+ * the body of PUT /v1/admin/limits (wire.h). */
+#include "wire/decode_limit_def.h"
+
+#include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ratelimiter/keys.h"
-#include "wire/decode_common.h"
 #include "wire/text.h"
 #include "wire/wire.h"
 
-enum { F_KEY, F_KIND, F_CAPACITY, F_WINDOW, F_TIMEOUT, F_UNIT, F_DESCRIPTION, F_OVERAGE, F_COUNT };
-static const char *const field_names[F_COUNT] = {
-    "key", "kind", "capacity", "window_seconds", "timeout_seconds", "unit", "description", "overage",
-};
+#define STRINGIFY(x) #x
+#define DIGITS(x) STRINGIFY(x) /* a numeric macro as a string literal */
 
-/* An optional text field: absent or null leaves out as "" (the default). */
-static bool decode_text(const cJSON *item, const char *name, char *out, size_t max_len,
-                        const rl__json_path *path) {
-    out[0] = '\0';
-    if (rl__json_is_absent(item)) return true;
-    size_t len = 0;
-    const char *text = rl__json_string(item, &len);
-    if (text == NULL || len > max_len || !rl__text_is_clean(text, len))
-        return rl__json_fail(path, name,
-                             "must be a string of at most %zu bytes of UTF-8 without control "
-                             "characters",
-                             max_len);
-    memcpy(out, text, len + 1);
-    return true;
-}
+/* One member of a definition: how its value is read and where it goes. A
+ * member is a string (accept judges and stores it) or, when accept is NULL,
+ * an integer min..max stored as a uint32_t or uint64_t (by size). A new
+ * member, such as a budget's period and time zone, is a row of the table. */
+typedef struct member {
+    const char *name;
+    size_t name_len;
+    /* Absent is "<name> is required", and null is then a wrong value; an
+     * optional member that is absent or null keeps its default. */
+    bool required;
+    bool (*accept)(const struct member *m, const char *text, size_t len, rl_limit_def *def);
+    const char *must; /* a string member's sentence, after its name */
+    uint64_t min, max;
+    size_t offset, size; /* of the rl_limit_def field */
+} member;
 
-/* window_seconds / timeout_seconds: absent or null is 0; which of them must
- * be set is rl_limit_def_validate's business. */
-static bool decode_seconds(const cJSON *item, const char *name, uint32_t max, uint32_t *out,
-                           const rl__json_path *path) {
-    uint64_t value = 0;
-    if (!rl__json_is_absent(item) && !rl__json_u64(item, 0, max, &value))
-        return rl__json_fail(path, name, "must be an integer 0..%u", max);
-    *out = (uint32_t)value;
-    return true;
-}
-
-static bool decode_fields(const cJSON *object, rl_limit_def *def, const rl__json_path *path) {
-    const cJSON *f[F_COUNT];
-    if (!rl__json_members(object, field_names, F_COUNT, f, path)) return false;
-
-    if (f[F_KEY] == NULL) return rl__json_fail(path, "key", "is required");
-    size_t len = 0;
-    const char *text = rl__json_string(f[F_KEY], &len);
-    if (text == NULL || !rl_key_is_valid(text, len))
-        return rl__json_fail(path, "key",
-                             "must be a string of 1..%d printable ASCII characters without spaces",
-                             RL_KEY_MAX_LEN);
+static bool accept_key(const member *m, const char *text, size_t len, rl_limit_def *def) {
+    (void)m;
+    if (!rl_key_is_valid(text, len)) return false;
     memcpy(def->key, text, len + 1);
-
-    if (f[F_KIND] == NULL) return rl__json_fail(path, "kind", "is required");
-    text = rl__json_string(f[F_KIND], &len);
-    if (text == NULL || !rl_kind_parse(text, &def->kind))
-        return rl__json_fail(path, "kind", "must be \"rolling\" or \"concurrency\"");
-
-    if (f[F_CAPACITY] == NULL) return rl__json_fail(path, "capacity", "is required");
-    if (!rl__json_u64(f[F_CAPACITY], 1, RL_AMOUNT_MAX, &def->capacity))
-        return rl__json_fail(path, "capacity", "must be an integer 1..%llu",
-                             (unsigned long long)RL_AMOUNT_MAX);
-
-    if (!decode_seconds(f[F_WINDOW], "window_seconds", RL_WINDOW_SECONDS_MAX,
-                        &def->window_seconds, path))
-        return false;
-    if (!decode_seconds(f[F_TIMEOUT], "timeout_seconds", RL_TIMEOUT_SECONDS_MAX,
-                        &def->timeout_seconds, path))
-        return false;
-    if (!decode_text(f[F_UNIT], "unit", def->unit, RL_UNIT_MAX_LEN, path)) return false;
-    if (!decode_text(f[F_DESCRIPTION], "description", def->description, RL_DESCRIPTION_MAX_LEN,
-                     path))
-        return false;
-
-    def->overage = RL_OVERAGE_DEBT;
-    if (!rl__json_is_absent(f[F_OVERAGE])) {
-        text = rl__json_string(f[F_OVERAGE], &len);
-        if (text == NULL || !rl_overage_parse(text, &def->overage))
-            return rl__json_fail(path, "overage", "must be \"debt\" or \"deny\"");
-    }
-    return rl_limit_def_validate(def, path->detail, RL_WIRE_DETAIL_SIZE);
+    return true;
 }
 
-rl_status rl_wire_limit_def_from_json(const cJSON *object, rl_limit_def *out,
-                                      char detail[RL_WIRE_DETAIL_SIZE]) {
-    detail[0] = '\0';
-    rl__json_path path = {.detail = detail};
-    if (!cJSON_IsObject(object)) {
-        rl__json_fail(&path, NULL, "a limit definition must be a JSON object");
-        return RL_INVALID_REQUEST;
+static bool accept_kind(const member *m, const char *text, size_t len, rl_limit_def *def) {
+    (void)m;
+    (void)len; /* text holds no NUL: the scanner refuses "\u0000" */
+    return rl_kind_parse(text, &def->kind);
+}
+
+static bool accept_overage(const member *m, const char *text, size_t len, rl_limit_def *def) {
+    (void)m;
+    (void)len;
+    return rl_overage_parse(text, &def->overage);
+}
+
+/* Free text into a char array of m->size bytes. */
+static bool accept_text(const member *m, const char *text, size_t len, rl_limit_def *def) {
+    if (len >= m->size || !rl__text_is_clean(text, len)) return false;
+    memcpy((char *)def + m->offset, text, len + 1);
+    return true;
+}
+
+#define NAME(literal) literal, sizeof(literal) - 1
+#define FIELD(field) offsetof(rl_limit_def, field), sizeof(((rl_limit_def *)0)->field)
+#define TEXT_MUST(max) "must be a string of at most " DIGITS(max) " bytes of UTF-8 without control characters"
+
+/* In the order their problems are reported (api.md's order). */
+static const member members[] = {
+    {NAME("key"), true, accept_key,
+     "must be a string of 1.." DIGITS(RL_KEY_MAX_LEN) " printable ASCII characters without spaces",
+     0, 0, FIELD(key)},
+    {NAME("kind"), true, accept_kind, "must be \"rolling\" or \"concurrency\"", 0, 0, FIELD(kind)},
+    {NAME("capacity"), true, NULL, NULL, 1, RL_AMOUNT_MAX, FIELD(capacity)},
+    /* Which of window/timeout must be set is rl_limit_def_validate's business. */
+    {NAME("window_seconds"), false, NULL, NULL, 0, RL_WINDOW_SECONDS_MAX, FIELD(window_seconds)},
+    {NAME("timeout_seconds"), false, NULL, NULL, 0, RL_TIMEOUT_SECONDS_MAX, FIELD(timeout_seconds)},
+    {NAME("unit"), false, accept_text, TEXT_MUST(RL_UNIT_MAX_LEN), 0, 0, FIELD(unit)},
+    {NAME("description"), false, accept_text, TEXT_MUST(RL_DESCRIPTION_MAX_LEN), 0, 0,
+     FIELD(description)},
+    {NAME("overage"), false, accept_overage, "must be \"debt\" or \"deny\"", 0, 0, FIELD(overage)},
+};
+enum { MEMBER_COUNT = sizeof members / sizeof members[0] };
+_Static_assert(MEMBER_COUNT < 32, "members are tracked in a uint32_t");
+
+/* Problems rank: the shape first, then each member in table order, then the
+ * rules that relate members. */
+enum { RANK_SHAPE = 0, RANK_RULES = MEMBER_COUNT + 1 };
+static uint32_t rank_of(const member *m) { return (uint32_t)(m - members) + 1; }
+
+static const member *find_member(const char *name, size_t len) {
+    for (size_t i = 0; i < MEMBER_COUNT; i++)
+        if (members[i].name_len == len && memcmp(members[i].name, name, len) == 0)
+            return &members[i];
+    return NULL;
+}
+
+static void store_integer(const member *m, uint64_t value, rl_limit_def *def) {
+    char *field = (char *)def + m->offset;
+    if (m->size == sizeof(uint32_t)) {
+        uint32_t narrow = (uint32_t)value; /* max fits: see the table */
+        memcpy(field, &narrow, sizeof narrow);
+    } else {
+        memcpy(field, &value, sizeof value);
     }
-    /* Decoded aside so that *out changes only on success. */
-    rl_limit_def def;
-    memset(&def, 0, sizeof def);
-    if (!decode_fields(object, &def, &path)) return RL_INVALID_REQUEST;
-    *out = def;
-    return RL_OK;
+}
+
+/* The value of member m (the scanner at it). */
+static bool read_member(rl__json_scan *s, const member *m, rl_limit_def *def, uint32_t *rank,
+                        const rl__json_path *path) {
+    /* Skipping a value that starts with 'n' succeeds only for null. */
+    if (!m->required && rl__scan_peek(s) == 'n') return rl__scan_skip(s);
+    if (m->accept == NULL) {
+        uint64_t value = 0;
+        bool valid;
+        if (!rl__read_integer(s, m->min, m->max, &value, &valid)) return false;
+        if (valid)
+            store_integer(m, value, def);
+        else
+            rl__json_note(rank, rank_of(m), path, m->name, "must be an integer %llu..%llu",
+                          (unsigned long long)m->min, (unsigned long long)m->max);
+        return true;
+    }
+    char *text;
+    size_t len;
+    if (!rl__read_string_or_skip(s, &text, &len)) return false;
+    if (text == NULL || !m->accept(m, text, len, def))
+        rl__json_note(rank, rank_of(m), path, m->name, "%s", m->must);
+    return true;
+}
+
+bool rl__decode_limit_def(rl__json_scan *s, const char *not_object, rl_limit_def *out,
+                          uint32_t *rank, const rl__json_path *path) {
+    memset(out, 0, sizeof *out);
+    out->overage = RL_OVERAGE_DEBT;
+    if (rl__scan_peek(s) != '{') {
+        if (!rl__scan_skip(s)) return false;
+        rl__json_note(rank, RANK_SHAPE, path, NULL, "%s", not_object);
+        return true;
+    }
+    if (!rl__scan_object_open(s)) return false;
+    uint32_t seen = 0;
+    char *name;
+    size_t len;
+    int more;
+    for (size_t i = 0; (more = rl__scan_member(s, i, &name, &len)) > 0; i++) {
+        const member *m = find_member(name, len);
+        if (m == NULL) {
+            if (!rl__scan_skip(s)) return false;
+            continue;
+        }
+        uint32_t bit = UINT32_C(1) << (m - members);
+        if (seen & bit) {
+            /* The sender meant one of the two and we cannot know which. */
+            rl__json_note(rank, RANK_SHAPE, path, m->name, "appears twice");
+            if (!rl__scan_skip(s)) return false;
+            continue;
+        }
+        seen |= bit;
+        if (!read_member(s, m, out, rank, path)) return false;
+    }
+    if (more < 0) return false;
+    for (size_t i = 0; i < MEMBER_COUNT; i++)
+        if (members[i].required && !(seen & UINT32_C(1) << i))
+            rl__json_note(rank, rank_of(&members[i]), path, members[i].name, "is required");
+    if (*rank == RL__RANK_NONE && !rl_limit_def_validate(out, path->detail, RL_WIRE_DETAIL_SIZE))
+        *rank = RANK_RULES;
+    return true;
 }
 
 rl_status rl_wire_decode_limit_def(const char *body, size_t len, rl_limit_def *out,
                                    char detail[RL_WIRE_DETAIL_SIZE]) {
     detail[0] = '\0';
-    cJSON *root = rl__json_parse_object(body, len, detail);
-    if (root == NULL) return RL_INVALID_REQUEST;
-    rl_status status = rl_wire_limit_def_from_json(root, out, detail);
-    cJSON_Delete(root);
+    if (body == NULL || len == 0) {
+        snprintf(detail, RL_WIRE_DETAIL_SIZE, "body is empty");
+        return RL_INVALID_REQUEST;
+    }
+    /* The scanner decodes strings in place and stops at a NUL after the text. */
+    char *text = len < SIZE_MAX ? malloc(len + 1) : NULL;
+    if (text == NULL) {
+        snprintf(detail, RL_WIRE_DETAIL_SIZE, "out of memory");
+        return RL_NO_MEMORY;
+    }
+    memcpy(text, body, len);
+    text[len] = '\0';
+    rl__json_scan s;
+    rl__scan_init(&s, text, len);
+    uint32_t rank = RL__RANK_NONE;
+    rl__json_path path = {.detail = detail};
+    /* Decoded aside so that *out changes only on success. */
+    rl_limit_def def;
+    rl_status status = RL_INVALID_REQUEST;
+    if (!rl__decode_limit_def(&s, "body must be a JSON object", &def, &rank, &path) ||
+        !rl__scan_end(&s)) {
+        /* Not JSON wins over a problem noted before the error. */
+        rl__scan_describe(s.error, s.error_at, "body", detail, RL_WIRE_DETAIL_SIZE);
+    } else if (rank == RL__RANK_NONE) {
+        *out = def;
+        status = RL_OK;
+    }
+    free(text);
     return status;
 }

@@ -1,8 +1,9 @@
 /* wire/json_scan.h — private: a strict, zero-copy JSON tokenizer (RFC 8259).
  *
- * The reserve and complete decoders walk their body with it in one pass and
- * build no tree: they ask for the value they expect next (an object's next
- * member, a string, a number) and skip the values they do not know.
+ * Every decoder walks its text with it in one pass and builds no tree (the
+ * reserve and complete bodies, a limit definition, the registry file, the
+ * daemon's answers): each asks for the value it expects next (an object's
+ * next member, a string, a number) and skips the values it does not know.
  *
  * The text is the decoder's own writable copy of the body, and must have a
  * NUL at text[len]: that sentinel stops the whitespace, digit, literal and

@@ -1,4 +1,4 @@
-/* text.c — UTF-8 validation and the pre-scan of JSON bodies (text.h). */
+/* text.c — UTF-8 validation (text.h). */
 #include "wire/text.h"
 
 #include <stdint.h>
@@ -34,15 +34,6 @@ size_t rl__utf8_sequence_len(const unsigned char *s, size_t avail) {
 #define ONES UINT64_C(0x0101010101010101)
 #define HIGHS UINT64_C(0x8080808080808080)
 
-/* True if some byte of w is >= 0x80, < 0x20, or a backslash. */
-static bool word_needs_look(uint64_t w) {
-    uint64_t high = w & HIGHS;
-    uint64_t below_space = (w - ONES * 0x20) & ~w & HIGHS;
-    uint64_t x = w ^ (ONES * (uint64_t)'\\');
-    uint64_t backslash = (x - ONES) & ~x & HIGHS;
-    return (high | below_space | backslash) != 0;
-}
-
 /* True if every byte of w is printable ASCII, 0x20..0x7e: no byte below
  * 0x20 ("hasless") and none at or above 0x7f (adding 1 to a byte's low 7
  * bits reaches 0x80 only from 0x7f, and cannot carry into the next byte). */
@@ -74,46 +65,4 @@ bool rl__text_is_clean(const char *text, size_t len) {
         i += n;
     }
     return true;
-}
-
-rl__body_problem rl__body_scan(const char *body, size_t len, size_t *at) {
-    const unsigned char *s = (const unsigned char *)body;
-    size_t i = 0;
-    while (i < len) {
-        if (len - i >= 8) {
-            uint64_t w;
-            memcpy(&w, s + i, sizeof w);
-            if (!word_needs_look(w)) {
-                i += 8;
-                continue;
-            }
-        }
-        unsigned char c = s[i];
-        if (c >= 0x80) {
-            size_t n = rl__utf8_sequence_len(s + i, len - i);
-            if (n == 0) {
-                *at = i;
-                return RL__BODY_BAD_UTF8;
-            }
-            i += n;
-        } else if (c < 0x20) {
-            if (c != '\t' && c != '\n' && c != '\r') {
-                *at = i;
-                return RL__BODY_CONTROL;
-            }
-            i++;
-        } else if (c == '\\') {
-            /* Outside strings a backslash is a syntax error cJSON reports;
-             * inside, skip the escaped character so that "\\u0000" (an
-             * escaped backslash, then text) is not mistaken for an escape. */
-            if (len - i >= 6 && memcmp(s + i + 1, "u0000", 5) == 0) {
-                *at = i;
-                return RL__BODY_NUL_ESCAPE;
-            }
-            i += (len - i >= 2 && s[i + 1] < 0x80) ? 2 : 1;
-        } else {
-            i++;
-        }
-    }
-    return RL__BODY_OK;
 }

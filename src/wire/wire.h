@@ -7,32 +7,31 @@
  * `detail`. Unknown fields are ignored. A decoded message owns its memory
  * (the strings its requests point to): free it with its _free function.
  *
- * The reserve and complete decoders (the hot path) parse with a strict
- * single-pass scanner (json_scan.h), not cJSON: RFC 8259 exactly (no
- * leading zeros, "1.", NaN, comments, trailing commas; whitespace is space,
- * tab, LF and CR only, and raw control characters are refused in strings
- * too), valid UTF-8, \u escapes with surrogate pairs, "\u0000" refused,
- * objects and arrays at most 64 deep (unknown fields included). A message
- * is one allocation: the body is copied into it once and its strings are
- * decoded in place there.
+ * Every decoder (requests, limit definitions, the registry file) parses
+ * with a strict single-pass scanner (json_scan.h), not cJSON: RFC 8259
+ * exactly (no leading zeros, "1.", NaN, comments, trailing commas;
+ * whitespace is space, tab, LF and CR only, and raw control characters are
+ * refused in strings too), valid UTF-8, \u escapes with surrogate pairs,
+ * "\u0000" refused, objects and arrays at most 64 deep (unknown fields
+ * included). A message is one allocation: the body is copied into it once
+ * and its strings are decoded in place there.
  *
- * Amounts are read exactly, without floating point: any number whose exact
- * value is an integer in range is accepted, however written (1800, 1800.0,
- * 1.8e3, 180000e-2; "-0" is 0, a valid actual_amount), and anything else is
- * refused (1.5, 1e-1, 9007199254740993 = 2^53 + 1). So a client that holds
- * token counts in floats (JavaScript, Python's 1800.0) is served, and no
- * value is ever rounded into range. When a request has several problems,
- * `detail` names the first in a fixed order whatever the body's member
- * order: a syntax error anywhere in the body, then a known field twice,
- * lease_id, job_id, the list, then the first bad list element.
+ * Amounts, and every integer of a limit definition, are read exactly,
+ * without floating point: any number whose exact value is an integer in
+ * range is accepted, however written (1800, 1800.0, 1.8e3, 180000e-2; "-0"
+ * is 0, a valid actual_amount), and anything else is refused (1.5, 1e-1,
+ * 9007199254740993 = 2^53 + 1). So a client that holds token counts in
+ * floats (JavaScript, Python's 1800.0) is served, and no value is ever
+ * rounded into range. When a request has several problems, `detail` names
+ * the first in a fixed order whatever the body's member order: a syntax
+ * error anywhere in the body, then a known field twice, lease_id, job_id,
+ * the list, then the first bad list element.
  *
  * Encoders append to an rl_buf the exact shapes of api.md. All functions are
  * reentrant; a message is owned by one thread at a time.
  */
 #ifndef RL_WIRE_H
 #define RL_WIRE_H
-
-#include <cjson/cJSON.h>
 
 #include "ratelimiter/types.h"
 #include "wire/buf.h"
@@ -79,15 +78,14 @@ rl_status rl_wire_decode_complete_batch(const char *body, size_t len, size_t max
 void rl_wire_completes_free(rl_wire_completes *msg);
 const char *rl_wire_completes_item_detail(const rl_wire_completes *msg, size_t index);
 
-/* PUT /v1/admin/limits body: one definition, defaults applied (overage debt,
- * unit and description empty, the unused of window/timeout 0), validated.
- * Not on the hot path: parsed with cJSON (numbers as doubles, integers
- * checked; UTF-8, control characters and "\u0000" pre-checked). */
+/* PUT /v1/admin/limits body (and the JSON the redis backend keeps of each
+ * limit): one definition, defaults applied (overage debt, unit and
+ * description empty, the unused of window/timeout 0), validated. Read with
+ * the same scanner and the same exact integers as the lease decoders:
+ * capacity 1..2^53, window_seconds and timeout_seconds in range, however
+ * written (60, 60.0, 6e1), never rounded. *out changes only on RL_OK. */
 rl_status rl_wire_decode_limit_def(const char *body, size_t len, rl_limit_def *out,
                                    char detail[RL_WIRE_DETAIL_SIZE]);
-/* The same from an already parsed object (the registry file's items). */
-rl_status rl_wire_limit_def_from_json(const cJSON *object, rl_limit_def *out,
-                                      char detail[RL_WIRE_DETAIL_SIZE]);
 
 /* {"allowed":..,"retry_after_ms":..,"reserved_at_unix_ms":..,"error":".."} */
 void rl_wire_encode_reserve_result(rl_buf *buf, const rl_reserve_result *result);

@@ -448,6 +448,41 @@ static void test_admin_put_invalid(void **state) {
     expect("GET", "/v1/admin/limits/t6", NULL, 404, "{\"error\":\"unknown_limit_key:t6\"}");
 }
 
+/* Issue 9: a capacity above 2^53 was rounded to 2^53 and accepted (200),
+ * while reserve refused the same number. Every integer of a definition is
+ * read exactly now: refused with a detail naming the field, nothing stored. */
+static void test_admin_put_integers_exact(void **state) {
+    (void)state;
+    const char *prefix = "{\"ok\":false,\"error\":\"invalid_request\",\"detail\":\"";
+    expect("PUT", "/v1/admin/limits",
+           "{\"key\":\"t6b\",\"kind\":\"rolling\",\"capacity\":9007199254740993,\"window_seconds\":60}",
+           400, NULL);
+    if (!starts_with(last.body, prefix) || strstr(last.body, "capacity") == NULL)
+        fail_msg("%s", last.body);
+    expect("GET", "/v1/admin/limits/t6b", NULL, 404, "{\"error\":\"unknown_limit_key:t6b\"}");
+
+    /* 2^53 itself is the largest capacity; a refused PUT leaves it as it was. */
+    put_limit("{\"key\":\"t6b\",\"kind\":\"rolling\",\"capacity\":9007199254740992,\"window_seconds\":60}");
+    const char *refused[] = {
+        "{\"key\":\"t6b\",\"kind\":\"rolling\",\"capacity\":9007199254740993,\"window_seconds\":60}",
+        "{\"key\":\"t6b\",\"kind\":\"rolling\",\"capacity\":1e16,\"window_seconds\":60}",
+        "{\"key\":\"t6b\",\"kind\":\"rolling\",\"capacity\":5,\"window_seconds\":59.99999999999999999}",
+    };
+    const char *field[] = {"capacity", "capacity", "window_seconds"};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        expect("PUT", "/v1/admin/limits", refused[i], 400, NULL);
+        if (!starts_with(last.body, prefix) || strstr(last.body, field[i]) == NULL)
+            fail_msg("case %zu: %s", i, last.body);
+    }
+    expect("GET", "/v1/admin/limits/t6b", NULL, 200, NULL);
+    if (strstr(last.body, "\"definition\":{\"key\":\"t6b\",\"kind\":\"rolling\",\"capacity\":9007199254740992,"
+                          "\"window_seconds\":60,") == NULL)
+        fail_msg("%s", last.body);
+    /* An integer written as a float is that integer. */
+    put_limit("{\"key\":\"t6b\",\"kind\":\"rolling\",\"capacity\":1.8e3,\"window_seconds\":60.0}");
+    assert_int_equal(usage_of("t6b", "capacity"), 1800);
+}
+
 /* overview.md Example 4: a decrease waits for usage, denying meanwhile. */
 static void test_decreasing_flow(void **state) {
     (void)state;
@@ -687,6 +722,7 @@ int main(void) {
         cmocka_unit_test(test_unknown_path_404),
         cmocka_unit_test(test_admin_put_get_list),
         cmocka_unit_test(test_admin_put_invalid),
+        cmocka_unit_test(test_admin_put_integers_exact),
         cmocka_unit_test(test_decreasing_flow),
         cmocka_unit_test(test_exceeds_capacity),
         cmocka_unit_test(test_batches),

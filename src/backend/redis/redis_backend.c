@@ -10,8 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
-
 #include "backend/redis/complete_retry.h"
 #include "backend/redis/definition_cache.h"
 #include "backend/redis/redis_pool.h"
@@ -265,12 +263,11 @@ static rl_status apply_definition(rl_backend *base, const rl_limit_def *def, rl_
 static bool define_again(redis_backend *backend, const char *key) {
     char *json = rl_definition_cache_get(backend->definitions, key);
     if (json == NULL) return false;
-    cJSON *root = cJSON_Parse(json);
     rl_limit_def def;
     char detail[RL_WIRE_DETAIL_SIZE];
-    bool defined = root != NULL && rl_wire_limit_def_from_json(root, &def, detail) == RL_OK &&
+    /* The cache holds only JSON that decoded, or that this daemon encoded. */
+    bool defined = rl_wire_decode_limit_def(json, strlen(json), &def, detail) == RL_OK &&
                    apply_definition(&backend->base, &def, NULL) == RL_OK;
-    cJSON_Delete(root);
     free(json);
     return defined;
 }
@@ -504,14 +501,11 @@ static rl_status read_definition(redis_backend *backend, const char *key, size_t
     rl_status status = rl_redis_command(backend->pool, 3, get, get_len, &json, err, sizeof err);
     if (status != RL_OK) return status;
     status = RL_UNKNOWN_LIMIT_KEY;
-    if (json->type == REDIS_REPLY_STRING) {
-        cJSON *root = cJSON_ParseWithLength(json->str, json->len);
-        char detail[RL_WIRE_DETAIL_SIZE];
-        if (root != NULL && rl_wire_limit_def_from_json(root, out, detail) == RL_OK) {
-            rl_definition_cache_put(backend->definitions, out->key, json->str, json->len);
-            status = RL_OK;
-        }
-        cJSON_Delete(root);
+    char detail[RL_WIRE_DETAIL_SIZE];
+    if (json->type == REDIS_REPLY_STRING &&
+        rl_wire_decode_limit_def(json->str, json->len, out, detail) == RL_OK) {
+        rl_definition_cache_put(backend->definitions, out->key, json->str, json->len);
+        status = RL_OK;
     }
     freeReplyObject(json);
     return status;
@@ -555,13 +549,11 @@ static rl_status add_definition(redis_backend *backend, const redisReply *json, 
         *defs = bigger;
         *capacity = grown;
     }
-    cJSON *root = cJSON_ParseWithLength(json->str, json->len);
     char detail[RL_WIRE_DETAIL_SIZE];
-    if (root != NULL && rl_wire_limit_def_from_json(root, &(*defs)[*n], detail) == RL_OK) {
+    if (rl_wire_decode_limit_def(json->str, json->len, &(*defs)[*n], detail) == RL_OK) {
         rl_definition_cache_put(backend->definitions, (*defs)[*n].key, json->str, json->len);
         (*n)++;
     }
-    cJSON_Delete(root);
     return RL_OK;
 }
 

@@ -288,6 +288,14 @@ static void test_corrupt_files_refused(void **state) {
          0, "item 2: key \"dup\" is already defined by item 0", NULL},
         {"[{\"key\":\"a\",\"key\":\"b\",\"kind\":\"rolling\",\"capacity\":1,\"window_seconds\":1}]", 0,
          "item 0: key appears twice", NULL},
+        /* Integers are read exactly: 2^53 + 1 is not rounded to 2^53, nor 1.5 to anything. */
+        {"[{\"key\":\"a\",\"kind\":\"rolling\",\"capacity\":9007199254740992,\"window_seconds\":1},"
+         "{\"key\":\"b\",\"kind\":\"rolling\",\"capacity\":9007199254740993,\"window_seconds\":1}]",
+         0, "item 1: capacity must be an integer 1..9007199254740992", NULL},
+        {"[{\"key\":\"a\",\"kind\":\"rolling\",\"capacity\":1,\"window_seconds\":59.99999999999999999}]",
+         0, "item 0: window_seconds must be an integer 0..31622400", NULL},
+        {"[{\"key\":\"a\",\"kind\":\"concurrency\",\"capacity\":1,\"timeout_seconds\":1.5}]",
+         0, "item 0: timeout_seconds must be an integer 0..604800", NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         size_t len = cases[i].len > 0 ? cases[i].len : strlen(cases[i].content);

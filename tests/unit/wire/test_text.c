@@ -1,4 +1,4 @@
-/* test_text.c — UTF-8 validation and the pre-scan of JSON bodies. */
+/* test_text.c — UTF-8 validation. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -58,16 +58,6 @@ static void test_clean_text(void **state) {
     assert_false(rl__text_is_clean("\xc3\xa9", 1)); /* length counts */
 }
 
-static rl__body_problem scan(const char *body, size_t len, size_t *at) {
-    /* Exactly-sized copy: the word-at-a-time path must not read past it. */
-    char *copy = malloc(len > 0 ? len : 1);
-    assert_non_null(copy);
-    memcpy(copy, body, len);
-    rl__body_problem problem = rl__body_scan(copy, len, at);
-    free(copy);
-    return problem;
-}
-
 /* Texts longer than a word, with one bad byte at every position, so that
  * both the 8-byte step and the byte loop meet it. */
 static void test_clean_text_every_position(void **state) {
@@ -98,54 +88,11 @@ static void test_clean_text_every_position(void **state) {
     }
 }
 
-static void test_body_scan(void **state) {
-    (void)state;
-    size_t at = 99;
-    const char *ok = "{\"a\": [1, 2, \"caf\xc3\xa9\\n\\\"\\\\u0000\"],\r\n\t\"b\": null}";
-    assert_int_equal(scan(ok, strlen(ok), &at), RL__BODY_OK);
-    assert_int_equal(scan("", 0, &at), RL__BODY_OK);
-
-    /* The problem is found at its offset, wherever it falls in an 8-byte word. */
-    for (size_t pos = 0; pos < 24; pos++) {
-        char body[32];
-        memset(body, 'x', sizeof body);
-        body[pos] = '\x01';
-        assert_int_equal(scan(body, sizeof body, &at), RL__BODY_CONTROL);
-        assert_int_equal(at, pos);
-        memset(body, 'x', sizeof body);
-        body[pos] = '\xff';
-        assert_int_equal(scan(body, sizeof body, &at), RL__BODY_BAD_UTF8);
-        assert_int_equal(at, pos);
-        memset(body, 'x', sizeof body);
-        memcpy(body + pos, "\\u0000", 6);
-        assert_int_equal(scan(body, sizeof body, &at), RL__BODY_NUL_ESCAPE);
-        assert_int_equal(at, pos);
-        /* A multi-byte character across a word boundary is fine. */
-        memset(body, 'x', sizeof body);
-        memcpy(body + pos, "\xf0\x9f\x98\x80", 4);
-        assert_int_equal(scan(body, sizeof body, &at), RL__BODY_OK);
-    }
-    assert_int_equal(scan("a\0b", 3, &at), RL__BODY_CONTROL);
-    assert_int_equal(at, 1);
-    assert_int_equal(scan("\"\xc3", 2, &at), RL__BODY_BAD_UTF8); /* cut at the end */
-    assert_int_equal(at, 1);
-    /* An escaped backslash followed by "u0000" is text, not an escape. */
-    assert_int_equal(scan("\"\\\\u0000\"", 9, &at), RL__BODY_OK);
-    assert_int_equal(scan("\"\\\\\\u0000\"", 10, &at), RL__BODY_NUL_ESCAPE);
-    assert_int_equal(at, 3);
-    /* Other escapes of zero-ish values are fine here (the field checks judge them). */
-    assert_int_equal(scan("\"\\u0001\\u0100\"", 14, &at), RL__BODY_OK);
-    /* A backslash at the very end does not read past it. */
-    assert_int_equal(scan("\"\\", 2, &at), RL__BODY_OK);
-    assert_int_equal(scan("\\u000", 5, &at), RL__BODY_OK);
-}
-
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sequences),
         cmocka_unit_test(test_clean_text),
         cmocka_unit_test(test_clean_text_every_position),
-        cmocka_unit_test(test_body_scan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

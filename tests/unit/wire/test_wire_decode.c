@@ -1135,33 +1135,71 @@ static void test_limit_def_malformed(void **state) {
     LIMIT_REFUSED(def_with(",\"overage\":\"debt\",\"overage\":\"deny\""), "overage appears twice");
 }
 
-static void test_limit_def_from_json(void **state) {
+/* Each integer member is read exactly, as the lease decoders read amounts:
+ * any spelling of an integer in range is that integer, and nothing is
+ * rounded into range (a double would make 2^53 + 1 into 2^53, and
+ * 59.99999999999999999 into 60). */
+static void test_limit_def_integers_exact(void **state) {
     (void)state;
-    char detail[RL_WIRE_DETAIL_SIZE];
-    rl_limit_def def;
-    memset(&def, 0, sizeof def);
-    cJSON *array = cJSON_CreateArray();
-    assert_int_equal(rl_wire_limit_def_from_json(array, &def, detail), RL_INVALID_REQUEST);
-    assert_string_equal(detail, "a limit definition must be a JSON object");
-    assert_int_equal(rl_wire_limit_def_from_json(NULL, &def, detail), RL_INVALID_REQUEST);
-    cJSON_Delete(array);
-
-    /* A tree built in code: same rules (NaN cannot come from text, but can from here). */
-    cJSON *object = cJSON_CreateObject();
-    cJSON_AddStringToObject(object, "key", "k");
-    cJSON_AddStringToObject(object, "kind", "rolling");
-    cJSON *capacity = cJSON_AddNumberToObject(object, "capacity", 0.0 / 0.0);
-    cJSON_AddNumberToObject(object, "window_seconds", 60);
-    assert_int_equal(rl_wire_limit_def_from_json(object, &def, detail), RL_INVALID_REQUEST);
-    assert_string_equal(detail, "capacity must be an integer 1..9007199254740992");
-    cJSON_SetNumberValue(capacity, 5);
-    assert_int_equal(rl_wire_limit_def_from_json(object, &def, detail), RL_OK);
-    assert_int_equal(def.capacity, 5);
-    /* Strings in a tree built in code are checked for UTF-8 too. */
-    cJSON_AddStringToObject(object, "unit", "\xff");
-    assert_int_equal(rl_wire_limit_def_from_json(object, &def, detail), RL_INVALID_REQUEST);
-    assert_non_null(strstr(detail, "unit must be"));
-    cJSON_Delete(object);
+    static const struct {
+        const char *name;
+        const char *others; /* the rest of a valid definition */
+        uint64_t max;
+        const char *sentence;
+    } members[] = {
+        {"capacity", "\"kind\":\"rolling\",\"window_seconds\":60", RL_AMOUNT_MAX,
+         "capacity must be an integer 1..9007199254740992"},
+        {"window_seconds", "\"kind\":\"rolling\",\"capacity\":10", RL_WINDOW_SECONDS_MAX,
+         "window_seconds must be an integer 0..31622400"},
+        {"timeout_seconds", "\"kind\":\"concurrency\",\"capacity\":10", RL_TIMEOUT_SECONDS_MAX,
+         "timeout_seconds must be an integer 0..604800"},
+    };
+    for (size_t m = 0; m < sizeof members / sizeof members[0]; m++) {
+        const char *name = members[m].name;
+        uint64_t max = members[m].max;
+        struct {
+            const char *json;
+            uint64_t value;
+        } accepted[] = {
+            {body_of("%llu", (unsigned long long)max), max},
+            {body_of("%llu.0", (unsigned long long)max), max},
+            {"1800.0", 1800},
+            {"1.8e3", 1800},
+            {"18E2", 1800},
+            {"180000e-2", 1800},
+            {"1800.000000000000000000000", 1800},
+        };
+        for (size_t i = 0; i < sizeof accepted / sizeof accepted[0]; i++) {
+            if (accepted[i].value > max) continue;
+            rl_limit_def def;
+            char detail[RL_WIRE_DETAIL_SIZE];
+            const char *body =
+                body_of("{\"key\":\"k\",%s,\"%s\":%s}", members[m].others, name, accepted[i].json);
+            if (limit_def(body, &def, detail) != RL_OK) fail_msg("%s refused: %s", body, detail);
+            uint64_t got = m == 0 ? def.capacity : m == 1 ? def.window_seconds : def.timeout_seconds;
+            if (got != accepted[i].value)
+                fail_msg("%s: %s is %llu", body, name, (unsigned long long)got);
+        }
+        const char *refused[] = {
+            body_of("%llu", (unsigned long long)max + 1),
+            body_of("%llu.000000000000000000001", (unsigned long long)max),
+            "9007199254740993", /* 2^53 + 1: a double holds 2^53 */
+            "9007199254740992.5",
+            "9.007199254740993e15",
+            "1e16",
+            "1e19",
+            "18446744073709551617", /* 2^64 + 1 */
+            "1.5",
+            "59.99999999999999999", /* 60 as a double */
+            "-1",
+            "-1800.0",
+            "1e-1",
+        };
+        for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+            LIMIT_REFUSED(body_of("{\"key\":\"k\",%s,\"%s\":%s}", members[m].others, name,
+                                  refused[i]),
+                          members[m].sentence);
+    }
 }
 
 /* ---- every truncation, and byte mutations ----------------------------- */
@@ -1294,7 +1332,7 @@ int main(void) {
         cmocka_unit_test(test_complete_batch),
         cmocka_unit_test(test_limit_def_valid),
         cmocka_unit_test(test_limit_def_malformed),
-        cmocka_unit_test(test_limit_def_from_json),
+        cmocka_unit_test(test_limit_def_integers_exact),
         cmocka_unit_test(test_every_truncation_is_refused),
         cmocka_unit_test(test_byte_mutations_never_crash),
     };

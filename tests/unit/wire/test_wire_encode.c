@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
 #include <cmocka.h>
 
 #include "wire/wire.h"
