@@ -158,6 +158,60 @@ static void test_join_store_wins(void **state) {
     assert_int_equal(rl_test_daemon_stop(&c->b), 0);
 }
 
+/* Starts A and puts tpm (capacity 100) through it; json gets its body. */
+static void start_a_with_tpm(cluster *c, char *json, size_t size) {
+    start(c, &c->a);
+    snprintf(json, size, TPM, 100);
+    expect(c, &c->a, "PUT", "/v1/admin/limits", json, 200, NULL);
+}
+
+/* HSET key field value on the cluster's Redis, in RESP on a connection of
+ * its own (the tests link no Redis client). */
+static void redis_hset(cluster *c, const char *key, const char *field, const char *value) {
+    char request[2048], reply[256];
+    int n = snprintf(request, sizeof request,
+                     "*4\r\n$4\r\nHSET\r\n$%zu\r\n%s\r\n$%zu\r\n%s\r\n$%zu\r\n%s\r\n"
+                     "*1\r\n$4\r\nQUIT\r\n",
+                     strlen(key), key, strlen(field), field, strlen(value), value);
+    assert_true(n > 0 && (size_t)n < sizeof request);
+    long got = rl_test_raw_exchange(c->redis.port, request, (size_t)n, 5000, reply, sizeof reply);
+    if (got <= 0 || reply[0] != ':') fail_msg("HSET %s: %s", key, got > 0 ? reply : "no answer");
+}
+
+/* A definition in Redis that does not decode (2^53 + 1 can only be written
+ * by hand: every build writes what it decoded) is an error in GET and at
+ * start, never a missing limit (which a starting daemon would seed again
+ * from its own file) nor a rounded one; a PUT replaces it. */
+static void test_unreadable_definition_is_an_error(void **state) {
+    cluster *c = *state;
+    char json[256];
+    start_a_with_tpm(c, json, sizeof json);
+    redis_hset(c, "rl:l:tpm", "def",
+               "{\"key\":\"tpm\",\"kind\":\"rolling\",\"capacity\":9007199254740993,"
+               "\"window_seconds\":60}");
+    expect(c, &c->a, "GET", "/v1/admin/limits/tpm", NULL, 503, "backend_error");
+    expect(c, &c->a, "GET", "/v1/admin/limits", NULL, 503, "backend_error");
+    char text[8192];
+    rl_test_daemon_read_stderr(&c->a, text, sizeof text);
+    if (strstr(text, "capacity must be an integer 1..9007199254740992") == NULL ||
+        strstr(text, "9007199254740993") == NULL)
+        fail_msg("stderr does not say which definition and why: %s", text);
+
+    /* A daemon starting on a file that defines tpm stops instead of seeding it. */
+    snprintf(json, sizeof json, "[" TPM "]", 5);
+    rl_test_daemon_write_registry(&c->b, json);
+    const char *args[] = {"--backend", "redis", "--redis", c->redis_address, NULL};
+    assert_true(rl_test_daemon_run_to_exit(&c->b, args, 10000, text, sizeof text) != 0);
+    if (strstr(text, "cannot be read") == NULL || strstr(text, "cannot start") == NULL)
+        fail_msg("b's stderr: %s", text);
+
+    snprintf(json, sizeof json, TPM, 200);
+    expect(c, &c->a, "PUT", "/v1/admin/limits", json, 200, NULL);
+    expect(c, &c->a, "GET", "/v1/admin/limits/tpm", NULL, 200, "\"capacity\":200,");
+    expect(c, &c->a, "GET", "/v1/admin/limits", NULL, 200, "\"capacity\":200,");
+    assert_int_equal(rl_test_daemon_stop(&c->a), 0);
+}
+
 /* Polls /healthz until it answers want (or 10 s pass). */
 static void wait_health(cluster *c, rl_test_daemon *d, long want) {
     long until = rl_test_now_ms() + 10000;
@@ -169,10 +223,8 @@ static void wait_health(cluster *c, rl_test_daemon *d, long want) {
 
 static void test_healthz_follows_redis(void **state) {
     cluster *c = *state;
-    start(c, &c->a);
     char json[256];
-    snprintf(json, sizeof json, TPM, 100);
-    expect(c, &c->a, "PUT", "/v1/admin/limits", json, 200, NULL);
+    start_a_with_tpm(c, json, sizeof json);
     expect(c, &c->a, "GET", "/healthz", NULL, 200, "{\"ok\":true,\"backend\":\"redis\",\"limits\":1}");
 
     assert_true(rl_test_redis_stop(&c->redis));
@@ -199,6 +251,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_put_on_a_seen_by_b, setup, teardown),
         cmocka_unit_test_setup_teardown(test_join_store_wins, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unreadable_definition_is_an_error, setup, teardown),
         cmocka_unit_test_setup_teardown(test_healthz_follows_redis, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

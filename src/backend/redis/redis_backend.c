@@ -487,9 +487,30 @@ static int by_key(const void *a, const void *b) {
     return strcmp(((const rl_limit_def *)a)->key, ((const rl_limit_def *)b)->key);
 }
 
-/* One definition: HGET of its JSON (remembered in the definition cache, to
- * define it again should Redis lose it). RL_UNKNOWN_LIMIT_KEY when Redis
- * has none, or one this build cannot read. */
+/* A definition's JSON as Redis holds it (remembered in the definition
+ * cache, to define it again should Redis lose it). Every build writes it
+ * with rl_wire_encode_limit_def, so one that does not decode was edited by
+ * hand, damaged, or written by a build that knows more than this one: an
+ * error (RL_BACKEND_ERROR, and a line on stderr saying which and why), not
+ * an absence. Left out, the limit would still be enforced by the scripts
+ * but be missing from the admin API, and a daemon starting up would seed
+ * the key again from its own registry file, over what Redis holds. */
+static rl_status decode_stored(redis_backend *backend, const char *json, size_t len,
+                               rl_limit_def *out) {
+    char detail[RL_WIRE_DETAIL_SIZE];
+    if (rl_wire_decode_limit_def(json, len, out, detail) != RL_OK) {
+        fprintf(stderr,
+                "ratelimiterd: a limit definition in Redis cannot be read (%s); PUT the limit "
+                "again to replace it: %.*s\n",
+                detail, len > 300 ? 300 : (int)len, json);
+        return RL_BACKEND_ERROR;
+    }
+    rl_definition_cache_put(backend->definitions, out->key, json, len);
+    return RL_OK;
+}
+
+/* One definition: HGET of its JSON. RL_UNKNOWN_LIMIT_KEY when Redis has
+ * none; RL_BACKEND_ERROR for one that does not decode (decode_stored). */
 static rl_status read_definition(redis_backend *backend, const char *key, size_t key_len, rl_limit_def *out) {
     char limit_key[RL_KEY_MAX_LEN + 64];
     int n = snprintf(limit_key, sizeof limit_key, "%sl:%.*s", backend->prefix, (int)key_len, key);
@@ -501,12 +522,7 @@ static rl_status read_definition(redis_backend *backend, const char *key, size_t
     rl_status status = rl_redis_command(backend->pool, 3, get, get_len, &json, err, sizeof err);
     if (status != RL_OK) return status;
     status = RL_UNKNOWN_LIMIT_KEY;
-    char detail[RL_WIRE_DETAIL_SIZE];
-    if (json->type == REDIS_REPLY_STRING &&
-        rl_wire_decode_limit_def(json->str, json->len, out, detail) == RL_OK) {
-        rl_definition_cache_put(backend->definitions, out->key, json->str, json->len);
-        status = RL_OK;
-    }
+    if (json->type == REDIS_REPLY_STRING) status = decode_stored(backend, json->str, json->len, out);
     freeReplyObject(json);
     return status;
 }
@@ -538,7 +554,8 @@ static rl_status count_definitions(rl_backend *base, size_t *count) {
 }
 
 /* Adds one definition's JSON to defs (growing it), remembering it in the
- * definition cache. One this build cannot read is left out. */
+ * definition cache. One that does not decode fails the listing
+ * (decode_stored). */
 static rl_status add_definition(redis_backend *backend, const redisReply *json, rl_limit_def **defs, size_t *n,
                                 size_t *capacity) {
     if (json->type != REDIS_REPLY_STRING) return RL_OK;
@@ -549,12 +566,9 @@ static rl_status add_definition(redis_backend *backend, const redisReply *json, 
         *defs = bigger;
         *capacity = grown;
     }
-    char detail[RL_WIRE_DETAIL_SIZE];
-    if (rl_wire_decode_limit_def(json->str, json->len, &(*defs)[*n], detail) == RL_OK) {
-        rl_definition_cache_put(backend->definitions, (*defs)[*n].key, json->str, json->len);
-        (*n)++;
-    }
-    return RL_OK;
+    rl_status status = decode_stored(backend, json->str, json->len, &(*defs)[*n]);
+    if (status == RL_OK) (*n)++;
+    return status;
 }
 
 /* Every definition, a page per script call (definitions.lua: SSCAN and the

@@ -160,6 +160,36 @@ static void many_definitions_are_listed_in_pages(void **state) {
     rl_backend_destroy(backend);
 }
 
+/* A definition's JSON in Redis that does not decode (edited by hand, or
+ * holding a number no build writes: 2^53 + 1, which a double would round to
+ * 2^53) is an error, never an absence or a rounded limit: a listing that
+ * left it out would let a daemon starting up seed the key again from its
+ * own registry file. A PUT of the key writes a readable one again. */
+static void a_stored_definition_that_does_not_decode_is_an_error(void **state) {
+    (void)state;
+    rl_backend *backend = open_backend("unreadable:");
+    define(backend, "u:a", RL_KIND_ROLLING, 5);
+    define(backend, "u:b", RL_KIND_ROLLING, 6);
+    redis_do("HSET unreadable:l:u:b def {\"key\":\"u:b\",\"kind\":\"rolling\","
+             "\"capacity\":9007199254740993,\"window_seconds\":60}");
+    rl_limit_def one;
+    assert_int_equal(backend->ops->get_definition(backend, "u:b", &one), RL_BACKEND_ERROR);
+    assert_int_equal(backend->ops->get_definition(backend, "u:a", &one), RL_OK);
+    rl_limit_def *defs = NULL;
+    size_t count = 0;
+    assert_int_equal(backend->ops->list_definitions(backend, &defs, &count), RL_BACKEND_ERROR);
+    assert_null(defs);
+    assert_int_equal(count, 0);
+
+    define(backend, "u:b", RL_KIND_ROLLING, 7);
+    assert_int_equal(backend->ops->get_definition(backend, "u:b", &one), RL_OK);
+    assert_int_equal(one.capacity, 7);
+    assert_int_equal(backend->ops->list_definitions(backend, &defs, &count), RL_OK);
+    assert_int_equal(count, 2);
+    free(defs);
+    rl_backend_destroy(backend);
+}
+
 /* Every key of a prefix but the definitions (P l:*, P defs), with the TTL of
  * each in ms: counts them and fails on one without a TTL. */
 static size_t state_keys(const char *prefix) {
@@ -272,6 +302,7 @@ int main(void) {
         cmocka_unit_test(two_backends_share_definitions_and_usage),
         cmocka_unit_test(fails_closed_while_redis_is_stuck_and_retries_completes),
         cmocka_unit_test(many_definitions_are_listed_in_pages),
+        cmocka_unit_test(a_stored_definition_that_does_not_decode_is_an_error),
         cmocka_unit_test(state_keys_expire_so_redis_memory_stays_bounded),
         cmocka_unit_test(unreachable_redis_is_a_clear_error_at_create),
     };
