@@ -8,6 +8,7 @@
 
 #include "cli/cli.h"
 #include "ratelimiter/types.h"
+#include "wire/json_scan.h"
 
 /* Commands parse their options with getopt_long from argv[0] = their name;
  * the main resets getopt (optind = 0) before calling one. */
@@ -225,85 +226,133 @@ static char *object_text(const cJSON *object) {
     return out;
 }
 
-/* PUTs one definition object; prints "KEY STATUS" when it was taken. */
-static int put_one(const rlctl_global *global, const cJSON *def, const char *where) {
-    char *body = object_text(def);
-    if (body == NULL) {
-        fprintf(stderr, "rlctl: put: out of memory\n");
-        return RLCTL_EXIT_UNAVAILABLE;
-    }
-    const cJSON *key = at(def, "key", NULL);
-    const char *key_text = cJSON_IsString(key) ? key->valuestring : "(no key)";
+/* PUTs one definition (body, its JSON); prints "KEY STATUS" when it was
+ * taken. */
+static int put_one(const rlctl_global *global, const char *body, const char *key,
+                   const char *where) {
     rlctl_response r;
     int code = RLCTL_EXIT_OK;
     if (rlctl_http(global, "PUT", "/v1/admin/limits", body, &r) != 200) {
         char what[96 + RL_KEY_MAX_LEN];
-        snprintf(what, sizeof what, "put %s\"%s\"", where, key_text);
+        snprintf(what, sizeof what, "put %s\"%s\"", where, key);
         code = rlctl_report_failure(what, &r);
     } else {
         cJSON *root = cJSON_Parse(r.body);
         const cJSON *status = at(root, "status", NULL);
-        printf("%s %s\n", key_text, cJSON_IsString(status) ? status->valuestring : "?");
+        printf("%s %s\n", key, cJSON_IsString(status) ? status->valuestring : "?");
         cJSON_Delete(root);
     }
     rlctl_response_free(&r);
-    free(body);
     return code;
 }
 
-static char *read_all(const char *path) {
+/* The whole of path ("-": stdin), NUL-terminated, its length in *len. */
+static char *read_all(const char *path, size_t *len) {
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
     if (f == NULL) return NULL;
-    size_t cap = 4096, len = 0;
+    size_t cap = 4096;
+    *len = 0;
     char *text = malloc(cap);
     size_t n;
-    while (text != NULL && (n = fread(text + len, 1, cap - len - 1, f)) > 0) {
-        len += n;
-        if (len + 1 == cap) {
+    while (text != NULL && (n = fread(text + *len, 1, cap - *len - 1, f)) > 0) {
+        *len += n;
+        if (*len + 1 == cap) {
             char *grown = realloc(text, cap *= 2);
             if (grown == NULL) free(text);
             text = grown;
         }
     }
-    if (text != NULL) text[len] = '\0';
+    if (text != NULL) text[*len] = '\0';
     if (f != stdin) fclose(f);
     return text;
 }
 
+/* PUTs the object the scanner is at (over scratch, a copy of text) as text
+ * writes it, so that the daemon judges every member, and reads its numbers
+ * exactly: parsed into doubles and printed again here, 9007199254740993
+ * would reach it as 2^53 and be taken. */
+static int put_object(const rlctl_global *global, const char *text, rl__json_scan *s,
+                      const char *where) {
+    size_t start = (size_t)(s->cur - s->text); /* the scanner is at the '{' */
+    const char *key = "(no key)";
+    bool json = rl__scan_object_open(s);
+    char *name, *value;
+    size_t len;
+    int more = -1;
+    for (size_t i = 0; json && (more = rl__scan_member(s, i, &name, &len)) > 0; i++) {
+        if (strcmp(name, "key") == 0 && rl__scan_peek(s) == '"') {
+            json = rl__scan_string(s, &value, &len);
+            key = value;
+        } else {
+            json = rl__scan_skip(s);
+        }
+    }
+    if (!json || more < 0) { /* cannot be: the whole file was scanned before */
+        fprintf(stderr, "rlctl: put: a definition is not JSON\n");
+        return RLCTL_EXIT_USAGE;
+    }
+    char *body = strndup(text + start, (size_t)(s->cur - s->text) - start);
+    if (body == NULL) {
+        fprintf(stderr, "rlctl: put: out of memory\n");
+        return RLCTL_EXIT_UNAVAILABLE;
+    }
+    int code = put_one(global, body, key, where);
+    free(body);
+    return code;
+}
+
+/* The objects of the text: one, or an array of them put in order up to the
+ * first that fails. scratch is a copy of text for the scanner. */
+static int put_objects(const rlctl_global *global, const char *path, const char *text,
+                       char *scratch, size_t len) {
+    rl__json_scan s;
+    rl__scan_init(&s, scratch, len);
+    char c = rl__scan_peek(&s);
+    if (c == '{') return put_object(global, text, &s, "");
+    if (c != '[' || !rl__scan_array_open(&s)) {
+        fprintf(stderr, "rlctl: put: \"%s\" holds neither a definition object nor an array of them\n", path);
+        return RLCTL_EXIT_USAGE;
+    }
+    int code = RLCTL_EXIT_OK;
+    for (size_t i = 0; code == RLCTL_EXIT_OK && rl__scan_element(&s, i) > 0; i++) {
+        char where[48];
+        snprintf(where, sizeof where, "[%zu] ", i);
+        if (rl__scan_peek(&s) != '{') {
+            fprintf(stderr, "rlctl: put: item %zu of \"%s\" is not an object\n", i, path);
+            code = RLCTL_EXIT_USAGE;
+        } else {
+            code = put_object(global, text, &s, where);
+        }
+    }
+    return code;
+}
+
 static int put_file(const rlctl_global *global, const char *path) {
-    char *text = read_all(path);
+    size_t len = 0;
+    char *text = read_all(path, &len);
     if (text == NULL) {
         fprintf(stderr, "rlctl: put: cannot read \"%s\": %m\n", path);
         return RLCTL_EXIT_USAGE;
     }
-    cJSON *root = cJSON_Parse(text);
-    int code = RLCTL_EXIT_OK;
-    if (root == NULL) {
-        const char *bad = cJSON_GetErrorPtr();
-        fprintf(stderr, "rlctl: put: \"%s\" is not JSON (at byte %ld)\n", path,
-                bad != NULL ? (long)(bad - text) : 0L);
-        code = RLCTL_EXIT_USAGE;
-    } else if (cJSON_IsObject(root)) {
-        code = put_one(global, root, "");
-    } else if (cJSON_IsArray(root)) {
-        int i = 0;
-        const cJSON *def;
-        cJSON_ArrayForEach(def, root) {
-            char where[48];
-            snprintf(where, sizeof where, "[%d] ", i++);
-            if (!cJSON_IsObject(def)) {
-                fprintf(stderr, "rlctl: put: item %d of \"%s\" is not an object\n", i - 1, path);
-                code = RLCTL_EXIT_USAGE;
-            } else {
-                code = put_one(global, def, where);
-            }
-            if (code != RLCTL_EXIT_OK) break;
-        }
+    /* The scanner decodes strings in place: it reads a copy, once to check
+     * the whole file before anything is put, then again to put. */
+    char *scratch = malloc(len + 1);
+    int code = RLCTL_EXIT_UNAVAILABLE;
+    if (scratch == NULL) {
+        fprintf(stderr, "rlctl: put: out of memory\n");
     } else {
-        fprintf(stderr, "rlctl: put: \"%s\" holds neither a definition object nor an array of them\n", path);
-        code = RLCTL_EXIT_USAGE;
+        memcpy(scratch, text, len + 1);
+        rl__json_scan s;
+        rl__scan_init(&s, scratch, len);
+        if (!rl__scan_skip(&s) || !rl__scan_end(&s)) {
+            fprintf(stderr, "rlctl: put: \"%s\" is not JSON (at byte %zu)\n", path, s.error_at);
+            code = RLCTL_EXIT_USAGE;
+        } else {
+            memcpy(scratch, text, len + 1);
+            code = put_objects(global, path, text, scratch, len);
+        }
     }
-    cJSON_Delete(root);
+    free(scratch);
     free(text);
     return code;
 }
@@ -370,8 +419,14 @@ int rlctl_cmd_put(const rlctl_global *global, int argc, char **argv) {
     if (text[O_DESCRIPTION - O_KEY] != NULL)
         cJSON_AddStringToObject(def, "description", text[O_DESCRIPTION - O_KEY]);
     if (text[O_OVERAGE - O_KEY] != NULL) cJSON_AddStringToObject(def, "overage", text[O_OVERAGE - O_KEY]);
-    int code = put_one(global, def, "");
+    char *body = object_text(def);
     cJSON_Delete(def);
+    if (body == NULL) {
+        fprintf(stderr, "rlctl: put: out of memory\n");
+        return RLCTL_EXIT_UNAVAILABLE;
+    }
+    int code = put_one(global, body, text[O_KEY - O_KEY], "");
+    free(body);
     return code;
 }
 

@@ -252,19 +252,25 @@ static void write_file(const char *name, const char *text, char *path, size_t si
     fclose(f);
 }
 
+/* Writes name (in the daemon's directory) with text, runs rlctl put --file
+ * on it, and fails unless it exits with code. */
+static void put_file(const char *name, const char *text, int code) {
+    char path[512];
+    write_file(name, text, path, sizeof path);
+    RLCTL("put", "--file", path);
+    expect_code(code);
+}
+
 static void test_put_file(void **state) {
     (void)state;
-    char path[512];
     /* An array: put one by one, stopping at the first error. */
-    write_file("defs.json",
-               "[{\"key\":\"cli:f:one\",\"kind\":\"rolling\",\"capacity\":10,\"window_seconds\":60},\n"
-               " {\"key\":\"cli:f:two\",\"kind\":\"concurrency\",\"capacity\":2,\"timeout_seconds\":30,"
-               "\"unit\":\"inflight\",\"overage\":\"debt\"},\n"
-               " {\"key\":\"cli:f:bad\",\"kind\":\"rolling\",\"capacity\":0,\"window_seconds\":60},\n"
-               " {\"key\":\"cli:f:four\",\"kind\":\"rolling\",\"capacity\":10,\"window_seconds\":60}]\n",
-               path, sizeof path);
-    RLCTL("put", "--file", path);
-    expect_code(3);
+    put_file("defs.json",
+             "[{\"key\":\"cli:f:one\",\"kind\":\"rolling\",\"capacity\":10,\"window_seconds\":60},\n"
+             " {\"key\":\"cli:f:two\",\"kind\":\"concurrency\",\"capacity\":2,\"timeout_seconds\":30,"
+             "\"unit\":\"inflight\",\"overage\":\"debt\"},\n"
+             " {\"key\":\"cli:f:bad\",\"kind\":\"rolling\",\"capacity\":0,\"window_seconds\":60},\n"
+             " {\"key\":\"cli:f:four\",\"kind\":\"rolling\",\"capacity\":10,\"window_seconds\":60}]\n",
+             3);
     expect_contains(ran.out, "cli:f:one active");
     expect_contains(ran.out, "cli:f:two active");
     expect_contains(ran.err, "[2] \"cli:f:bad\"");
@@ -275,25 +281,35 @@ static void test_put_file(void **state) {
     expect_code(3);
 
     /* One object; a large capacity goes out exactly. */
-    write_file("one.json",
-               "{\"key\":\"cli:f:big\",\"kind\":\"rolling\",\"capacity\":1000000000000000,\"window_seconds\":60}",
-               path, sizeof path);
-    RLCTL("put", "--file", path);
-    expect_code(0);
+    put_file("one.json",
+             "{\"key\":\"cli:f:big\",\"kind\":\"rolling\",\"capacity\":1000000000000000,\"window_seconds\":60}",
+             0);
     RLCTL("get", "--json", "cli:f:big");
     expect_code(0);
     assert_true(out_number("limit", "definition", "capacity") == 1e15);
 
+    /* Each object goes out as the file writes it, for the daemon to read
+     * exactly: 2^53 + 1 is refused, not rounded on the way to 2^53. */
+    put_file("above.json",
+             "{\"key\":\"cli:f:above\",\"kind\":\"rolling\",\"capacity\":9007199254740993,"
+             "\"window_seconds\":60}",
+             3);
+    expect_contains(ran.err, "capacity must be an integer 1..9007199254740992");
+    RLCTL("get", "cli:f:above");
+    expect_code(3);
+    put_file("float.json",
+             "[{\"key\":\"cli:f:float\",\"kind\":\"rolling\",\"capacity\":1.8e3,\"window_seconds\":60.0}]",
+             0);
+    expect_contains(ran.out, "cli:f:float active");
+    RLCTL("get", "--json", "cli:f:float");
+    assert_true(out_number("limit", "definition", "capacity") == 1800);
+
     /* Not JSON, not there, not definitions: 2. */
-    write_file("broken.json", "[{\"key\":", path, sizeof path);
-    RLCTL("put", "--file", path);
-    expect_code(2);
+    put_file("broken.json", "[{\"key\":", 2);
     expect_contains(ran.err, "not JSON");
     RLCTL("put", "--file", "/nonexistent/defs.json");
     expect_code(2);
-    write_file("number.json", "42", path, sizeof path);
-    RLCTL("put", "--file", path);
-    expect_code(2);
+    put_file("number.json", "42", 2);
 }
 
 static void test_reserve_complete(void **state) {
