@@ -55,8 +55,10 @@ typedef struct rl_backend_ops {
 
     /* --- ABI 2: backends whose state lives elsewhere (redis) --- */
 
-    /* RL_OK while the backend can serve; RL_BACKEND_ERROR when its store is
-     * unreachable (detail, if not NULL, gets detail_size bytes of why).
+    /* RL_OK while the backend can serve; RL_BACKEND_ERROR when it cannot
+     * (its store is unreachable, or refuses writes). detail, if not NULL,
+     * gets detail_size bytes of why; with RL_OK a non-empty detail is a
+     * warning: the backend serves, degraded (redis close to its maxmemory).
      * NULL: always healthy (memory). */
     rl_status (*health)(rl_backend *backend, char *detail, size_t detail_size);
 

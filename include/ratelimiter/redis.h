@@ -10,11 +10,28 @@
  * used by all from their next reserve. Every key that holds lease state has a
  * TTL, so Redis memory stays bounded however many leases are never completed.
  *
- * Operations are thread-safe. When Redis is unreachable or slow, reserves
- * fail within about connect_timeout_ms + 2 x command_timeout_ms with
- * RL_BACKEND_ERROR: fail closed, nothing is admitted without the store.
- * Completes that fail are retried in the background (see below), so that a
- * short outage does not leave holds until their timeout.
+ * Operations are thread-safe. When Redis is unreachable, stopped or slow,
+ * an operation fails with RL_BACKEND_ERROR within connect_timeout_ms +
+ * command_timeout_ms of when its caller began to wait (a lease queued in the
+ * submitter counts from its arrival), whatever retries happen inside: fail
+ * closed, nothing is admitted without the store. Such a reserve's outcome is
+ * unknown (Redis may still apply it once it answers again): retry it with the
+ * same lease id, which returns the first outcome. Completes that fail are
+ * retried in the background (see below), so that a short outage does not
+ * leave holds until their timeout.
+ *
+ * A Redis whose maxmemory-policy may evict keys is refused, at start and on
+ * every reconnect, unless allow_eviction is set: an evicted lease record lets
+ * a retried lease be admitted twice, an evicted reservation admits past
+ * capacity. health() reports a Redis that refuses writes (at maxmemory) as
+ * unable to serve, and one close to it as degraded.
+ *
+ * Each daemon follows the store's definitions (one script call a second) and
+ * keeps what it has seen, so that when Redis comes back empty (restarted
+ * without persistence, flushed) every daemon that knew a definition puts it
+ * back: within a second by itself, and at once on a reserve that names it.
+ * The reservations and lease records Redis lost stay lost: run Redis with
+ * appendonly for none to be.
  */
 #ifndef RATELIMITER_REDIS_H
 #define RATELIMITER_REDIS_H
@@ -45,6 +62,8 @@ typedef struct rl_redis_options {
     /* How often the background thread purges expired state; default 1000,
      * 0: never (scripts still purge every limit they touch). */
     uint32_t sweep_interval_ms;
+    /* Accept a Redis whose maxmemory-policy may evict keys (see above); default false. */
+    bool allow_eviction;
     /* Tests only: read "now" from this clock instead of Redis TIME, so that a
      * manual clock drives expiry. NULL in production. Borrowed. */
     const rl_clock *clock;

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/call_wait.h"
+
 struct rl__lane_waiter {
     const void *requests;
     void *results;
@@ -78,7 +80,12 @@ static rl_status send_batch(rl__lane_flusher *flusher, rl__lane_waiter *batch, s
                w->count * lane->request_size);
         offset += w->count;
     }
+    /* The batch's callers have waited since the oldest of them arrived: a
+     * backend bounding each caller's whole wait (core/call_wait.h) counts
+     * from there, not from now. */
+    rl__call_wait_since_set((batch->deadline_ns - lane->max_delay_ns) / 1000000u);
     rl_status status = lane->send(lane->inner, flusher->gathered_requests, leases, flusher->gathered_results);
+    rl__call_wait_since_set(0);
     if (status != RL_OK) return status; /* results are undefined: write none */
     offset = 0;
     for (rl__lane_waiter *w = batch; w != NULL; w = w->next) {

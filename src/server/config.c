@@ -47,6 +47,7 @@ void rl_server_config_default(rl_server_config *config) {
     redis->max_leases_per_batch = RL_CONFIG_DEFAULT_REDIS_MAX_LEASES_PER_BATCH;
     redis->flush_interval_us = RL_CONFIG_DEFAULT_REDIS_FLUSH_INTERVAL_US;
     redis->flushes_in_flight = RL_CONFIG_DEFAULT_REDIS_FLUSHES_IN_FLIGHT;
+    redis->allow_eviction = false;
 }
 
 bool rl_server_redis_address_parse(const char *address, char *host, size_t host_size,
@@ -79,6 +80,7 @@ bool rl_server_config_redis_options(const rl_server_config *config, char *host, 
     out->connect_timeout_ms = redis->connect_timeout_ms;
     out->command_timeout_ms = redis->command_timeout_ms;
     out->lease_memory_ms = redis->lease_memory_ms;
+    out->allow_eviction = redis->allow_eviction;
     return true;
 }
 
@@ -157,12 +159,12 @@ static bool scalar_to_u64(const yaml_node_t *node, uint64_t *out) {
 
 /* ---- sections ----------------------------------------------------------- */
 
-typedef enum field_type { FIELD_STRING, FIELD_U32, FIELD_U64 } field_type;
+typedef enum field_type { FIELD_STRING, FIELD_U32, FIELD_U64, FIELD_BOOL } field_type;
 
 typedef struct field {
     const char *name;
     field_type type;
-    void *target;      /* char[max + 1] (max 0: RL_CONFIG_STRING_MAX), uint32_t or uint64_t */
+    void *target;      /* char[max + 1] (max 0: RL_CONFIG_STRING_MAX), uint32_t, uint64_t or bool */
     uint64_t min, max; /* integers only */
     const char *hint;  /* what the value means, for the error message */
 } field;
@@ -200,6 +202,15 @@ static bool set_field(load_ctx *ctx, const field *f, const yaml_node_t *value) {
             return failf(ctx, value, "'%s' must be a string of 1..%zu bytes", f->name, max);
         memcpy(f->target, v, len);
         ((char *)f->target)[len] = '\0';
+        return true;
+    }
+    if (f->type == FIELD_BOOL) {
+        /* YAML 1.2's two words only: "yes", "on" and "1" mean true in some
+         * readers and not in others, so none of them is taken. */
+        const char *v = value->type == YAML_SCALAR_NODE ? (const char *)value->data.scalar.value : "";
+        bool is_true = strcmp(v, "true") == 0;
+        if (!is_true && strcmp(v, "false") != 0) return failf(ctx, value, "'%s' must be true or false", f->name);
+        *(bool *)f->target = is_true;
         return true;
     }
     uint64_t number;
@@ -310,6 +321,7 @@ static bool load_document(load_ctx *ctx, rl_server_config *c) {
          RL_CONFIG_MAX_REDIS_FLUSH_INTERVAL_US, "microseconds"},
         {"flushes_in_flight", FIELD_U32, &r->flushes_in_flight, 1, RL_CONFIG_MAX_REDIS_FLUSHES_IN_FLIGHT,
          "script calls at once"},
+        {"allow_eviction", FIELD_BOOL, &r->allow_eviction, 0, 0, ""},
     };
 #define FIELDS(array) array, sizeof array / sizeof array[0]
     const section sections[] = {

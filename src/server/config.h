@@ -7,9 +7,10 @@
  *   redis:    address, password, db, connections, key_prefix,
  *             connect_timeout_ms, command_timeout_ms, lease_memory_ms,
  *             max_leases_per_batch, flush_interval_us, flushes_in_flight
- *             (the last three are the submitter's: how many leases go into
- *             one script call, how long the first lease of a batch may wait
- *             for company, how many script calls may be out at once)
+ *             (the submitter's: how many leases go into one script call,
+ *             how long the first lease of a batch may wait for company, how
+ *             many script calls may be out at once), allow_eviction (accept a
+ *             Redis whose maxmemory-policy may evict keys: ratelimiter/redis.h)
  *   tigerbeetle: accepted and ignored (replaced by redis, DESIGN.md)
  *
  * Overload bounds (server; http_server.h and conn_guard.h say how): at most
@@ -103,6 +104,7 @@ typedef struct rl_server_redis_config {
     uint32_t max_leases_per_batch;
     uint32_t flush_interval_us;
     uint32_t flushes_in_flight;
+    bool allow_eviction;
 } rl_server_redis_config;
 
 typedef struct rl_server_config {

@@ -1,14 +1,17 @@
 /* handlers_health.c — GET /healthz: is the daemon up, on which backend, with
- * how many limits; 503 when the backend's store cannot be reached (redis),
- * so that a load balancer takes the daemon out of rotation. Cheap for the
- * memory backend; for redis one PING and one SCARD of the definitions. */
+ * how many limits; 503 when the backend cannot serve (redis unreachable, or
+ * refusing writes at its maxmemory), so that a load balancer takes the
+ * daemon out of rotation; 200 with "degraded":true and a detail when it
+ * serves but needs an operator (redis close to its maxmemory). Cheap for the
+ * memory backend; for redis one INFO memory and one SCARD of the
+ * definitions. */
 #include "server/handler.h"
 #include "server/respond.h"
 
 void rl_handle_healthz(rl_handler_ctx *ctx, const rl_http_request *req, rl_http_response *res) {
     (void)req;
     size_t limits = 0;
-    char detail[256] = "";
+    char detail[512] = "";
     rl_status status = rl_service_health(ctx->service, &limits, detail, sizeof detail);
     rl_buf *buf = &ctx->body;
     rl_buf_reset(buf);
@@ -17,6 +20,10 @@ void rl_handle_healthz(rl_handler_ctx *ctx, const rl_http_request *req, rl_http_
     if (status == RL_OK) {
         rl_buf_append_str(buf, "\",\"limits\":");
         rl_buf_append_u64(buf, (uint64_t)limits);
+        if (detail[0] != '\0') {
+            rl_buf_append_str(buf, ",\"degraded\":true");
+            rl_respond_append_detail(buf, detail);
+        }
         rl_buf_append_str(buf, "}");
         res->status = 200;
     } else {

@@ -20,7 +20,7 @@ static rl_status create_backend(const rl_service_options *options, rl_backend **
     }
     if (strcmp(name, "redis") == 0) {
         const rl_redis_options *redis = &options->redis;
-        char why[256] = "";
+        char why[512] = "";
         rl_status status = rl_redis_backend_create(redis, out, why, sizeof why);
         if (status != RL_OK) {
             /* Name the address (redis.address, --redis) once, whatever why says. */

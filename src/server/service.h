@@ -81,8 +81,9 @@ const char *rl_service_backend_name(const rl_service *service);
 size_t rl_service_limit_count(rl_service *service);
 
 /* For /healthz: RL_OK with the number of limits (from the authority) in
- * *limits while the backend can serve; RL_BACKEND_ERROR with a sentence in
- * detail (detail_size bytes) when its store cannot be reached or read.
+ * *limits while the backend can serve, and a warning in detail if it is
+ * degraded ("" if not); RL_BACKEND_ERROR with a sentence in detail
+ * (detail_size bytes) when its store cannot be reached, read or written.
  * Thread-safe. */
 rl_status rl_service_health(rl_service *service, size_t *limits, char *detail, size_t detail_size);
 

@@ -54,6 +54,7 @@ inputs_of() {
 dict_of() {
     case $1 in
         config) echo "$FUZZ_DIR/yaml.dict" ;;
+        redis_*) echo "$FUZZ_DIR/redis.dict" ;;
         *) echo "$FUZZ_DIR/json.dict" ;;
     esac
 }

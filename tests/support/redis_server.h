@@ -122,9 +122,11 @@ static inline uint16_t rl_test_redis_free_port(void) {
  * -LOADING) from the server whose process id is pid (0: any server), so that
  * a server some other test started on a port we thought free is not taken
  * for ours. Each step is bounded by timeout_ms. */
-static inline bool rl_test_redis_ping_once(uint16_t port, pid_t pid, long timeout_ms) {
+/* A connection to 127.0.0.1:port that has sent request (request_len
+ * bytes), each step bounded by timeout_ms; -1 if that failed. */
+static inline int rl_test_redis_send(uint16_t port, const char *request, size_t request_len, long timeout_ms) {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return false;
+    if (fd < 0) return -1;
     struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
@@ -133,10 +135,19 @@ static inline bool rl_test_redis_ping_once(uint16_t port, pid_t pid, long timeou
     addr.sin_family = AF_INET;
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     addr.sin_port = htons(port);
+    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0 ||
+        send(fd, request, request_len, MSG_NOSIGNAL) != (ssize_t)request_len) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static inline bool rl_test_redis_ping_once(uint16_t port, pid_t pid, long timeout_ms) {
     bool ours = false;
     static const char request[] = "PING\r\nINFO server\r\n";
-    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) == 0 &&
-        send(fd, request, sizeof request - 1, MSG_NOSIGNAL) == (ssize_t)(sizeof request - 1)) {
+    int fd = rl_test_redis_send(port, request, sizeof request - 1, timeout_ms);
+    if (fd >= 0) {
         char reply[8192];
         size_t got = 0;
         const char *id = NULL;
@@ -153,9 +164,41 @@ static inline bool rl_test_redis_ping_once(uint16_t port, pid_t pid, long timeou
         reply[got] = '\0';
         if (strncmp(reply, "+PONG", 5) == 0 && id != NULL)
             ours = pid == 0 || strtol(id + strlen("process_id:"), NULL, 10) == (long)pid;
+        close(fd);
+    }
+    return ours;
+}
+
+/* Sends one inline command ("CONFIG SET maxmemory 0": words separated by
+ * spaces, no quoting) on a fresh connection and copies its raw reply into
+ * out (NUL-terminated, truncated to out_size): "+OK", "-ERR ...", or a bulk
+ * string with its "$<len>" header. A PING after it marks where the reply
+ * ends. False if the server cannot be reached in 2 s. */
+static inline bool rl_test_redis_command(const rl_test_redis *redis, const char *command, char *out,
+                                         size_t out_size) {
+    out[0] = '\0';
+    char request[1024];
+    int len = snprintf(request, sizeof request, "%s\r\nPING\r\n", command);
+    if (len <= 0 || (size_t)len >= sizeof request) return false;
+    int fd = rl_test_redis_send(redis->port, request, (size_t)len, 2000);
+    if (fd < 0) return false;
+    bool ok = false;
+    char reply[65536];
+    size_t got = 0;
+    while (!ok && got < sizeof reply - 1) {
+        ssize_t n = recv(fd, reply + got, sizeof reply - 1 - got, 0);
+        if (n <= 0) break;
+        got += (size_t)n;
+        reply[got] = '\0';
+        ok = got >= 7 && strcmp(reply + got - 7, "+PONG\r\n") == 0;
     }
     close(fd);
-    return ours;
+    if (ok) {
+        size_t n = got - 7 < out_size - 1 ? got - 7 : out_size - 1;
+        memcpy(out, reply, n);
+        out[n] = '\0';
+    }
+    return ok;
 }
 
 /* True once the server on port answers PING, false after deadline_ms. */

@@ -21,8 +21,8 @@ typedef struct kept {
 struct rl_complete_retry {
     void *context;
     rl_complete_send_fn send;
-    rl_sweep_fn sweep;
-    uint32_t deadline_ms, max_pending, sweep_interval_ms;
+    rl_periodic_fn periodic;
+    uint32_t deadline_ms, max_pending, periodic_interval_ms;
     pthread_mutex_t lock;
     pthread_cond_t wake;
     kept *head, *tail;
@@ -157,10 +157,13 @@ static void retry_pass(rl_complete_retry *retry) {
 
 static void *run(void *arg) {
     rl_complete_retry *retry = arg;
-    uint64_t next_sweep_ms = now_ms() + retry->sweep_interval_ms;
+    uint64_t next_periodic_ms = now_ms() + retry->periodic_interval_ms;
     pthread_mutex_lock(&retry->lock);
     while (!retry->stopping) {
-        uint64_t wait_ms = retry->head != NULL ? RETRY_INTERVAL_MS : (retry->sweep_interval_ms ? retry->sweep_interval_ms : 1000u);
+        uint64_t now = now_ms();
+        uint64_t until_periodic_ms = next_periodic_ms > now ? next_periodic_ms - now : 0;
+        uint64_t wait_ms = retry->head != NULL && RETRY_INTERVAL_MS < until_periodic_ms ? RETRY_INTERVAL_MS
+                                                                                         : until_periodic_ms;
         struct timespec deadline;
         clock_gettime(CLOCK_MONOTONIC, &deadline);
         uint64_t ns = (uint64_t)deadline.tv_nsec + wait_ms * 1000000u;
@@ -170,9 +173,9 @@ static void *run(void *arg) {
         if (retry->stopping) break;
         pthread_mutex_unlock(&retry->lock);
         retry_pass(retry);
-        if (retry->sweep_interval_ms != 0 && now_ms() >= next_sweep_ms) {
-            retry->sweep(retry->context);
-            next_sweep_ms = now_ms() + retry->sweep_interval_ms;
+        if (now_ms() >= next_periodic_ms) {
+            retry->periodic(retry->context);
+            next_periodic_ms = now_ms() + retry->periodic_interval_ms;
         }
         pthread_mutex_lock(&retry->lock);
     }
@@ -181,18 +184,18 @@ static void *run(void *arg) {
     return NULL;
 }
 
-rl_status rl_complete_retry_start(void *context, rl_complete_send_fn send, rl_sweep_fn sweep,
-                                  uint32_t deadline_ms, uint32_t max_pending, uint32_t sweep_interval_ms,
+rl_status rl_complete_retry_start(void *context, rl_complete_send_fn send, rl_periodic_fn periodic,
+                                  uint32_t deadline_ms, uint32_t max_pending, uint32_t periodic_interval_ms,
                                   rl_complete_retry **out) {
     *out = NULL;
     rl_complete_retry *retry = calloc(1, sizeof *retry);
     if (retry == NULL) return RL_NO_MEMORY;
     retry->context = context;
     retry->send = send;
-    retry->sweep = sweep;
+    retry->periodic = periodic;
     retry->deadline_ms = deadline_ms;
     retry->max_pending = max_pending;
-    retry->sweep_interval_ms = sweep_interval_ms;
+    retry->periodic_interval_ms = periodic_interval_ms > 0 ? periodic_interval_ms : 1;
     pthread_mutex_init(&retry->lock, NULL);
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);

@@ -1,6 +1,7 @@
 /* redis/complete_retry.h — Completes that could not reach Redis, kept and
- * retried by a background thread until a deadline; the same thread sweeps
- * expired state now and then.
+ * retried by a background thread until a deadline; the same thread does the
+ * backend's periodic work (following the definitions, sweeping expired
+ * state) every periodic_interval_ms.
  *
  * A Complete that is lost only costs capacity (holds stay until their
  * timeout, reservations keep their full amount for the window): never an
@@ -20,11 +21,12 @@ typedef struct rl_complete_retry rl_complete_retry;
 
 /* Sends count completes; returns false if the store did not take them. */
 typedef bool (*rl_complete_send_fn)(void *context, const rl_complete_request *requests, size_t count);
-/* Purges expired state (may fail silently: the next sweep tries again). */
-typedef void (*rl_sweep_fn)(void *context);
+/* The periodic work (may fail silently: the next step tries again). */
+typedef void (*rl_periodic_fn)(void *context);
 
-rl_status rl_complete_retry_start(void *context, rl_complete_send_fn send, rl_sweep_fn sweep,
-                                  uint32_t deadline_ms, uint32_t max_pending, uint32_t sweep_interval_ms,
+/* periodic_interval_ms >= 1. */
+rl_status rl_complete_retry_start(void *context, rl_complete_send_fn send, rl_periodic_fn periodic,
+                                  uint32_t deadline_ms, uint32_t max_pending, uint32_t periodic_interval_ms,
                                   rl_complete_retry **out);
 
 /* Keeps copies of the requests for retrying. False if the queue is full (or

@@ -92,3 +92,27 @@ char *rl_definition_cache_get(rl_definition_cache *cache, const char *key) {
     pthread_mutex_unlock(&cache->lock);
     return json;
 }
+
+size_t rl_definition_cache_count(rl_definition_cache *cache) {
+    pthread_mutex_lock(&cache->lock);
+    size_t count = cache->count;
+    pthread_mutex_unlock(&cache->lock);
+    return count;
+}
+
+char **rl_definition_cache_all(rl_definition_cache *cache, size_t *count) {
+    *count = 0;
+    pthread_mutex_lock(&cache->lock);
+    size_t n = cache->count;
+    char **all = n > 0 ? calloc(n, sizeof *all) : NULL;
+    bool ok = all != NULL;
+    for (size_t i = 0; ok && i < n; i++) ok = (all[i] = strdup(cache->entries[i].json)) != NULL;
+    pthread_mutex_unlock(&cache->lock);
+    if (!ok) {
+        for (size_t i = 0; all != NULL && i < n; i++) free(all[i]);
+        free(all);
+        return NULL;
+    }
+    *count = n;
+    return all;
+}

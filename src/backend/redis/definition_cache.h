@@ -20,4 +20,12 @@ bool rl_definition_cache_put(rl_definition_cache *cache, const char *key, const 
 /* A malloc'd copy of key's JSON (the caller frees it), or NULL if unknown. */
 char *rl_definition_cache_get(rl_definition_cache *cache, const char *key);
 
+/* How many definitions are kept. */
+size_t rl_definition_cache_count(rl_definition_cache *cache);
+
+/* Copies of every JSON kept, sorted by key, in one malloc'd array of
+ * malloc'd strings (*count of them): the caller frees each, then the array.
+ * NULL with *count 0 when empty or out of memory. */
+char **rl_definition_cache_all(rl_definition_cache *cache, size_t *count);
+
 #endif

@@ -11,5 +11,6 @@ extern const char rl_lua_define[];
 extern const char rl_lua_usage[];
 extern const char rl_lua_sweep[];
 extern const char rl_lua_definitions[];
+extern const char rl_lua_changes[];
 
 #endif

@@ -1,47 +1,42 @@
-/* redis_backend.c — the backend vtable over Redis (see ratelimiter/redis.h).
+/* redis_backend.c — the backend vtable over Redis (see ratelimiter/redis.h):
+ * the lease half (reserve, complete, usage, sweep, health) and the backend's
+ * life; the definitions half is redis_definitions.c.
  *
  * Each operation is one script call: the C side only checks requests, lays
  * them out as the script's ARGV and maps the answer back. All accounting
- * happens inside the scripts (src/backend/redis/lua), atomically.
+ * happens inside the scripts (src/backend/redis/lua), atomically. Every
+ * operation has one deadline for all its calls to Redis.
  */
-#include <ctype.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-#include "backend/redis/complete_retry.h"
-#include "backend/redis/definition_cache.h"
-#include "backend/redis/redis_pool.h"
+#include "backend/redis/redis_args.h"
+#include "backend/redis/redis_backend_internal.h"
+#include "backend/redis/redis_memory.h"
+#include "core/call_wait.h"
 #include "core/error_text.h"
 #include "ratelimiter/keys.h"
 #include "ratelimiter/memory.h"
 #include "ratelimiter/ulid.h"
-#include "wire/buf.h"
-#include "wire/wire.h"
 
 #define ERR_SIZE 256
-#define NUMBER_SIZE 24 /* a uint64 in decimal and a NUL */
 #define SWEEP_LIMITS_PER_CALL "100"
-#define DEFINITIONS_PER_CALL "500" /* keys a listing page scans: each script call is short */
+/* The background thread's step: definitions followed, sweeps when due. */
+#define PERIODIC_STEP_MS 1000u
+/* An OOM answer this recent still makes /healthz say Redis refuses writes. */
+#define OOM_RECENT_MS 10000u
 
-typedef struct redis_backend {
-    rl_backend base;
-    rl_redis_pool *pool;
-    char *prefix;
-    uint64_t lease_memory_ms;
-    const rl_clock *clock; /* tests only */
-    rl_complete_retry *retry; /* Completes waiting for Redis to come back; the sweeps */
-    rl_definition_cache *definitions; /* to define again what a restarted Redis lost */
-    /* Limit keys named by replayed outcomes that are not in the request at
-     * hand: kept for the backend's life (limits are few and never deleted),
-     * so that a result's status_key stays valid as rl_reserve_result says. */
-    pthread_mutex_t interned_lock;
-    char **interned;
-    size_t interned_count, interned_capacity;
-} redis_backend;
+static uint64_t monotonic_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
 
-static inline redis_backend *from_base(rl_backend *base) { return (redis_backend *)base; }
+uint64_t rl_redis_operation_deadline_ms(const redis_backend *backend) {
+    return rl_redis_pool_deadline_ms(backend->pool, rl__call_wait_since_ms());
+}
 
 void rl_redis_options_default(rl_redis_options *options) {
     memset(options, 0, sizeof *options);
@@ -55,69 +50,6 @@ void rl_redis_options_default(rl_redis_options *options) {
     options->complete_retry_deadline_ms = 30000;
     options->max_pending_completes = 100000;
     options->sweep_interval_ms = 1000;
-}
-
-/* ---- ARGV building: strings that live until the call returns ---- */
-
-typedef struct args {
-    const char **argv;
-    size_t *len;
-    int count;
-    int capacity;
-    char (*numbers)[NUMBER_SIZE]; /* storage for the numbers among them */
-    int number_count;
-    char (*ids)[RL_ULID_TEXT_SIZE]; /* upper-cased lease ids */
-    int id_count;
-} args;
-
-static bool args_init(args *a, int capacity) {
-    memset(a, 0, sizeof *a);
-    a->argv = malloc((size_t)capacity * sizeof *a->argv);
-    a->len = malloc((size_t)capacity * sizeof *a->len);
-    a->numbers = malloc((size_t)capacity * sizeof *a->numbers);
-    a->ids = malloc((size_t)capacity * sizeof *a->ids);
-    a->capacity = capacity;
-    return a->argv != NULL && a->len != NULL && a->numbers != NULL && a->ids != NULL;
-}
-
-static void args_free(args *a) {
-    free(a->argv);
-    free(a->len);
-    free(a->numbers);
-    free(a->ids);
-}
-
-static void push(args *a, const char *text, size_t len) {
-    a->argv[a->count] = text;
-    a->len[a->count++] = len;
-}
-
-static void push_str(args *a, const char *text) { push(a, text, strlen(text)); }
-
-static void push_u64(args *a, uint64_t value) {
-    char *slot = a->numbers[a->number_count++];
-    int n = snprintf(slot, NUMBER_SIZE, "%llu", (unsigned long long)value);
-    push(a, slot, (size_t)n);
-}
-
-/* Lease ids go in upper case: "01j..." and "01J..." are one lease. */
-static void push_lease_id(args *a, const char *lease_id) {
-    char *slot = a->ids[a->id_count++];
-    for (int i = 0; i < RL_ULID_LEN; i++) slot[i] = (char)toupper((unsigned char)lease_id[i]);
-    slot[RL_ULID_LEN] = '\0';
-    push(a, slot, RL_ULID_LEN);
-}
-
-/* ARGV[1..3]: prefix and the clock ('' '': Redis TIME). */
-static void push_header(redis_backend *backend, args *a) {
-    push_str(a, backend->prefix);
-    if (backend->clock != NULL) {
-        push_u64(a, backend->clock->monotonic_ms(backend->clock));
-        push_u64(a, backend->clock->unix_ms(backend->clock));
-    } else {
-        push(a, "", 0);
-        push(a, "", 0);
-    }
 }
 
 /* ---- checks: the scripts trust their input ---- */
@@ -204,7 +136,7 @@ static rl_status status_of_code(uint64_t code) {
 }
 
 static void run_reserves(redis_backend *backend, const rl_reserve_request *requests, size_t count,
-                         rl_reserve_result *results) {
+                         uint64_t deadline_ms, rl_reserve_result *results) {
     /* Checked once: results[i].status is RL_INVALID_REQUEST for a request
      * left out, RL_OK (for now) for one sent. */
     size_t valid = 0, argc = 5;
@@ -218,26 +150,27 @@ static void run_reserves(redis_backend *backend, const rl_reserve_request *reque
         }
     }
     if (valid == 0) return;
-    args a;
+    rl_redis_args a;
     char err[ERR_SIZE];
     redisReply *reply = NULL;
     rl_status status = RL_NO_MEMORY;
-    if (args_init(&a, (int)argc)) {
-        push_header(backend, &a);
-        push_u64(&a, backend->lease_memory_ms);
-        push_u64(&a, valid);
+    if (rl_redis_args_init(&a, (int)argc)) {
+        rl_redis_args_push_header(&a, backend->prefix, backend->clock);
+        rl_redis_args_push_u64(&a, backend->lease_memory_ms);
+        rl_redis_args_push_u64(&a, valid);
         for (size_t i = 0; i < count; i++) {
             if (results[i].status == RL_INVALID_REQUEST) continue;
-            push_lease_id(&a, requests[i].lease_id);
-            push_u64(&a, requests[i].requirement_count);
+            rl_redis_args_push_lease_id(&a, requests[i].lease_id);
+            rl_redis_args_push_u64(&a, requests[i].requirement_count);
             for (size_t j = 0; j < requests[i].requirement_count; j++) {
-                push_str(&a, requests[i].requirements[j].key);
-                push_u64(&a, requests[i].requirements[j].amount);
+                rl_redis_args_push_str(&a, requests[i].requirements[j].key);
+                rl_redis_args_push_u64(&a, requests[i].requirements[j].amount);
             }
         }
-        status = rl_redis_eval(backend->pool, RL_SCRIPT_RESERVE, a.count, a.argv, a.len, &reply, err, sizeof err);
+        status = rl_redis_eval(backend->pool, deadline_ms, RL_SCRIPT_RESERVE, a.count, a.argv, a.len, &reply, err,
+                               sizeof err);
     }
-    args_free(&a);
+    rl_redis_args_free(&a);
     if (status == RL_OK && (reply->type != REDIS_REPLY_ARRAY || reply->elements != 5 * valid)) status = RL_BACKEND_ERROR;
     size_t at = 0;
     for (size_t i = 0; i < count; i++) {
@@ -257,38 +190,26 @@ static void run_reserves(redis_backend *backend, const rl_reserve_request *reque
     if (reply != NULL) freeReplyObject(reply);
 }
 
-static rl_status apply_definition(rl_backend *base, const rl_limit_def *def, rl_limit_status *out_status);
-
-/* Defines key again from the cache if this daemon has seen it. */
-static bool define_again(redis_backend *backend, const char *key) {
-    char *json = rl_definition_cache_get(backend->definitions, key);
-    if (json == NULL) return false;
-    rl_limit_def def;
-    char detail[RL_WIRE_DETAIL_SIZE];
-    /* The cache holds only JSON that decoded, or that this daemon encoded. */
-    bool defined = rl_wire_decode_limit_def(json, strlen(json), &def, detail) == RL_OK &&
-                   apply_definition(&backend->base, &def, NULL) == RL_OK;
-    free(json);
-    return defined;
-}
-
 /* A Redis that restarted without persistence, or was flushed, has lost the
  * definitions too: every reserve would answer unknown_limit_key until an
  * admin put them back. The leases that met a key this daemon knows are
- * decided again once, after defining it again. (Their reservations were
- * lost with the rest: run Redis with appendonly for none to be.) */
+ * decided again once, after defining it again (the background thread puts
+ * back the rest within a second). Their reservations were lost with the
+ * rest: run Redis with appendonly for none to be. All within the
+ * operation's one deadline. */
 static void reserve_batch(rl_backend *base, const rl_reserve_request *requests, size_t count,
                           rl_reserve_result *results) {
-    redis_backend *backend = from_base(base);
-    run_reserves(backend, requests, count, results);
+    redis_backend *backend = rl_redis_backend_of(base);
+    uint64_t deadline_ms = rl_redis_operation_deadline_ms(backend);
+    run_reserves(backend, requests, count, deadline_ms, results);
     for (size_t i = 0; i < count; i++) {
         if (results[i].status != RL_UNKNOWN_LIMIT_KEY || results[i].status_key == NULL) continue;
-        if (!define_again(backend, results[i].status_key)) continue;
+        if (!rl_redis_define_again(backend, results[i].status_key, deadline_ms)) continue;
         /* this lease, and any other that met a key now defined, again */
         for (;;) {
-            run_reserves(backend, &requests[i], 1, &results[i]);
+            run_reserves(backend, &requests[i], 1, deadline_ms, &results[i]);
             if (results[i].status != RL_UNKNOWN_LIMIT_KEY || results[i].status_key == NULL ||
-                !define_again(backend, results[i].status_key))
+                !rl_redis_define_again(backend, results[i].status_key, deadline_ms))
                 break;
         }
     }
@@ -296,59 +217,60 @@ static void reserve_batch(rl_backend *base, const rl_reserve_request *requests, 
 
 /* ---- complete ---- */
 
-/* One script call for the valid requests among requests[0..count). */
 /* Sends the valid Completes of requests in one script call, checking each
  * once: sent (if not NULL) gets RL_OK for the ones sent and
  * RL_INVALID_REQUEST for the ones left out. Arguments are sized for every
  * request (an invalid one counts at most RL_MAX_REQUIREMENTS actuals), and
  * the count of leases is written once they are known. */
 static rl_status send_completes(redis_backend *backend, const rl_complete_request *requests, size_t count,
-                                rl_status *sent) {
+                                uint64_t deadline_ms, rl_status *sent) {
     size_t argc = 4;
     for (size_t i = 0; i < count; i++)
         argc += 2 + 2 * (requests[i].actual_count < RL_MAX_REQUIREMENTS ? requests[i].actual_count
                                                                            : RL_MAX_REQUIREMENTS);
-    args a;
+    rl_redis_args a;
     rl_status status = RL_NO_MEMORY;
-    if (!args_init(&a, (int)argc)) {
-        args_free(&a);
+    if (!rl_redis_args_init(&a, (int)argc)) {
+        rl_redis_args_free(&a);
         for (size_t i = 0; sent != NULL && i < count; i++)
             sent[i] = complete_ok(&requests[i]) ? RL_OK : RL_INVALID_REQUEST;
         return status;
     }
-    push_header(backend, &a);
+    rl_redis_args_push_header(&a, backend->prefix, backend->clock);
     int count_at = a.count;
-    push(&a, "", 0); /* ARGV[4], the count: below */
+    rl_redis_args_push(&a, "", 0); /* ARGV[4], the count: below */
     size_t valid = 0;
     for (size_t i = 0; i < count; i++) {
         bool ok = complete_ok(&requests[i]);
         if (sent != NULL) sent[i] = ok ? RL_OK : RL_INVALID_REQUEST;
         if (!ok) continue;
         valid++;
-        push_lease_id(&a, requests[i].lease_id);
-        push_u64(&a, requests[i].actual_count);
+        rl_redis_args_push_lease_id(&a, requests[i].lease_id);
+        rl_redis_args_push_u64(&a, requests[i].actual_count);
         for (size_t j = 0; j < requests[i].actual_count; j++) {
-            push_str(&a, requests[i].actuals[j].key);
-            push_u64(&a, requests[i].actuals[j].actual_amount);
+            rl_redis_args_push_str(&a, requests[i].actuals[j].key);
+            rl_redis_args_push_u64(&a, requests[i].actuals[j].actual_amount);
         }
     }
     status = RL_OK;
     if (valid > 0) {
         int end = a.count;
         a.count = count_at;
-        push_u64(&a, valid);
+        rl_redis_args_push_u64(&a, valid);
         a.count = end;
         char err[ERR_SIZE];
         redisReply *reply = NULL;
-        status = rl_redis_eval(backend->pool, RL_SCRIPT_COMPLETE, a.count, a.argv, a.len, &reply, err, sizeof err);
+        status = rl_redis_eval(backend->pool, deadline_ms, RL_SCRIPT_COMPLETE, a.count, a.argv, a.len, &reply, err,
+                               sizeof err);
         if (reply != NULL) freeReplyObject(reply);
     }
-    args_free(&a);
+    rl_redis_args_free(&a);
     return status;
 }
 
 static bool retry_send(void *context, const rl_complete_request *requests, size_t count) {
-    return send_completes(context, requests, count, NULL) == RL_OK;
+    redis_backend *backend = context;
+    return send_completes(backend, requests, count, rl_redis_pool_deadline_ms(backend->pool, 0), NULL) == RL_OK;
 }
 
 /* A Complete that cannot reach Redis now is kept and retried in the
@@ -356,8 +278,8 @@ static bool retry_send(void *context, const rl_complete_request *requests, size_
  * it fail. An invalid Complete has nothing to release: ok. */
 static void complete_batch(rl_backend *base, const rl_complete_request *requests, size_t count,
                            rl_status *statuses) {
-    redis_backend *backend = from_base(base);
-    rl_status status = send_completes(backend, requests, count, statuses);
+    redis_backend *backend = rl_redis_backend_of(base);
+    rl_status status = send_completes(backend, requests, count, rl_redis_operation_deadline_ms(backend), statuses);
     if (status != RL_OK && rl_complete_retry_add(backend->retry, requests, count)) status = RL_OK;
     for (size_t i = 0; i < count; i++) {
         if (statuses[i] != RL_OK) statuses[i] = RL_OK; /* left out: nothing to release */
@@ -365,56 +287,22 @@ static void complete_batch(rl_backend *base, const rl_complete_request *requests
     }
 }
 
-/* ---- definitions and usage ---- */
-
-static rl_status apply_definition(rl_backend *base, const rl_limit_def *def, rl_limit_status *out_status) {
-    redis_backend *backend = from_base(base);
-    rl_buf json;
-    rl_buf_init(&json);
-    rl_wire_encode_limit_def(&json, def);
-    if (json.failed) {
-        rl_buf_free(&json);
-        return RL_NO_MEMORY;
-    }
-    args a;
-    if (!args_init(&a, 9)) {
-        args_free(&a);
-        rl_buf_free(&json);
-        return RL_NO_MEMORY;
-    }
-    push_header(backend, &a);
-    push_str(&a, def->key);
-    push_str(&a, def->kind == RL_KIND_ROLLING ? "r" : "c");
-    push_u64(&a, def->capacity);
-    push_u64(&a, (uint64_t)(def->kind == RL_KIND_ROLLING ? def->window_seconds : def->timeout_seconds) * 1000u);
-    push_str(&a, def->overage == RL_OVERAGE_DEBT ? "debt" : "deny");
-    push(&a, json.data, json.len);
-    char err[ERR_SIZE];
-    redisReply *reply = NULL;
-    rl_status status = rl_redis_eval(backend->pool, RL_SCRIPT_DEFINE, a.count, a.argv, a.len, &reply, err, sizeof err);
-    args_free(&a);
-    if (status == RL_OK) rl_definition_cache_put(backend->definitions, def->key, json.data, json.len);
-    rl_buf_free(&json);
-    if (status == RL_OK && out_status != NULL)
-        *out_status = reply->type == REDIS_REPLY_INTEGER && reply->integer == 1 ? RL_LIMIT_STATUS_DECREASING
-                                                                                : RL_LIMIT_STATUS_ACTIVE;
-    if (reply != NULL) freeReplyObject(reply);
-    return status;
-}
+/* ---- usage, sweep, health ---- */
 
 static rl_status limit_usage(rl_backend *base, const char *key, rl_limit_usage *out) {
-    redis_backend *backend = from_base(base);
-    args a;
-    if (!args_init(&a, 4)) {
-        args_free(&a);
+    redis_backend *backend = rl_redis_backend_of(base);
+    rl_redis_args a;
+    if (!rl_redis_args_init(&a, 4)) {
+        rl_redis_args_free(&a);
         return RL_NO_MEMORY;
     }
-    push_header(backend, &a);
-    push_str(&a, key);
+    rl_redis_args_push_header(&a, backend->prefix, backend->clock);
+    rl_redis_args_push_str(&a, key);
     char err[ERR_SIZE];
     redisReply *reply = NULL;
-    rl_status status = rl_redis_eval(backend->pool, RL_SCRIPT_USAGE, a.count, a.argv, a.len, &reply, err, sizeof err);
-    args_free(&a);
+    rl_status status = rl_redis_eval(backend->pool, rl_redis_operation_deadline_ms(backend), RL_SCRIPT_USAGE, a.count,
+                                     a.argv, a.len, &reply, err, sizeof err);
+    rl_redis_args_free(&a);
     if (status == RL_OK) {
         if (reply->type != REDIS_REPLY_ARRAY || reply->elements == 0) {
             status = RL_UNKNOWN_LIMIT_KEY;
@@ -437,31 +325,30 @@ static rl_status limit_usage(rl_backend *base, const char *key, rl_limit_usage *
     return status;
 }
 
-/* One call of a script that walks the definitions set a page at a time
- * (sweep, definitions): ARGV[4] = the SSCAN cursor, ARGV[5] = keys a page. */
-static rl_status eval_page(redis_backend *backend, rl_redis_script script, const char *cursor,
-                           const char *per_call, redisReply **reply) {
+rl_status rl_redis_eval_page(redis_backend *backend, rl_redis_script script, const char *cursor,
+                             const char *per_call, redisReply **reply) {
     *reply = NULL;
-    args a;
-    if (!args_init(&a, 5)) {
-        args_free(&a);
+    rl_redis_args a;
+    if (!rl_redis_args_init(&a, 5)) {
+        rl_redis_args_free(&a);
         return RL_NO_MEMORY;
     }
-    push_header(backend, &a);
-    push_str(&a, cursor);
-    push_str(&a, per_call);
+    rl_redis_args_push_header(&a, backend->prefix, backend->clock);
+    rl_redis_args_push_str(&a, cursor);
+    rl_redis_args_push_str(&a, per_call);
     char err[ERR_SIZE];
-    rl_status status = rl_redis_eval(backend->pool, script, a.count, a.argv, a.len, reply, err, sizeof err);
-    args_free(&a);
+    rl_status status = rl_redis_eval(backend->pool, rl_redis_pool_deadline_ms(backend->pool, 0), script, a.count,
+                                     a.argv, a.len, reply, err, sizeof err);
+    rl_redis_args_free(&a);
     return status;
 }
 
 static void sweep(rl_backend *base) {
-    redis_backend *backend = from_base(base);
-    char cursor[NUMBER_SIZE] = "0";
+    redis_backend *backend = rl_redis_backend_of(base);
+    char cursor[RL_REDIS_NUMBER_SIZE] = "0";
     do {
         redisReply *reply = NULL;
-        rl_status status = eval_page(backend, RL_SCRIPT_SWEEP, cursor, SWEEP_LIMITS_PER_CALL, &reply);
+        rl_status status = rl_redis_eval_page(backend, RL_SCRIPT_SWEEP, cursor, SWEEP_LIMITS_PER_CALL, &reply);
         if (status != RL_OK || reply->type != REDIS_REPLY_STRING) {
             if (reply != NULL) freeReplyObject(reply);
             return; /* the next sweep tries again */
@@ -471,147 +358,59 @@ static void sweep(rl_backend *base) {
     } while (strcmp(cursor, "0") != 0);
 }
 
+/* INFO memory: Redis answers (the daemon can serve), and how close it is to
+ * refusing writes. A Redis that refuses writes (at maxmemory, or an OOM
+ * answer lately) cannot serve: every reserve fails. Close to it is a
+ * warning (RL_OK with a detail: degraded). A Redis whose policy became an
+ * evicting one since this daemon connected is refused as at start. */
 static rl_status health(rl_backend *base, char *detail, size_t detail_size) {
-    redis_backend *backend = from_base(base);
-    const char *argv[] = {"PING"};
-    size_t len[] = {4};
+    redis_backend *backend = rl_redis_backend_of(base);
+    const char *argv[] = {"INFO", "memory"};
+    size_t len[] = {4, 6};
     redisReply *reply = NULL;
     char err[ERR_SIZE] = "";
-    rl_status status = rl_redis_command(backend->pool, 1, argv, len, &reply, err, sizeof err);
-    if (reply != NULL) freeReplyObject(reply);
-    if (status != RL_OK) rl_error_text(detail, detail_size, "%s", err);
-    return status == RL_OK ? RL_OK : RL_BACKEND_ERROR;
-}
-
-static int by_key(const void *a, const void *b) {
-    return strcmp(((const rl_limit_def *)a)->key, ((const rl_limit_def *)b)->key);
-}
-
-/* A definition's JSON as Redis holds it (remembered in the definition
- * cache, to define it again should Redis lose it). Every build writes it
- * with rl_wire_encode_limit_def, so one that does not decode was edited by
- * hand, damaged, or written by a build that knows more than this one: an
- * error (RL_BACKEND_ERROR, and a line on stderr saying which and why), not
- * an absence. Left out, the limit would still be enforced by the scripts
- * but be missing from the admin API, and a daemon starting up would seed
- * the key again from its own registry file, over what Redis holds. */
-static rl_status decode_stored(redis_backend *backend, const char *json, size_t len,
-                               rl_limit_def *out) {
-    char detail[RL_WIRE_DETAIL_SIZE];
-    if (rl_wire_decode_limit_def(json, len, out, detail) != RL_OK) {
-        fprintf(stderr,
-                "ratelimiterd: a limit definition in Redis cannot be read (%s); PUT the limit "
-                "again to replace it: %.*s\n",
-                detail, len > 300 ? 300 : (int)len, json);
+    rl_status status = rl_redis_command(backend->pool, rl_redis_operation_deadline_ms(backend), 2, argv, len, &reply,
+                                        err, sizeof err);
+    if (status != RL_OK) {
+        rl_error_text(detail, detail_size, "%s", err);
         return RL_BACKEND_ERROR;
     }
-    rl_definition_cache_put(backend->definitions, out->key, json, len);
-    return RL_OK;
-}
-
-/* One definition: HGET of its JSON. RL_UNKNOWN_LIMIT_KEY when Redis has
- * none; RL_BACKEND_ERROR for one that does not decode (decode_stored). */
-static rl_status read_definition(redis_backend *backend, const char *key, size_t key_len, rl_limit_def *out) {
-    char limit_key[RL_KEY_MAX_LEN + 64];
-    int n = snprintf(limit_key, sizeof limit_key, "%sl:%.*s", backend->prefix, (int)key_len, key);
-    if (n < 0 || (size_t)n >= sizeof limit_key) return RL_UNKNOWN_LIMIT_KEY; /* no such key can exist */
-    const char *get[] = {"HGET", limit_key, "def"};
-    size_t get_len[] = {4, (size_t)n, 3};
-    redisReply *json = NULL;
-    char err[ERR_SIZE];
-    rl_status status = rl_redis_command(backend->pool, 3, get, get_len, &json, err, sizeof err);
-    if (status != RL_OK) return status;
-    status = RL_UNKNOWN_LIMIT_KEY;
-    if (json->type == REDIS_REPLY_STRING) status = decode_stored(backend, json->str, json->len, out);
-    freeReplyObject(json);
-    return status;
-}
-
-static rl_status get_definition(rl_backend *base, const char *key, rl_limit_def *out) {
-    return read_definition(from_base(base), key, strlen(key), out);
-}
-
-/* A command on the definitions set (P defs). */
-static rl_status on_definitions_set(redis_backend *backend, const char *command, redisReply **reply) {
-    char set_key[RL_KEY_MAX_LEN + 64];
-    snprintf(set_key, sizeof set_key, "%sdefs", backend->prefix);
-    const char *argv[] = {command, set_key};
-    size_t len[] = {strlen(command), strlen(set_key)};
-    char err[ERR_SIZE];
-    return rl_redis_command(backend->pool, 2, argv, len, reply, err, sizeof err);
-}
-
-/* SCARD of the definitions set. */
-static rl_status count_definitions(rl_backend *base, size_t *count) {
-    *count = 0;
-    redisReply *reply = NULL;
-    rl_status status = on_definitions_set(from_base(base), "SCARD", &reply);
-    if (status != RL_OK) return status;
-    if (reply->type == REDIS_REPLY_INTEGER && reply->integer >= 0) *count = (size_t)reply->integer;
-    else status = RL_BACKEND_ERROR;
+    rl_redis_memory memory;
+    bool parsed = reply->type == REDIS_REPLY_STRING && rl_redis_memory_parse(reply->str, reply->len, &memory);
     freeReplyObject(reply);
-    return status;
-}
-
-/* Adds one definition's JSON to defs (growing it), remembering it in the
- * definition cache. One that does not decode fails the listing
- * (decode_stored). */
-static rl_status add_definition(redis_backend *backend, const redisReply *json, rl_limit_def **defs, size_t *n,
-                                size_t *capacity) {
-    if (json->type != REDIS_REPLY_STRING) return RL_OK;
-    if (*n == *capacity) {
-        size_t grown = *capacity > 0 ? *capacity * 2 : 64;
-        rl_limit_def *bigger = realloc(*defs, grown * sizeof *bigger);
-        if (bigger == NULL) return RL_NO_MEMORY;
-        *defs = bigger;
-        *capacity = grown;
+    if (!parsed) return RL_OK; /* it answers; nothing more to tell */
+    if (rl_redis_memory_evicts(&memory) && !rl_redis_pool_allows_eviction(backend->pool)) {
+        rl_redis_memory_eviction_refusal(&memory, rl_redis_pool_address(backend->pool), detail, detail_size);
+        return RL_BACKEND_ERROR;
     }
-    rl_status status = decode_stored(backend, json->str, json->len, &(*defs)[*n]);
-    if (status == RL_OK) (*n)++;
-    return status;
-}
-
-/* Every definition, a page per script call (definitions.lua: SSCAN and the
- * JSONs of DEFINITIONS_PER_CALL keys), sorted by key, repeats dropped. */
-static rl_status list_definitions(rl_backend *base, rl_limit_def **out, size_t *count) {
-    redis_backend *backend = from_base(base);
-    *out = NULL;
-    *count = 0;
-    rl_limit_def *defs = NULL;
-    size_t n = 0, capacity = 0;
-    char cursor[NUMBER_SIZE] = "0";
-    rl_status status = RL_OK;
-    do {
-        redisReply *page = NULL;
-        status = eval_page(backend, RL_SCRIPT_DEFINITIONS, cursor, DEFINITIONS_PER_CALL, &page);
-        if (status == RL_OK && (page->type != REDIS_REPLY_ARRAY || page->elements < 1 ||
-                                page->element[0]->type != REDIS_REPLY_STRING ||
-                                page->element[0]->len >= sizeof cursor))
-            status = RL_BACKEND_ERROR;
-        if (status == RL_OK) {
-            snprintf(cursor, sizeof cursor, "%s", page->element[0]->str);
-            for (size_t i = 1; i < page->elements && status == RL_OK; i++)
-                status = add_definition(backend, page->element[i], &defs, &n, &capacity);
-        }
-        if (page != NULL) freeReplyObject(page);
-    } while (status == RL_OK && strcmp(cursor, "0") != 0);
-    if (status != RL_OK) {
-        free(defs);
-        return status;
+    rl_redis_memory_verdict verdict = rl_redis_memory_judge(&memory, detail, detail_size);
+    /* Redis leaves some buffers out of the memory it holds against
+     * maxmemory, so close to it the OOM answers themselves tell. (Well below
+     * it, an old one only means an operator has given Redis more room since.) */
+    uint64_t oom_ms = rl_redis_pool_last_oom_ms(backend->pool);
+    if (verdict == RL_REDIS_MEMORY_NEAR && oom_ms != 0 && monotonic_ms() - oom_ms < OOM_RECENT_MS) {
+        rl_error_text(detail, detail_size,
+                      "Redis refused writes for lack of memory (OOM) in the last %u s: it uses %llu bytes of its "
+                      "maxmemory %llu",
+                      OOM_RECENT_MS / 1000u, (unsigned long long)memory.used_bytes,
+                      (unsigned long long)memory.max_bytes);
+        verdict = RL_REDIS_MEMORY_FULL;
     }
-    if (n > 1) qsort(defs, n, sizeof *defs, by_key);
-    size_t kept = 0;
-    for (size_t i = 0; i < n; i++)
-        if (kept == 0 || strcmp(defs[kept - 1].key, defs[i].key) != 0) defs[kept++] = defs[i];
-    *out = defs;
-    *count = kept;
-    return RL_OK;
+    return verdict == RL_REDIS_MEMORY_FULL ? RL_BACKEND_ERROR : RL_OK;
 }
 
-static void sweep_for_retry(void *context) { sweep(context); }
+/* The background thread's step (complete_retry.h): the definitions
+ * followed, then a sweep when one is due. */
+static void periodic(void *context) {
+    redis_backend *backend = context;
+    rl_redis_definitions_sync(backend);
+    if (backend->sweep_interval_ms == 0 || monotonic_ms() < backend->next_sweep_ms) return;
+    sweep(&backend->base);
+    backend->next_sweep_ms = monotonic_ms() + backend->sweep_interval_ms;
+}
 
 static void destroy(rl_backend *base) {
-    redis_backend *backend = from_base(base);
+    redis_backend *backend = rl_redis_backend_of(base);
     rl_complete_retry_stop(backend->retry); /* its last try still uses the pool */
     rl_redis_pool_destroy(backend->pool);
     rl_definition_cache_destroy(backend->definitions);
@@ -625,16 +424,16 @@ static void destroy(rl_backend *base) {
 static const rl_backend_ops redis_ops = {
     .abi_version = RL_BACKEND_ABI_VERSION,
     .name = "redis",
-    .apply_definition = apply_definition,
+    .apply_definition = rl_redis_apply_definition,
     .reserve_batch = reserve_batch,
     .complete_batch = complete_batch,
     .limit_usage = limit_usage,
     .sweep = sweep,
     .destroy = destroy,
     .health = health,
-    .list_definitions = list_definitions,
-    .get_definition = get_definition,
-    .count_definitions = count_definitions,
+    .list_definitions = rl_redis_list_definitions,
+    .get_definition = rl_redis_get_definition,
+    .count_definitions = rl_redis_count_definitions,
 };
 
 rl_status rl_redis_backend_create(const rl_redis_options *options, rl_backend **out, char *err, size_t err_size) {
@@ -648,15 +447,23 @@ rl_status rl_redis_backend_create(const rl_redis_options *options, rl_backend **
     pthread_mutex_init(&backend->interned_lock, NULL);
     backend->prefix = strdup(options->key_prefix != NULL ? options->key_prefix : "rl:");
     backend->lease_memory_ms = options->lease_memory_ms;
+    backend->sweep_interval_ms = options->sweep_interval_ms;
     backend->clock = options->clock;
     backend->definitions = rl_definition_cache_create();
     rl_status status = backend->prefix != NULL && backend->definitions != NULL ? RL_OK : RL_NO_MEMORY;
     if (status == RL_OK) status = rl_redis_pool_create(options, &backend->pool, err, err_size);
-    if (status == RL_OK)
-        status = rl_complete_retry_start(backend, retry_send, sweep_for_retry,
+    if (status == RL_OK) status = rl_redis_definitions_follow(backend, err, err_size);
+    if (status == RL_OK) {
+        /* Sweeps more often than the step run at the sweep's own pace. */
+        uint32_t step_ms = backend->sweep_interval_ms != 0 && backend->sweep_interval_ms < PERIODIC_STEP_MS
+                               ? backend->sweep_interval_ms
+                               : PERIODIC_STEP_MS;
+        backend->next_sweep_ms = monotonic_ms() + backend->sweep_interval_ms;
+        status = rl_complete_retry_start(backend, retry_send, periodic,
                                          options->complete_retry_deadline_ms ? options->complete_retry_deadline_ms : 30000,
                                          options->max_pending_completes ? options->max_pending_completes : 100000,
-                                         options->sweep_interval_ms, &backend->retry);
+                                         step_ms, &backend->retry);
+    }
     if (status != RL_OK) {
         destroy(&backend->base); /* takes what was made, and NULLs */
         return status;

@@ -1,7 +1,9 @@
 /* redis_pool.c — see redis_pool.h. */
 #include "backend/redis/redis_pool.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,28 +11,34 @@
 #include <time.h>
 
 #include "backend/redis/lua.h"
+#include "backend/redis/redis_memory.h"
 #include "core/error_text.h"
 
 #define SHA_LEN 40
+/* Below this much time left, a retry or a connect is not worth starting. */
+#define MIN_ATTEMPT_MS 1u
 
 typedef struct slot {
-    redisContext *ctx; /* NULL: not connected */
+    redisContext *ctx;   /* NULL: not connected */
+    uint32_t timeout_ms; /* the socket's timeout now */
     bool busy;
 } slot;
 
 struct rl_redis_pool {
     char *host;
     char *password;
+    char address[300]; /* "host:port" ("[v6]:port"), for messages */
     uint16_t port;
     uint32_t db;
     uint32_t connect_timeout_ms;
     uint32_t command_timeout_ms;
+    bool allow_eviction;
+    atomic_uint_fast64_t last_oom_ms;
     pthread_mutex_t lock;
-    pthread_cond_t freed;
+    pthread_cond_t freed; /* CLOCK_MONOTONIC: acquire waits until a deadline */
     slot *slots;
     uint32_t slot_count;
     char sha[RL_SCRIPT_COUNT][SHA_LEN + 1];
-    bool scripts_loaded;
 };
 
 static const char *const *script_sources(rl_redis_script script) {
@@ -41,8 +49,15 @@ static const char *const *script_sources(rl_redis_script script) {
         [RL_SCRIPT_USAGE] = {rl_lua_common, rl_lua_usage},
         [RL_SCRIPT_SWEEP] = {rl_lua_common, rl_lua_sweep},
         [RL_SCRIPT_DEFINITIONS] = {rl_lua_common, rl_lua_definitions},
+        [RL_SCRIPT_CHANGES] = {rl_lua_common, rl_lua_changes},
     };
     return sources[script];
+}
+
+static uint64_t monotonic_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
 static struct timeval timeval_of(uint32_t ms) {
@@ -50,21 +65,34 @@ static struct timeval timeval_of(uint32_t ms) {
     return tv;
 }
 
-static rl_status reply_status(redisContext *ctx, redisReply *reply, char *err, size_t err_size) {
+/* Milliseconds left before deadline_ms (0 once it has passed). */
+static uint64_t left_ms(uint64_t deadline_ms) {
+    uint64_t now = monotonic_ms();
+    return deadline_ms > now ? deadline_ms - now : 0;
+}
+
+static uint32_t at_most(uint32_t ms, uint64_t left) { return left < ms ? (uint32_t)left : ms; }
+
+static rl_status reply_status(rl_redis_pool *pool, redisContext *ctx, redisReply *reply, char *err,
+                              size_t err_size) {
     if (reply == NULL) {
-        rl_error_text(err, err_size, "redis: %s", ctx->errstr[0] ? ctx->errstr : "no reply");
+        /* hiredis says strerror(EAGAIN) for a socket timeout: say it plainly. */
+        bool timed_out = ctx->err == REDIS_ERR_IO && strcmp(ctx->errstr, strerror(EAGAIN)) == 0;
+        rl_error_text(err, err_size, "redis %s: %s", pool->address,
+                      timed_out ? "no answer before the deadline" : ctx->errstr[0] ? ctx->errstr : "no reply");
         return RL_BACKEND_ERROR;
     }
     if (reply->type == REDIS_REPLY_ERROR) {
-        rl_error_text(err, err_size, "redis: %s", reply->str);
+        if (strncmp(reply->str, "OOM", 3) == 0) atomic_store(&pool->last_oom_ms, monotonic_ms());
+        rl_error_text(err, err_size, "redis %s: %s", pool->address, reply->str);
         return RL_BACKEND_ERROR;
     }
     return RL_OK;
 }
 
 /* Loads every script on ctx (SCRIPT LOAD is idempotent: the same text has
- * the same SHA on every connection and every restart). Caller holds no lock
- * it needs: the SHAs are written under pool->lock. */
+ * the same SHA on every connection and every restart). The SHAs are written
+ * under pool->lock. */
 static rl_status load_scripts(rl_redis_pool *pool, redisContext *ctx, char *err, size_t err_size) {
     for (int s = 0; s < RL_SCRIPT_COUNT; s++) {
         const char *const *parts = script_sources((rl_redis_script)s);
@@ -78,9 +106,9 @@ static rl_status load_scripts(rl_redis_pool *pool, redisContext *ctx, char *err,
         size_t lens[] = {6, 4, len0 + len1 + 1};
         redisReply *reply = redisCommandArgv(ctx, 3, argv, lens);
         free(text);
-        rl_status status = reply_status(ctx, reply, err, err_size);
+        rl_status status = reply_status(pool, ctx, reply, err, err_size);
         if (status == RL_OK && (reply->type != REDIS_REPLY_STRING || reply->len != SHA_LEN)) {
-            rl_error_text(err, err_size, "redis: SCRIPT LOAD gave no SHA");
+            rl_error_text(err, err_size, "redis %s: SCRIPT LOAD gave no SHA", pool->address);
             status = RL_BACKEND_ERROR;
         }
         if (status == RL_OK) {
@@ -91,42 +119,80 @@ static rl_status load_scripts(rl_redis_pool *pool, redisContext *ctx, char *err,
         if (reply != NULL) freeReplyObject(reply);
         if (status != RL_OK) return status;
     }
-    pthread_mutex_lock(&pool->lock);
-    pool->scripts_loaded = true;
-    pthread_mutex_unlock(&pool->lock);
     return RL_OK;
 }
 
-/* A fresh connection: connect, AUTH, SELECT, timeouts. NULL on failure. */
-static redisContext *connect_one(rl_redis_pool *pool, char *err, size_t err_size) {
-    redisContext *ctx = redisConnectWithTimeout(pool->host, pool->port, timeval_of(pool->connect_timeout_ms));
+/* A command during connect (AUTH, SELECT, INFO): its reply, or NULL with err set. */
+static redisReply *setup_command(rl_redis_pool *pool, redisContext *ctx, int argc, const char **argv,
+                                 char *err, size_t err_size) {
+    redisReply *reply = redisCommandArgv(ctx, argc, argv, NULL);
+    if (reply_status(pool, ctx, reply, err, err_size) == RL_OK) return reply;
+    if (reply != NULL) freeReplyObject(reply);
+    return NULL;
+}
+
+/* Refuses a Redis that may evict our keys (redis_memory.h), unless allowed. */
+static bool memory_policy_ok(rl_redis_pool *pool, redisContext *ctx, char *err, size_t err_size) {
+    const char *info[] = {"INFO", "memory"};
+    redisReply *reply = setup_command(pool, ctx, 2, info, err, err_size);
+    if (reply == NULL) return false;
+    rl_redis_memory memory;
+    bool ok = reply->type == REDIS_REPLY_STRING && rl_redis_memory_parse(reply->str, reply->len, &memory);
+    if (!ok)
+        rl_error_text(err, err_size, "redis %s: INFO memory does not say maxmemory_policy", pool->address);
+    else if (rl_redis_memory_evicts(&memory) && !pool->allow_eviction) {
+        rl_redis_memory_eviction_refusal(&memory, pool->address, err, err_size);
+        ok = false;
+    }
+    freeReplyObject(reply);
+    return ok;
+}
+
+/* A fresh connection by deadline_ms: connect, AUTH, SELECT, the memory
+ * policy check, each wait bounded by the connect timeout and the deadline.
+ * NULL on failure, with err set. */
+static redisContext *connect_one(rl_redis_pool *pool, uint64_t deadline_ms, char *err, size_t err_size) {
+    uint64_t left = left_ms(deadline_ms);
+    if (left < MIN_ATTEMPT_MS) {
+        rl_error_text(err, err_size, "redis %s: no time left to connect", pool->address);
+        return NULL;
+    }
+    redisContext *ctx =
+        redisConnectWithTimeout(pool->host, pool->port, timeval_of(at_most(pool->connect_timeout_ms, left)));
     if (ctx == NULL || ctx->err) {
-        rl_error_text(err, err_size, "redis %s:%u: %s", pool->host, (unsigned)pool->port,
-                      ctx != NULL ? ctx->errstr : "out of memory");
+        rl_error_text(err, err_size, "redis %s: %s", pool->address, ctx != NULL ? ctx->errstr : "out of memory");
         if (ctx != NULL) redisFree(ctx);
         return NULL;
     }
-    redisSetTimeout(ctx, timeval_of(pool->command_timeout_ms));
+    left = left_ms(deadline_ms);
+    redisSetTimeout(ctx, timeval_of(at_most(pool->connect_timeout_ms, left > 0 ? left : 1)));
     redisEnableKeepAlive(ctx);
-    rl_status status = RL_OK;
+    bool ok = true;
     if (pool->password != NULL) {
-        redisReply *reply = redisCommand(ctx, "AUTH %s", pool->password);
-        status = reply_status(ctx, reply, err, err_size);
+        const char *auth[] = {"AUTH", pool->password};
+        redisReply *reply = setup_command(pool, ctx, 2, auth, err, err_size);
+        ok = reply != NULL;
         if (reply != NULL) freeReplyObject(reply);
     }
-    if (status == RL_OK && pool->db != 0) {
-        redisReply *reply = redisCommand(ctx, "SELECT %u", pool->db);
-        status = reply_status(ctx, reply, err, err_size);
+    if (ok && pool->db != 0) {
+        char db[16];
+        snprintf(db, sizeof db, "%u", (unsigned)pool->db);
+        const char *select[] = {"SELECT", db};
+        redisReply *reply = setup_command(pool, ctx, 2, select, err, err_size);
+        ok = reply != NULL;
         if (reply != NULL) freeReplyObject(reply);
     }
-    if (status != RL_OK) {
+    if (ok) ok = memory_policy_ok(pool, ctx, err, err_size);
+    if (!ok) {
         redisFree(ctx);
         return NULL;
     }
     return ctx;
 }
 
-static slot *acquire(rl_redis_pool *pool) {
+/* A free slot, or NULL if none frees up before deadline_ms. */
+static slot *acquire(rl_redis_pool *pool, uint64_t deadline_ms) {
+    struct timespec until = {.tv_sec = (time_t)(deadline_ms / 1000u), .tv_nsec = (long)(deadline_ms % 1000u) * 1000000L};
     pthread_mutex_lock(&pool->lock);
     for (;;) {
         for (uint32_t i = 0; i < pool->slot_count; i++) {
@@ -136,7 +202,10 @@ static slot *acquire(rl_redis_pool *pool) {
                 return &pool->slots[i];
             }
         }
-        pthread_cond_wait(&pool->freed, &pool->lock);
+        if (pthread_cond_timedwait(&pool->freed, &pool->lock, &until) == ETIMEDOUT) {
+            pthread_mutex_unlock(&pool->lock);
+            return NULL;
+        }
     }
 }
 
@@ -147,33 +216,39 @@ static void release_slot(rl_redis_pool *pool, slot *s) {
     pthread_mutex_unlock(&pool->lock);
 }
 
+static void disconnect(slot *s) {
+    if (s->ctx != NULL) redisFree(s->ctx);
+    s->ctx = NULL;
+}
+
 /* Whether a failed exchange left the connection unusable (I/O error,
  * timeout, protocol error): then it is dropped, and a retry may help. */
 static bool broken(const slot *s) { return s->ctx == NULL || s->ctx->err != 0; }
 
-rl_status rl_redis_command(rl_redis_pool *pool, int argc, const char **argv, const size_t *argv_len,
-                           redisReply **reply, char *err, size_t err_size) {
-    *reply = NULL;
-    slot *s = acquire(pool);
-    rl_status status = RL_BACKEND_ERROR;
-    for (int attempt = 0; attempt < 2; attempt++) {
-        if (s->ctx == NULL) {
-            s->ctx = connect_one(pool, err, err_size);
-            if (s->ctx == NULL) break; /* Redis is not there: fail now, bounded by the connect timeout */
-        }
-        *reply = redisCommandArgv(s->ctx, argc, argv, argv_len);
-        status = reply_status(s->ctx, *reply, err, err_size);
-        if (status == RL_OK || !broken(s)) break;
-        if (*reply != NULL) freeReplyObject(*reply);
-        *reply = NULL;
-        redisFree(s->ctx);
-        s->ctx = NULL;
+static bool ensure_connected(rl_redis_pool *pool, slot *s, uint64_t deadline_ms, char *err, size_t err_size) {
+    if (s->ctx != NULL) return true;
+    s->ctx = connect_one(pool, deadline_ms, err, err_size);
+    s->timeout_ms = 0; /* the command's own is set before it is sent */
+    return s->ctx != NULL;
+}
+
+/* One attempt on s, connecting first if needed: the command's wait is the
+ * command timeout or what is left before the deadline, whichever is less. */
+static rl_status attempt(rl_redis_pool *pool, slot *s, uint64_t deadline_ms, int argc, const char **argv,
+                         const size_t *argv_len, redisReply **reply, char *err, size_t err_size) {
+    if (!ensure_connected(pool, s, deadline_ms, err, err_size)) return RL_BACKEND_ERROR;
+    uint64_t left = left_ms(deadline_ms);
+    if (left < MIN_ATTEMPT_MS) {
+        rl_error_text(err, err_size, "redis %s: no answer before the deadline", pool->address);
+        return RL_BACKEND_ERROR;
     }
-    if (status != RL_OK && broken(s) && s->ctx != NULL) {
-        redisFree(s->ctx);
-        s->ctx = NULL;
+    uint32_t timeout_ms = at_most(pool->command_timeout_ms, left);
+    if (timeout_ms != s->timeout_ms) { /* usually unchanged: no system call */
+        redisSetTimeout(s->ctx, timeval_of(timeout_ms));
+        s->timeout_ms = timeout_ms;
     }
-    release_slot(pool, s);
+    *reply = redisCommandArgv(s->ctx, argc, argv, argv_len);
+    rl_status status = reply_status(pool, s->ctx, *reply, err, err_size);
     if (status != RL_OK && *reply != NULL) {
         freeReplyObject(*reply);
         *reply = NULL;
@@ -181,8 +256,36 @@ rl_status rl_redis_command(rl_redis_pool *pool, int argc, const char **argv, con
     return status;
 }
 
-rl_status rl_redis_eval(rl_redis_pool *pool, rl_redis_script script, int argc, const char **argv,
-                        const size_t *argv_len, redisReply **reply, char *err, size_t err_size) {
+uint64_t rl_redis_pool_deadline_ms(const rl_redis_pool *pool, uint64_t since_ms) {
+    return (since_ms != 0 ? since_ms : monotonic_ms()) + pool->connect_timeout_ms + pool->command_timeout_ms;
+}
+
+rl_status rl_redis_command(rl_redis_pool *pool, uint64_t deadline_ms, int argc, const char **argv,
+                           const size_t *argv_len, redisReply **reply, char *err, size_t err_size) {
+    *reply = NULL;
+    slot *s = acquire(pool, deadline_ms);
+    if (s == NULL) {
+        rl_error_text(err, err_size, "redis %s: every connection stayed busy until the deadline", pool->address);
+        return RL_BACKEND_ERROR;
+    }
+    rl_status status = attempt(pool, s, deadline_ms, argc, argv, argv_len, reply, err, err_size);
+    if (status != RL_OK && broken(s)) {
+        disconnect(s);
+        /* A connection that broke (Redis restarted, a load balancer cut it)
+         * may be the only trouble: try once more on a fresh one, in the time
+         * that is left. */
+        if (left_ms(deadline_ms) >= MIN_ATTEMPT_MS) {
+            status = attempt(pool, s, deadline_ms, argc, argv, argv_len, reply, err, err_size);
+            if (status != RL_OK && broken(s)) disconnect(s);
+        }
+    }
+    release_slot(pool, s);
+    return status;
+}
+
+rl_status rl_redis_eval(rl_redis_pool *pool, uint64_t deadline_ms, rl_redis_script script, int argc,
+                        const char **argv, const size_t *argv_len, redisReply **reply, char *err,
+                        size_t err_size) {
     const int extra = 3; /* EVALSHA sha 0 */
     const char **full = malloc((size_t)(argc + extra) * sizeof *full);
     size_t *full_len = malloc((size_t)(argc + extra) * sizeof *full_len);
@@ -193,7 +296,7 @@ rl_status rl_redis_eval(rl_redis_pool *pool, rl_redis_script script, int argc, c
     }
     char sha[SHA_LEN + 1];
     rl_status status = RL_BACKEND_ERROR;
-    for (int attempt = 0; attempt < 2; attempt++) {
+    for (int attempt_no = 0; attempt_no < 2; attempt_no++) {
         pthread_mutex_lock(&pool->lock);
         memcpy(sha, pool->sha[script], sizeof sha);
         pthread_mutex_unlock(&pool->lock);
@@ -205,12 +308,15 @@ rl_status rl_redis_eval(rl_redis_pool *pool, rl_redis_script script, int argc, c
         full_len[2] = 1;
         memcpy(full + extra, argv, (size_t)argc * sizeof *argv);
         memcpy(full_len + extra, argv_len, (size_t)argc * sizeof *argv_len);
-        status = rl_redis_command(pool, argc + extra, full, full_len, reply, err, err_size);
+        status = rl_redis_command(pool, deadline_ms, argc + extra, full, full_len, reply, err, err_size);
         if (status == RL_OK || strstr(err, "NOSCRIPT") == NULL) break;
         /* Redis lost its scripts (a restart, SCRIPT FLUSH): load them again. */
-        slot *s = acquire(pool);
-        if (s->ctx == NULL) s->ctx = connect_one(pool, err, err_size);
-        rl_status loaded = s->ctx != NULL ? load_scripts(pool, s->ctx, err, err_size) : RL_BACKEND_ERROR;
+        slot *s = acquire(pool, deadline_ms);
+        if (s == NULL) break;
+        rl_status loaded = ensure_connected(pool, s, deadline_ms, err, err_size)
+                               ? load_scripts(pool, s->ctx, err, err_size)
+                               : RL_BACKEND_ERROR;
+        if (loaded != RL_OK && broken(s)) disconnect(s);
         release_slot(pool, s);
         if (loaded != RL_OK) {
             status = loaded;
@@ -221,6 +327,12 @@ rl_status rl_redis_eval(rl_redis_pool *pool, rl_redis_script script, int argc, c
     free(full_len);
     return status;
 }
+
+uint64_t rl_redis_pool_last_oom_ms(rl_redis_pool *pool) { return atomic_load(&pool->last_oom_ms); }
+
+const char *rl_redis_pool_address(const rl_redis_pool *pool) { return pool->address; }
+
+bool rl_redis_pool_allows_eviction(const rl_redis_pool *pool) { return pool->allow_eviction; }
 
 static char *copy_or_null(const char *text) { return text != NULL ? strdup(text) : NULL; }
 
@@ -234,16 +346,25 @@ rl_status rl_redis_pool_create(const rl_redis_options *options, rl_redis_pool **
     pool->db = options->db;
     pool->connect_timeout_ms = options->connect_timeout_ms != 0 ? options->connect_timeout_ms : 200;
     pool->command_timeout_ms = options->command_timeout_ms != 0 ? options->command_timeout_ms : 500;
+    pool->allow_eviction = options->allow_eviction;
+    atomic_init(&pool->last_oom_ms, 0);
     pool->slot_count = options->connections != 0 ? options->connections : 4;
     pool->slots = calloc(pool->slot_count, sizeof *pool->slots);
     pthread_mutex_init(&pool->lock, NULL);
-    pthread_cond_init(&pool->freed, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&pool->freed, &attr);
+    pthread_condattr_destroy(&attr);
     if (pool->host == NULL || pool->slots == NULL) {
         rl_redis_pool_destroy(pool);
         return RL_NO_MEMORY;
     }
-    /* Fail fast: a daemon pointed at no Redis says so at start-up. */
-    pool->slots[0].ctx = connect_one(pool, err, err_size);
+    bool ipv6 = strchr(pool->host, ':') != NULL;
+    snprintf(pool->address, sizeof pool->address, "%s%s%s:%u", ipv6 ? "[" : "", pool->host, ipv6 ? "]" : "",
+             (unsigned)pool->port);
+    /* Fail fast: a daemon pointed at no Redis, or at one that evicts, says so at start-up. */
+    pool->slots[0].ctx = connect_one(pool, rl_redis_pool_deadline_ms(pool, 0), err, err_size);
     rl_status status = pool->slots[0].ctx != NULL ? load_scripts(pool, pool->slots[0].ctx, err, err_size)
                                                   : RL_BACKEND_ERROR;
     if (status != RL_OK) {
@@ -256,8 +377,7 @@ rl_status rl_redis_pool_create(const rl_redis_options *options, rl_redis_pool **
 
 void rl_redis_pool_destroy(rl_redis_pool *pool) {
     if (pool == NULL) return;
-    for (uint32_t i = 0; pool->slots != NULL && i < pool->slot_count; i++)
-        if (pool->slots[i].ctx != NULL) redisFree(pool->slots[i].ctx);
+    for (uint32_t i = 0; pool->slots != NULL && i < pool->slot_count; i++) disconnect(&pool->slots[i]);
     free(pool->slots);
     pthread_cond_destroy(&pool->freed);
     pthread_mutex_destroy(&pool->lock);

@@ -1,7 +1,9 @@
 /* test_redis_backend.c — what only the redis backend does, against a real
- * redis-server: defining again what a restarted Redis lost, failing closed
- * while Redis does not answer, Completes kept and retried until it does,
- * shared definitions. (Its accounting is test_backend_conformance's.) */
+ * redis-server: defining again what a restarted Redis lost (also what
+ * another daemon defined), failing closed while Redis does not answer, by
+ * one deadline, Completes kept and retried until it does, shared
+ * definitions, refusing a Redis that evicts, telling a full one. (Its
+ * accounting is test_backend_conformance's.) */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,26 +21,56 @@
 
 static rl_test_redis server;
 
-static rl_backend *open_backend(const char *prefix) {
-    rl_redis_options options;
-    rl_redis_options_default(&options);
-    options.port = server.port;
-    options.key_prefix = prefix;
-    options.command_timeout_ms = 300;
+/* The options every backend here starts from. */
+static void options_for(const char *prefix, rl_redis_options *options) {
+    rl_redis_options_default(options);
+    options->port = server.port;
+    options->key_prefix = prefix;
+    options->command_timeout_ms = 300;
+}
+
+static rl_backend *create(const rl_redis_options *options) {
     rl_backend *backend = NULL;
     char err[256];
-    if (rl_redis_backend_create(&options, &backend, err, sizeof err) != RL_OK) fail_msg("create: %s", err);
+    if (rl_redis_backend_create(options, &backend, err, sizeof err) != RL_OK) fail_msg("create: %s", err);
     return backend;
 }
 
-static void redis_do(const char *command) {
+static rl_backend *open_backend(const char *prefix) {
+    rl_redis_options options;
+    options_for(prefix, &options);
+    return create(&options);
+}
+
+/* A command's reply as an integer (or a bulk string's number). */
+static long long redis_do(const char *format, ...) {
     redisContext *ctx = redisConnect("127.0.0.1", server.port);
     assert_non_null(ctx);
     assert_int_equal(ctx->err, 0);
-    redisReply *reply = redisCommand(ctx, command);
+    va_list args;
+    va_start(args, format);
+    redisReply *reply = redisvCommand(ctx, format, args);
+    va_end(args);
     assert_non_null(reply);
+    long long value = reply->type == REDIS_REPLY_INTEGER ? reply->integer
+                      : reply->type == REDIS_REPLY_STRING ? strtoll(reply->str, NULL, 10)
+                                                          : 0;
     freeReplyObject(reply);
     redisFree(ctx);
+    return value;
+}
+
+static unsigned long long used_memory(void) {
+    redisContext *ctx = redisConnect("127.0.0.1", server.port);
+    assert_true(ctx != NULL && ctx->err == 0);
+    redisReply *reply = redisCommand(ctx, "INFO memory");
+    assert_true(reply != NULL && reply->type == REDIS_REPLY_STRING);
+    const char *at = strstr(reply->str, "used_memory:");
+    assert_non_null(at);
+    unsigned long long used = strtoull(at + strlen("used_memory:"), NULL, 10);
+    freeReplyObject(reply);
+    redisFree(ctx);
+    return used;
 }
 
 static void define(rl_backend *backend, const char *key, rl_kind kind, uint64_t capacity) {
@@ -190,8 +222,9 @@ static void a_stored_definition_that_does_not_decode_is_an_error(void **state) {
     rl_backend_destroy(backend);
 }
 
-/* Every key of a prefix but the definitions (P l:*, P defs), with the TTL of
- * each in ms: counts them and fails on one without a TTL. */
+/* Every key of a prefix but the definitions (P l:*, and P defs* the set of
+ * them and the numbering of their changes: one entry per limit), with the
+ * TTL of each in ms: counts them and fails on one without a TTL. */
 static size_t state_keys(const char *prefix) {
     redisContext *ctx = redisConnect("127.0.0.1", server.port);
     assert_true(ctx != NULL && ctx->err == 0);
@@ -204,7 +237,7 @@ static size_t state_keys(const char *prefix) {
         snprintf(cursor, sizeof cursor, "%s", scan->element[0]->str);
         for (size_t i = 0; i < scan->element[1]->elements; i++) {
             const char *key = scan->element[1]->element[i]->str;
-            if (strncmp(key, definitions, strlen(definitions)) == 0 || strcmp(key + strlen(prefix), "defs") == 0)
+            if (strncmp(key, definitions, strlen(definitions)) == 0 || strncmp(key + strlen(prefix), "defs", 4) == 0)
                 continue;
             redisReply *ttl = redisCommand(ctx, "PTTL %s", key);
             assert_non_null(ttl);
@@ -273,6 +306,106 @@ static void state_keys_expire_so_redis_memory_stays_bounded(void **state) {
     rl_backend_destroy(backend);
 }
 
+/* Issue 9 (2): daemon b never read the definition a made, yet once Redis
+ * comes back empty b puts it back: by itself (it follows the store's
+ * definitions, a script call a second), and at once on a reserve naming it. */
+static void definitions_made_through_another_daemon_are_put_back(void **state) {
+    (void)state;
+    rl_backend *a = open_backend("follow:"), *b = open_backend("follow:");
+    define(a, "f:rpm", RL_KIND_ROLLING, 5);
+    rl_backend_destroy(a); /* nothing of a is left to put anything back */
+    rl_test_redis_sleep_ms(2500); /* b's background step runs every second */
+    redis_do("FLUSHALL");
+    long deadline_ms = rl_test_redis_now_ms() + 5000;
+    while (redis_do("EXISTS follow:l:f:rpm") == 0 && rl_test_redis_now_ms() < deadline_ms) rl_test_redis_sleep_ms(50);
+    assert_int_equal(redis_do("EXISTS follow:l:f:rpm"), 1);
+    rl_limit_def def;
+    assert_int_equal(b->ops->get_definition(b, "f:rpm", &def), RL_OK);
+    assert_int_equal(def.capacity, 5);
+
+    redis_do("FLUSHALL"); /* and on the reserve path, before the next step */
+    rl_reserve_result result = reserve(b, 1, "f:rpm");
+    assert_true(result.allowed);
+    rl_backend_destroy(b);
+}
+
+/* Issue 9 (4): a stopped Redis costs a caller one deadline, connect +
+ * command timeout, whatever the pool retries inside it (the broken
+ * connection is retried on a fresh one, which a paused Redis accepts). */
+static void a_stuck_redis_fails_a_call_by_one_deadline(void **state) {
+    (void)state;
+    rl_redis_options options;
+    options_for("deadline:", &options);
+    options.connect_timeout_ms = 100;
+    options.command_timeout_ms = 400;
+    rl_backend *backend = create(&options);
+    define(backend, "d:rpm", RL_KIND_ROLLING, 100);
+    redis_do("CLIENT PAUSE 3000 ALL");
+    long started_ms = rl_test_redis_now_ms();
+    rl_reserve_result result = reserve(backend, 1, "d:rpm");
+    long took_ms = rl_test_redis_now_ms() - started_ms;
+    assert_int_equal(result.status, RL_BACKEND_ERROR);
+    /* 500 ms is the bound; the margin is for a loaded machine, and still
+     * well below the two command timeouts (800 ms) of a retry that starts
+     * its clock again. */
+    if (took_ms > 500 + 200) fail_msg("the reserve failed after %ld ms; its deadline was 500 ms", took_ms);
+    redis_do("CLIENT UNPAUSE");
+    rl_backend_destroy(backend);
+}
+
+/* Issue 9 (3): a Redis that may evict keys is refused at start, and once a
+ * daemon sees its policy changed, /healthz says so; allow_eviction accepts it. */
+static void an_evicting_redis_is_refused_unless_allowed(void **state) {
+    (void)state;
+    rl_backend *running = open_backend("evict:");
+    redis_do("CONFIG SET maxmemory-policy allkeys-lru");
+    rl_redis_options options;
+    options_for("evict:", &options);
+    rl_backend *backend = (rl_backend *)1;
+    char err[512] = "";
+    assert_int_equal(rl_redis_backend_create(&options, &backend, err, sizeof err), RL_BACKEND_ERROR);
+    assert_null(backend);
+    if (strstr(err, "maxmemory-policy allkeys-lru") == NULL || strstr(err, "redis.allow_eviction") == NULL)
+        fail_msg("the refusal does not say why: %s", err);
+    char detail[512];
+    assert_int_equal(rl_backend_health(running, detail, sizeof detail), RL_BACKEND_ERROR);
+    assert_non_null(strstr(detail, "maxmemory-policy allkeys-lru"));
+    options.allow_eviction = true;
+    rl_backend *allowed = create(&options);
+    assert_int_equal(rl_backend_health(allowed, detail, sizeof detail), RL_OK);
+    rl_backend_destroy(allowed);
+    redis_do("CONFIG SET maxmemory-policy noeviction");
+    assert_int_equal(rl_backend_health(running, detail, sizeof detail), RL_OK);
+    rl_backend_destroy(running);
+}
+
+/* Issue 9 (3): close to maxmemory /healthz warns (RL_OK with a detail: the
+ * daemon still serves); at it, Redis refuses every write, so every reserve
+ * fails, and health says the backend cannot serve. */
+static void health_tells_a_redis_near_or_at_its_maxmemory(void **state) {
+    (void)state;
+    rl_backend *backend = open_backend("full:");
+    define(backend, "m:rpm", RL_KIND_ROLLING, 1000000);
+    char detail[512];
+    assert_int_equal(rl_backend_health(backend, detail, sizeof detail), RL_OK);
+    assert_string_equal(detail, "");
+
+    redis_do("CONFIG SET maxmemory %llu", used_memory() * 100 / 95);
+    assert_int_equal(rl_backend_health(backend, detail, sizeof detail), RL_OK);
+    if (strstr(detail, "of maxmemory") == NULL) fail_msg("no warning near maxmemory: \"%s\"", detail);
+
+    redis_do("CONFIG SET maxmemory %llu", used_memory() / 2);
+    assert_int_equal(reserve(backend, 1, "m:rpm").status, RL_BACKEND_ERROR); /* OOM: nothing admitted */
+    assert_int_equal(rl_backend_health(backend, detail, sizeof detail), RL_BACKEND_ERROR);
+    if (strstr(detail, "refuses writes") == NULL) fail_msg("health does not say why: %s", detail);
+
+    redis_do("CONFIG SET maxmemory 0");
+    assert_int_equal(rl_backend_health(backend, detail, sizeof detail), RL_OK);
+    assert_string_equal(detail, "");
+    assert_true(reserve(backend, 2, "m:rpm").allowed);
+    rl_backend_destroy(backend);
+}
+
 static void unreachable_redis_is_a_clear_error_at_create(void **state) {
     (void)state;
     rl_redis_options options;
@@ -305,6 +438,10 @@ int main(void) {
         cmocka_unit_test(a_stored_definition_that_does_not_decode_is_an_error),
         cmocka_unit_test(state_keys_expire_so_redis_memory_stays_bounded),
         cmocka_unit_test(unreachable_redis_is_a_clear_error_at_create),
+        cmocka_unit_test(definitions_made_through_another_daemon_are_put_back),
+        cmocka_unit_test(a_stuck_redis_fails_a_call_by_one_deadline),
+        cmocka_unit_test(an_evicting_redis_is_refused_unless_allowed),
+        cmocka_unit_test(health_tells_a_redis_near_or_at_its_maxmemory),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

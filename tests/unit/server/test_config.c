@@ -57,6 +57,7 @@ static void test_defaults(void **state) {
     assert_int_equal(config.redis.max_leases_per_batch, RL_CONFIG_DEFAULT_REDIS_MAX_LEASES_PER_BATCH);
     assert_int_equal(config.redis.flush_interval_us, 200);
     assert_int_equal(config.redis.flushes_in_flight, 2);
+    assert_false(config.redis.allow_eviction);
     char err[RL_CONFIG_ERR_SIZE];
     assert_true(rl_server_config_validate(&config, err, sizeof err));
     assert_true(rl_server_config_thread_count(&config) >= 1);
@@ -152,7 +153,8 @@ static void test_redis_section(void **state) {
                        "  lease_memory_ms: 60000\n"
                        "  max_leases_per_batch: 512\n"
                        "  flush_interval_us: 100\n"
-                       "  flushes_in_flight: 3\n";
+                       "  flushes_in_flight: 3\n"
+                       "  allow_eviction: true\n";
     rl_server_config config;
     char err[RL_CONFIG_ERR_SIZE];
     if (!load(&config, yaml, err, sizeof err)) fail_msg("%s", err);
@@ -168,6 +170,7 @@ static void test_redis_section(void **state) {
     assert_int_equal(config.redis.max_leases_per_batch, 512);
     assert_int_equal(config.redis.flush_interval_us, 100);
     assert_int_equal(config.redis.flushes_in_flight, 3);
+    assert_true(config.redis.allow_eviction);
     assert_true(rl_server_config_validate(&config, err, sizeof err));
 
     /* To the backend's options: the host split off, strings borrowed. */
@@ -185,6 +188,7 @@ static void test_redis_section(void **state) {
     assert_int_equal(options.connect_timeout_ms, 100);
     assert_int_equal(options.command_timeout_ms, 250);
     assert_int_equal(options.lease_memory_ms, 60000);
+    assert_true(options.allow_eviction);
 
     /* No password: no AUTH. IPv6 and host names. */
     assert_true(load(&config, "redis:\n  address: \"[::1]:6379\"\n", err, sizeof err));
@@ -223,6 +227,8 @@ static void test_redis_errors(void **state) {
                  NULL);
     expect_error("redis:\n  flush_interval_us: 1000001\n", "'flush_interval_us'", NULL);
     expect_error("redis:\n  flushes_in_flight: 0\n", "'flushes_in_flight' must be an integer 1..64", NULL);
+    expect_error("redis:\n  allow_eviction: yes\n", "config.yaml:2:", "'allow_eviction' must be true or false");
+    expect_error("redis:\n  allow_eviction: 1\n", "'allow_eviction' must be true or false", NULL);
     expect_error("redis:\n  key_prefix: \"a b\"\n", "config.yaml:2:", "'key_prefix' must be printable");
     expect_error("redis:\n  key_prefix: "
                  "\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"\n",

@@ -1,25 +1,57 @@
--- define.lua: creates or changes a limit. ARGV[4] = key, [5] = kind (r|c),
--- [6] = capacity, [7] = lifetime ms (window or timeout), [8] = overage
--- (debt|deny), [9] = the definition as JSON (what listings return). An
--- increase applies at once and cancels a pending decrease; a decrease
--- applies once usage allows. Returns 0 (active) or 1 (decreasing).
-local K, capacity = ARGV[4], tonumber(ARGV[6])
-local lk = P .. 'l:' .. K
-redis.call('HSET', lk, 'kind', ARGV[5], 'cap', ARGV[6], 'win', ARGV[7], 'ovg', ARGV[8], 'def', ARGV[9])
-redis.call('SADD', P .. 'defs', K)
-local L = load(K)
-if L.enf == nil then -- new
-  redis.call('HSET', lk, 'enf', ARGV[6], 'pend', 0, 'used', 0, 'act', 0, 'debt', 0, 'denied', 0)
+-- define.lua: creates or changes limits. ARGV[4] = mode: 'put' (an admin
+-- change) or 'restore' (put back a definition the store lost: a key it
+-- holds is left as it is), ARGV[5] = count, then per limit 6 values: key,
+-- kind (r|c), capacity, lifetime ms (window or timeout), overage
+-- (debt|deny), the definition as JSON (what listings return). An increase
+-- applies at once and cancels a pending decrease; a decrease applies once
+-- usage allows. Returns one code per limit: 0 active, 1 decreasing, 3 left
+-- as it was (restore of a key the store holds).
+--
+-- Every change is numbered for the daemons that follow the definitions
+-- (changes.lua): P..'defs:version' holds the store's epoch (made when the
+-- first definition is written, so a store that lost everything gets a new
+-- one) and the number of the last change; P..'defs:changed' ranks each key
+-- by the number of its last change.
+local restore, count = ARGV[4] == 'restore', tonumber(ARGV[5])
+local version_key, changed_key = P .. 'defs:version', P .. 'defs:changed'
+
+-- Before anything else, so that a restore that finds every key in place
+-- still leaves an epoch for the followers to settle on.
+if count > 0 and redis.call('HEXISTS', version_key, 'epoch') == 0 then
+  local t = redis.call('TIME')
+  redis.call('HSET', version_key, 'epoch', t[1] .. '.' .. t[2])
+end
+
+local function number_change(K)
+  redis.call('ZADD', changed_key, redis.call('HINCRBY', version_key, 'n', 1), K)
+end
+
+local function define(at)
+  local K, capacity = ARGV[at], tonumber(ARGV[at + 2])
+  local lk = P .. 'l:' .. K
+  if restore and redis.call('EXISTS', lk) == 1 then return 3 end
+  redis.call('HSET', lk, 'kind', ARGV[at + 1], 'cap', ARGV[at + 2], 'win', ARGV[at + 3], 'ovg', ARGV[at + 4],
+             'def', ARGV[at + 5])
+  redis.call('SADD', P .. 'defs', K)
+  number_change(K)
+  local L = load(K)
+  if L.enf == nil then -- new
+    redis.call('HSET', lk, 'enf', ARGV[at + 2], 'pend', 0, 'used', 0, 'act', 0, 'debt', 0, 'denied', 0)
+    return 0
+  end
+  purge(L)
+  if capacity >= L.enf then
+    L.enf = capacity; L.pend = 0
+  else
+    L.pend = capacity
+    try_decrease(L)
+  end
+  L.dirty = true
+  save(L)
+  if L.pend ~= 0 then return 1 end
   return 0
 end
-purge(L)
-if capacity >= L.enf then
-  L.enf = capacity; L.pend = 0
-else
-  L.pend = capacity
-  try_decrease(L)
-end
-L.dirty = true
-save(L)
-if L.pend ~= 0 then return 1 end
-return 0
+
+local out = {}
+for i = 0, count - 1 do out[i + 1] = define(6 + 6 * i) end
+return out

@@ -1,0 +1,56 @@
+/* redis_args.c — see redis_args.h. */
+#include "backend/redis/redis_args.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+bool rl_redis_args_init(rl_redis_args *a, int capacity) {
+    memset(a, 0, sizeof *a);
+    a->argv = malloc((size_t)capacity * sizeof *a->argv);
+    a->len = malloc((size_t)capacity * sizeof *a->len);
+    a->numbers = malloc((size_t)capacity * sizeof *a->numbers);
+    a->ids = malloc((size_t)capacity * sizeof *a->ids);
+    a->capacity = capacity;
+    return a->argv != NULL && a->len != NULL && a->numbers != NULL && a->ids != NULL;
+}
+
+void rl_redis_args_free(rl_redis_args *a) {
+    free(a->argv);
+    free(a->len);
+    free(a->numbers);
+    free(a->ids);
+    memset(a, 0, sizeof *a);
+}
+
+void rl_redis_args_push(rl_redis_args *a, const char *text, size_t len) {
+    a->argv[a->count] = text;
+    a->len[a->count++] = len;
+}
+
+void rl_redis_args_push_str(rl_redis_args *a, const char *text) { rl_redis_args_push(a, text, strlen(text)); }
+
+void rl_redis_args_push_u64(rl_redis_args *a, uint64_t value) {
+    char *slot = a->numbers[a->number_count++];
+    int n = snprintf(slot, RL_REDIS_NUMBER_SIZE, "%llu", (unsigned long long)value);
+    rl_redis_args_push(a, slot, (size_t)n);
+}
+
+void rl_redis_args_push_lease_id(rl_redis_args *a, const char *lease_id) {
+    char *slot = a->ids[a->id_count++];
+    for (int i = 0; i < RL_ULID_LEN; i++) slot[i] = (char)toupper((unsigned char)lease_id[i]);
+    slot[RL_ULID_LEN] = '\0';
+    rl_redis_args_push(a, slot, RL_ULID_LEN);
+}
+
+void rl_redis_args_push_header(rl_redis_args *a, const char *prefix, const rl_clock *clock) {
+    rl_redis_args_push_str(a, prefix);
+    if (clock != NULL) {
+        rl_redis_args_push_u64(a, clock->monotonic_ms(clock));
+        rl_redis_args_push_u64(a, clock->unix_ms(clock));
+    } else {
+        rl_redis_args_push(a, "", 0);
+        rl_redis_args_push(a, "", 0);
+    }
+}

@@ -1,0 +1,47 @@
+/* redis/redis_args.h — the ARGV of one script call, built without a copy:
+ * strings borrowed from the caller (keys, the prefix) or kept in the
+ * builder's own storage (numbers, upper-cased lease ids), all valid until
+ * the builder is freed, i.e. until the call has returned.
+ *
+ * Every script starts with the same three: the key prefix, then "now" in ms
+ * for expiry and in Unix ms, or '' '' for Redis TIME (tests pass a manual
+ * clock's). Not thread-safe: one builder per call.
+ */
+#ifndef RL_REDIS_ARGS_H
+#define RL_REDIS_ARGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ratelimiter/clock.h"
+#include "ratelimiter/types.h"
+#include "ratelimiter/ulid.h"
+
+#define RL_REDIS_NUMBER_SIZE 24 /* a uint64 in decimal and a NUL */
+
+typedef struct rl_redis_args {
+    const char **argv;
+    size_t *len;
+    int count;
+    int capacity;
+    char (*numbers)[RL_REDIS_NUMBER_SIZE]; /* storage for the numbers among them */
+    int number_count;
+    char (*ids)[RL_ULID_TEXT_SIZE]; /* upper-cased lease ids */
+    int id_count;
+} rl_redis_args;
+
+/* Room for capacity arguments (pushes beyond it are the caller's bug). False
+ * on allocation failure; free in any case. */
+bool rl_redis_args_init(rl_redis_args *a, int capacity);
+void rl_redis_args_free(rl_redis_args *a);
+
+void rl_redis_args_push(rl_redis_args *a, const char *text, size_t len);
+void rl_redis_args_push_str(rl_redis_args *a, const char *text);
+void rl_redis_args_push_u64(rl_redis_args *a, uint64_t value);
+/* Lease ids go in upper case: "01j..." and "01J..." are one lease. */
+void rl_redis_args_push_lease_id(rl_redis_args *a, const char *lease_id);
+/* ARGV[1..3]: prefix, and clock's now (or '' '' for Redis TIME when clock is NULL). */
+void rl_redis_args_push_header(rl_redis_args *a, const char *prefix, const rl_clock *clock);
+
+#endif

@@ -1,0 +1,78 @@
+/* redis/redis_backend_internal.h — private to the redis backend's files: its
+ * state, and the definitions half (redis_definitions.c) that the lease half
+ * (redis_backend.c) calls. See ratelimiter/redis.h for the contract.
+ */
+#ifndef RL_REDIS_BACKEND_INTERNAL_H
+#define RL_REDIS_BACKEND_INTERNAL_H
+
+#include <pthread.h>
+
+#include "backend/redis/complete_retry.h"
+#include "backend/redis/definition_cache.h"
+#include "backend/redis/redis_pool.h"
+#include "ratelimiter/redis.h"
+
+typedef struct redis_backend {
+    rl_backend base;
+    rl_redis_pool *pool;
+    char *prefix;
+    uint64_t lease_memory_ms;
+    uint32_t sweep_interval_ms; /* 0: no sweeps (scripts still purge what they touch) */
+    uint64_t next_sweep_ms;     /* the background thread's only */
+    const rl_clock *clock;      /* tests only */
+    rl_complete_retry *retry;   /* Completes waiting for Redis to come back; the periodic work */
+    rl_definition_cache *definitions; /* to define again what a restarted Redis lost */
+    /* The store's definitions as last followed (changes.lua): its epoch and
+     * the number of its last change read. The background thread's only
+     * (and creation's, before it starts). */
+    char followed_epoch[64];
+    uint64_t followed_version;
+    /* Limit keys named by replayed outcomes that are not in the request at
+     * hand: kept for the backend's life (limits are few and never deleted),
+     * so that a result's status_key stays valid as rl_reserve_result says. */
+    pthread_mutex_t interned_lock;
+    char **interned;
+    size_t interned_count, interned_capacity;
+} redis_backend;
+
+static inline redis_backend *rl_redis_backend_of(rl_backend *base) { return (redis_backend *)base; }
+
+/* The deadline of the operation starting now: the pool's bound counted from
+ * when its caller began to wait (core/call_wait.h), so that a lease queued
+ * in the submitter does not get a fresh bound when its flush starts. */
+uint64_t rl_redis_operation_deadline_ms(const redis_backend *backend);
+
+/* One call of a script that walks the definitions set a page at a time
+ * (sweep, definitions): ARGV[4] = the SSCAN cursor, ARGV[5] = keys a page.
+ * Each page has a deadline of its own. */
+rl_status rl_redis_eval_page(redis_backend *backend, rl_redis_script script, const char *cursor,
+                             const char *per_call, redisReply **reply);
+
+/* ---- definitions (redis_definitions.c) ---- */
+
+/* The vtable's definition operations. */
+rl_status rl_redis_apply_definition(rl_backend *base, const rl_limit_def *def, rl_limit_status *out_status);
+rl_status rl_redis_get_definition(rl_backend *base, const char *key, rl_limit_def *out);
+rl_status rl_redis_count_definitions(rl_backend *base, size_t *count);
+rl_status rl_redis_list_definitions(rl_backend *base, rl_limit_def **out, size_t *count);
+
+/* Defines key again, by deadline_ms, from what this daemon has seen of it,
+ * if the store does not hold it (a Redis that restarted empty or was
+ * flushed; if another daemon put it back first, its definition stays).
+ * True if the store holds key afterwards. */
+bool rl_redis_define_again(redis_backend *backend, const char *key, uint64_t deadline_ms);
+
+/* Starts following the store's definitions from their current version
+ * (what came before is what a listing reads). Called once at creation;
+ * RL_BACKEND_ERROR with err if Redis does not answer. */
+rl_status rl_redis_definitions_follow(redis_backend *backend, char *err, size_t err_size);
+
+/* The background thread's periodic step: reads the definitions changed in
+ * the store since the last step into the cache, so that this daemon can put
+ * back a definition another daemon made; and when the store turns out to
+ * have lost its definitions (restarted without persistence, flushed),
+ * defines again every one this daemon knows that it lacks. Not thread-safe:
+ * one thread calls it. */
+void rl_redis_definitions_sync(redis_backend *backend);
+
+#endif
