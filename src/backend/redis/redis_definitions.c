@@ -60,12 +60,12 @@ static void push_definition(rl_redis_args *a, const rl_limit_def *def, const cha
 
 /* One define.lua call for count limits (mode "put" or "restore"); codes[i]
  * gets limit i's answer (0 active, 1 decreasing, 3 left as it was). */
-static rl_status define(redis_backend *backend, const char *mode, const rl_limit_def *defs, const char *const *jsons,
-                        size_t count, uint64_t deadline_ms, long long *codes) {
+static rl_status define(redis_backend *backend, const rl_clock *clock, const char *mode, const rl_limit_def *defs,
+                        const char *const *jsons, size_t count, uint64_t deadline_ms, long long *codes) {
     rl_redis_args a;
     rl_status status = RL_NO_MEMORY;
     if (rl_redis_args_init(&a, 5 + DEFINE_ARGS * (int)count)) {
-        rl_redis_args_push_header(&a, backend->prefix, backend->clock);
+        rl_redis_args_push_header(&a, backend->prefix, clock);
         rl_redis_args_push_str(&a, mode);
         rl_redis_args_push_u64(&a, count);
         for (size_t i = 0; i < count; i++) push_definition(&a, &defs[i], jsons[i], strlen(jsons[i]));
@@ -96,7 +96,7 @@ rl_status rl_redis_apply_definition(rl_backend *base, const rl_limit_def *def, r
     const char *jsons[] = {json.data};
     long long code = 0;
     rl_status status =
-        define(backend, "put", def, jsons, 1, rl_redis_operation_deadline_ms(backend), &code);
+        define(backend, backend->clock, "put", def, jsons, 1, rl_redis_operation_deadline_ms(backend), &code);
     if (status == RL_OK) rl_definition_cache_put(backend->definitions, def->key, json.data, json.len);
     rl_buf_free(&json);
     if (status == RL_OK && out_status != NULL)
@@ -111,7 +111,7 @@ bool rl_redis_define_again(redis_backend *backend, const char *key, uint64_t dea
     long long code = 0;
     const char *jsons[] = {json};
     bool defined = decode_cached(json, &def) &&
-                   define(backend, "restore", &def, jsons, 1, deadline_ms, &code) == RL_OK;
+                   define(backend, backend->clock, "restore", &def, jsons, 1, deadline_ms, &code) == RL_OK;
     free(json);
     return defined;
 }
@@ -130,7 +130,7 @@ static void restore_all(redis_backend *backend) {
         for (; at < count && n < RESTORE_PER_CALL; at++)
             if (decode_cached(jsons[at], &defs[n])) page[n++] = jsons[at];
         if (n == 0) continue;
-        if (define(backend, "restore", defs, page, n, rl_redis_pool_deadline_ms(backend->pool, 0), codes) != RL_OK) {
+        if (define(backend, NULL, "restore", defs, page, n, rl_redis_pool_deadline_ms(backend->pool, 0), codes) != RL_OK) {
             failed += n;
             continue;
         }
@@ -152,7 +152,10 @@ static rl_status read_changes(redis_backend *backend, uint64_t page, redisReply 
     rl_redis_args a;
     rl_status status = RL_NO_MEMORY;
     if (rl_redis_args_init(&a, 6)) {
-        rl_redis_args_push_header(&a, backend->prefix, backend->clock);
+        /* No time: changes.lua needs none, and this runs on the background
+         * thread, which must not read the caller's clock (a test's manual
+         * clock belongs to the test's thread). */
+        rl_redis_args_push_header(&a, backend->prefix, NULL);
         rl_redis_args_push_str(&a, backend->followed_epoch);
         rl_redis_args_push_u64(&a, backend->followed_version);
         rl_redis_args_push_u64(&a, page);
