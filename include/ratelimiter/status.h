@@ -5,6 +5,11 @@
  * carries RL_OK, or one of the statuses that name a key (limit_decreasing,
  * exceeds_capacity) so that callers know why.
  *
+ * RL_LEASE_ID_CONFLICT: a reserve reuses a remembered lease id with other
+ * requirements (keys or amounts): a retry must be the same request (409).
+ * RL_LIMIT_IN_USE: a definition would change a limit's kind while it holds
+ * reservations of the old kind (409).
+ *
  * RL_TIMEOUT is the client's own: no answer came before the call's deadline,
  * so the outcome is unknown (retry with the same lease id, spec §15).
  */
@@ -24,7 +29,9 @@ extern "C" {
     X(EXCEEDS_CAPACITY, "exceeds_capacity")                \
     X(NO_MEMORY, "backend_error")                          \
     X(IO_ERROR, "backend_error")                           \
-    X(TIMEOUT, "backend_error")
+    X(TIMEOUT, "backend_error")                            \
+    X(LEASE_ID_CONFLICT, "lease_id_conflict")              \
+    X(LIMIT_IN_USE, "limit_in_use")
 
 typedef enum rl_status {
 #define RL_STATUS_ENUM(name, wire) RL_##name,

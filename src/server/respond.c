@@ -52,6 +52,9 @@ int rl_respond_backend_http_status(rl_status status) {
         return 404;
     case RL_INVALID_REQUEST:
         return 400;
+    case RL_LEASE_ID_CONFLICT:
+    case RL_LIMIT_IN_USE:
+        return 409;
     case RL_BACKEND_ERROR:
     case RL_NO_MEMORY:
     case RL_IO_ERROR:
