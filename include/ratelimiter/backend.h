@@ -29,7 +29,9 @@ typedef struct rl_backend_ops {
     /* Creates or updates a limit. A capacity increase applies at once and
      * cancels a pending decrease; a decrease that current usage does not allow
      * yet puts the limit in RL_LIMIT_STATUS_DECREASING. *out_status is the state after
-     * the call. The definition is copied. */
+     * the call. The definition is copied. A change of kind while the limit
+     * holds anything (after expiring what is due) is RL_LIMIT_IN_USE and
+     * changes nothing: reservations of the old kind would go on by its rules. */
     rl_status (*apply_definition)(rl_backend *backend, const rl_limit_def *def,
                                   rl_limit_status *out_status);
 

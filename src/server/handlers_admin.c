@@ -24,7 +24,7 @@ static void put_failed(rl_handler_ctx *ctx, rl_http_response *res, int http_stat
     rl_buf_reset(buf);
     rl_buf_append_str(buf, "{\"ok\":false,\"error\":");
     rl_respond_append_error_string(buf, status, NULL);
-    if (http_status == 400) rl_respond_append_detail(buf, detail);
+    if (detail != NULL) rl_respond_append_detail(buf, detail);
     rl_buf_append_str(buf, "}");
     res->status = http_status;
     res->body = buf;
@@ -44,8 +44,8 @@ void rl_handle_admin_put(rl_handler_ctx *ctx, const rl_http_request *req, rl_htt
     char err[256] = "";
     rl_limit_status limit_status = RL_LIMIT_STATUS_ACTIVE;
     rl_status status = rl_service_put_limit(ctx->service, &def, &limit_status, err, sizeof err);
-    if (status == RL_INVALID_REQUEST) {
-        put_failed(ctx, res, 400, RL_INVALID_REQUEST, err);
+    if (status == RL_INVALID_REQUEST || status == RL_LIMIT_IN_USE) {
+        put_failed(ctx, res, rl_respond_backend_http_status(status), status, err);
         return;
     }
     if (status != RL_OK) {

@@ -177,17 +177,35 @@ rl_status rl_service_put_limit(rl_service *service, const rl_limit_def *def,
             /* The backend keeps its old state; make the registry agree with
              * it again. (A new key cannot be taken back: the registry has no
              * delete, and the next start applies it.) */
-            snprintf(err, err_size, "the %s backend refused the definition: %s",
-                     service->backend_name, rl_status_name(status));
+            if (status == RL_LIMIT_IN_USE)
+                rl__service_in_use_detail(service, def, err, err_size);
+            else
+                snprintf(err, err_size, "the %s backend refused the definition: %s", service->backend_name,
+                         rl_status_name(status));
             if (had_previous) {
                 char ignored[128];
                 (void)rl_registry_put(service->registry, &previous, ignored, sizeof ignored);
             }
-            status = RL_BACKEND_ERROR;
+            if (status != RL_LIMIT_IN_USE) status = RL_BACKEND_ERROR;
         }
     }
     pthread_mutex_unlock(&service->admin_mutex);
     return status;
+}
+
+void rl__service_in_use_detail(rl_service *service, const rl_limit_def *def, char *err, size_t err_size) {
+    rl_limit_usage usage;
+    bool read = rl_backend_limit_usage(service->backend, def->key, &usage) == RL_OK;
+    const char *to = def->kind == RL_KIND_ROLLING ? "rolling" : "concurrency";
+    const char *from = def->kind == RL_KIND_ROLLING ? "concurrency" : "rolling";
+    char held[96] = "reservations";
+    if (read) snprintf(held, sizeof held, "%llu in %llu %s", (unsigned long long)usage.used,
+                       (unsigned long long)usage.active, usage.active == 1 ? "reservation" : "reservations");
+    snprintf(err, err_size,
+             "limit \"%s\" holds %s of its %s kind: its kind can change to %s only when it holds nothing "
+             "(rolling usage leaves at the end of its window, concurrency holds at Complete or their timeout); "
+             "or define the new limit under another key",
+             def->key, held, from, to);
 }
 
 /* A backend that does not know a defined key (local mode: cannot happen

@@ -29,6 +29,10 @@ struct rl_service {
 rl_status rl__service_read_usage(rl_service *service, const rl_limit_def *def,
                                  rl_limit_usage *usage);
 
+/* Why the backend refused def with RL_LIMIT_IN_USE (a change of kind while
+ * the limit holds reservations), in err: what it holds and when it can change. */
+void rl__service_in_use_detail(rl_service *service, const rl_limit_def *def, char *err, size_t err_size);
+
 /* Shared mode, at open: local-only definitions to the backend, then the
  * registry refreshed from it. err says why on failure. */
 rl_status rl__service_shared_open(rl_service *service, char *err, size_t err_size);

@@ -209,7 +209,9 @@ rl_status rl__service_shared_put(rl_service *service, const rl_limit_def *def,
     }
     if (status == RL_OK) {
         status = rl_backend_apply_definition(service->backend, def, out_status);
-        if (status != RL_OK) {
+        if (status == RL_LIMIT_IN_USE) {
+            rl__service_in_use_detail(service, def, err, err_size);
+        } else if (status != RL_OK) {
             snprintf(err, err_size, "the %s backend did not take the definition: %s",
                      service->backend_name, rl_status_name(status));
             status = RL_BACKEND_ERROR;

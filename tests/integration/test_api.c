@@ -483,6 +483,37 @@ static void test_admin_put_integers_exact(void **state) {
     assert_int_equal(usage_of("t6b", "capacity"), 1800);
 }
 
+/* A limit's kind changes only while it holds nothing: 409 limit_in_use,
+ * and the limit, its reservation and the registry file stay as they were. */
+static void test_admin_kind_change_in_use(void **state) {
+    (void)state;
+    put_limit("{\"key\":\"t6k\",\"kind\":\"rolling\",\"capacity\":10,\"window_seconds\":3600}");
+    char lease[27];
+    rl_test_ulid_new(lease);
+    assert_int_equal(reserve(lease, "t6k", 1), 200);
+    const char *to_concurrency = "{\"key\":\"t6k\",\"kind\":\"concurrency\",\"capacity\":10,\"timeout_seconds\":5}";
+    expect("PUT", "/v1/admin/limits", to_concurrency, 409, NULL);
+    if (!starts_with(last.body, "{\"ok\":false,\"error\":\"limit_in_use\",\"detail\":\"limit \\\"t6k\\\" holds 1 ") ||
+        strstr(last.body, "rolling") == NULL)
+        fail_msg("%s", last.body);
+    expect("GET", "/v1/admin/limits/t6k", NULL, 200, NULL);
+    if (strstr(last.body, "\"kind\":\"rolling\"") == NULL) fail_msg("%s", last.body);
+    assert_int_equal(usage_of("t6k", "used"), 1);
+    FILE *file = fopen(daemon_.registry_path, "r");
+    assert_non_null(file);
+    static char registry[1 << 16];
+    size_t n = fread(registry, 1, sizeof registry - 1, file);
+    registry[n] = '\0';
+    fclose(file);
+    if (strstr(registry, "{\"key\":\"t6k\",\"kind\":\"rolling\",") == NULL) fail_msg("%s", registry);
+    /* Once it holds nothing, the kind changes. */
+    complete(lease, "t6k", 0);
+    put_limit(to_concurrency);
+    assert_int_equal(usage_of("t6k", "capacity"), 10);
+    expect("GET", "/v1/admin/limits/t6k", NULL, 200, NULL);
+    if (strstr(last.body, "\"kind\":\"concurrency\"") == NULL) fail_msg("%s", last.body);
+}
+
 /* overview.md Example 4: a decrease waits for usage, denying meanwhile. */
 static void test_decreasing_flow(void **state) {
     (void)state;
@@ -723,6 +754,7 @@ int main(void) {
         cmocka_unit_test(test_admin_put_get_list),
         cmocka_unit_test(test_admin_put_invalid),
         cmocka_unit_test(test_admin_put_integers_exact),
+        cmocka_unit_test(test_admin_kind_change_in_use),
         cmocka_unit_test(test_decreasing_flow),
         cmocka_unit_test(test_exceeds_capacity),
         cmocka_unit_test(test_batches),

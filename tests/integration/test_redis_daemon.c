@@ -142,6 +142,29 @@ static void test_put_on_a_seen_by_b(void **state) {
     assert_int_equal(rl_test_daemon_stop(&c->b), 0);
 }
 
+/* A kind change through A while B's reservation is held: 409 limit_in_use,
+ * and the store, both daemons and A's file keep the old kind. */
+static void test_kind_change_while_in_use_is_refused(void **state) {
+    cluster *c = *state;
+    start(c, &c->a);
+    start(c, &c->b);
+    expect(c, &c->a, "PUT", "/v1/admin/limits",
+           "{\"key\":\"k\",\"kind\":\"rolling\",\"capacity\":10,\"window_seconds\":3600}", 200, NULL);
+    assert_int_equal(reserve(c, &c->b, "k", 1), 200);
+    assert_non_null(strstr(c->body, "\"allowed\":true"));
+    const char *to_concurrency = "{\"key\":\"k\",\"kind\":\"concurrency\",\"capacity\":10,\"timeout_seconds\":5}";
+    expect(c, &c->a, "PUT", "/v1/admin/limits", to_concurrency, 409,
+           "{\"ok\":false,\"error\":\"limit_in_use\",\"detail\":\"limit \\\"k\\\" holds 1 in 1 reservation of its rolling");
+    expect(c, &c->b, "GET", "/v1/admin/limits/k", NULL, 200, "\"kind\":\"rolling\"");
+    expect(c, &c->b, "GET", "/v1/admin/limits/k", NULL, 200, "\"used\":1");
+    if (strstr(read_file(c->a.registry_path), "\"kind\":\"rolling\"") == NULL)
+        fail_msg("A's registry: %s", read_file(c->a.registry_path));
+    assert_int_equal(reserve(c, &c->a, "k", 10), 200); /* denied for the rest of the hour, as rolling */
+    assert_non_null(strstr(c->body, "\"allowed\":false"));
+    assert_int_equal(rl_test_daemon_stop(&c->a), 0);
+    assert_int_equal(rl_test_daemon_stop(&c->b), 0);
+}
+
 /* A daemon that joins later takes the store's definitions over its own
  * file (Redis wins), seeds the keys the store lacks, and rewrites its file. */
 static void test_join_store_wins(void **state) {
@@ -413,6 +436,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_put_on_a_seen_by_b, setup, teardown),
         cmocka_unit_test_setup_teardown(test_join_store_wins, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_kind_change_while_in_use_is_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unreadable_definition_is_an_error, setup, teardown),
         cmocka_unit_test_setup_teardown(test_healthz_follows_redis, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lost_store_gets_definitions_back_from_a_daemon_that_reserved, setup,

@@ -23,8 +23,9 @@ typedef struct fixture {
     rl_backend *backend;
 } fixture;
 
-static inline rl_limit_status define(fixture *f, const char *key, rl_kind kind, uint64_t capacity,
-                                     uint32_t seconds, rl_overage overage) {
+/* Applies a definition and returns the backend's answer (define: one that must be taken). */
+static inline rl_status apply_def(fixture *f, const char *key, rl_kind kind, uint64_t capacity, uint32_t seconds,
+                                  rl_overage overage, rl_limit_status *status) {
     rl_limit_def def;
     memset(&def, 0, sizeof def);
     snprintf(def.key, sizeof def.key, "%s", key);
@@ -35,8 +36,13 @@ static inline rl_limit_status define(fixture *f, const char *key, rl_kind kind, 
     def.overage = overage;
     char err[200];
     assert_true(rl_limit_def_validate(&def, err, sizeof err));
+    return rl_backend_apply_definition(f->backend, &def, status);
+}
+
+static inline rl_limit_status define(fixture *f, const char *key, rl_kind kind, uint64_t capacity,
+                                     uint32_t seconds, rl_overage overage) {
     rl_limit_status status;
-    assert_int_equal(rl_backend_apply_definition(f->backend, &def, &status), RL_OK);
+    assert_int_equal(apply_def(f, key, kind, capacity, seconds, overage, &status), RL_OK);
     return status;
 }
 

@@ -106,46 +106,6 @@ static bool visit_until_enough(const rl_heap_node *node, void *context) {
     return take(context, ENTRY_OF(node)->amount);
 }
 
-static int by_expiry(const void *a, const void *b) {
-    uint64_t x = (*(const rl_heap_node *const *)a)->at_ms, y = (*(const rl_heap_node *const *)b)->at_ms;
-    return x < y ? -1 : x > y;
-}
-
-/* Both queues hold entries only after a limit changed kind: merge them
- * (rare, so a sorted copy of the heap is fine). Returns the expiry at which
- * enough is free, or 0 if the copy could not be made. */
-static uint64_t walk_both(const rl_mem_limit *limit, retry_walk *walk) {
-    const rl_heap *holds = &limit->holds;
-    rl_heap_node **sorted = malloc(holds->count * sizeof *sorted);
-    if (sorted == NULL) return 0;
-    for (uint32_t i = 0; i < holds->count; i++) sorted[i] = holds->nodes[i];
-    qsort(sorted, holds->count, sizeof *sorted, by_expiry);
-    const rl_expiry_ring *ring = &limit->reservations;
-    uint64_t seq = ring->head_seq, at_ms = 0;
-    uint32_t h = 0;
-    for (;;) {
-        while (seq < ring->tail_seq && rl_expiry_ring_at(ring, seq)->amount == 0) seq++;
-        bool ring_next = seq < ring->tail_seq &&
-                         (h == holds->count || rl_expiry_ring_at(ring, seq)->at_ms <= sorted[h]->at_ms);
-        if (!ring_next && h == holds->count) break;
-        uint64_t amount, expires_at_ms;
-        if (ring_next) {
-            const rl_expiry_slot *slot = rl_expiry_ring_at(ring, seq++);
-            amount = slot->amount;
-            expires_at_ms = slot->at_ms;
-        } else {
-            amount = ENTRY_OF(sorted[h])->amount;
-            expires_at_ms = sorted[h++]->at_ms;
-        }
-        if (take(walk, amount)) {
-            at_ms = expires_at_ms;
-            break;
-        }
-    }
-    free(sorted);
-    return at_ms;
-}
-
 uint64_t rl_mem_limit_retry_after_ms(const rl_mem_limit *limit, uint64_t amount, uint64_t now_ms,
                                      uint32_t **scratch, uint32_t *scratch_capacity) {
     /* used may exceed capacity by debt: all of that has to expire too. */
@@ -154,6 +114,8 @@ uint64_t rl_mem_limit_retry_after_ms(const rl_mem_limit *limit, uint64_t amount,
     retry_walk walk = {limit->used + amount - capacity};
     uint64_t at_ms = 0;
     const rl_expiry_ring *ring = &limit->reservations;
+    /* One queue at most holds live entries: a limit changes kind only while
+     * it holds nothing (rl_mem_limit_apply). */
     if (limit->holds.count == 0) {
         for (uint64_t seq = ring->head_seq; seq < ring->tail_seq; seq++) {
             const rl_expiry_slot *slot = rl_expiry_ring_at(ring, seq);
@@ -162,12 +124,10 @@ uint64_t rl_mem_limit_retry_after_ms(const rl_mem_limit *limit, uint64_t amount,
                 break;
             }
         }
-    } else if (ring->live == 0) {
+    } else {
         const rl_heap_node *enough =
             rl_heap_walk(&limit->holds, visit_until_enough, &walk, scratch, scratch_capacity);
         if (enough != NULL) at_ms = enough->at_ms;
-    } else {
-        at_ms = walk_both(limit, &walk);
     }
     if (at_ms == 0) {
         /* Only on allocation failure: the latest expiry frees everything. */
@@ -178,9 +138,12 @@ uint64_t rl_mem_limit_retry_after_ms(const rl_mem_limit *limit, uint64_t amount,
     return at_ms > now_ms ? at_ms - now_ms : 1;
 }
 
-rl_limit_status rl_mem_limit_apply(rl_mem_limit *limit, const rl_limit_def *def, uint64_t now_ms) {
-    limit->def = *def;
+rl_status rl_mem_limit_apply(rl_mem_limit *limit, const rl_limit_def *def, uint64_t now_ms,
+                             rl_limit_status *out_status) {
     rl_mem_limit_expire(limit, now_ms);
+    *out_status = limit->pending_decrease_to != 0 ? RL_LIMIT_STATUS_DECREASING : RL_LIMIT_STATUS_ACTIVE;
+    if (def->kind != limit->def.kind && rl_mem_limit_active(limit) > 0) return RL_LIMIT_IN_USE;
+    limit->def = *def;
     if (def->capacity >= limit->capacity_enforced) {
         limit->capacity_enforced = def->capacity;
         limit->pending_decrease_to = 0;
@@ -188,7 +151,8 @@ rl_limit_status rl_mem_limit_apply(rl_mem_limit *limit, const rl_limit_def *def,
         limit->pending_decrease_to = def->capacity;
         rl_mem_limit_try_decrease(limit);
     }
-    return limit->pending_decrease_to != 0 ? RL_LIMIT_STATUS_DECREASING : RL_LIMIT_STATUS_ACTIVE;
+    *out_status = limit->pending_decrease_to != 0 ? RL_LIMIT_STATUS_DECREASING : RL_LIMIT_STATUS_ACTIVE;
+    return RL_OK;
 }
 
 void rl_mem_limit_usage(const rl_mem_limit *limit, rl_limit_usage *out) {

@@ -87,8 +87,14 @@ uint64_t rl_mem_limit_retry_after_ms(const rl_mem_limit *limit, uint64_t amount,
 
 /* Installs a definition on a limit (new or existing): an increase applies at
  * once and cancels a pending decrease; a decrease applies at once only if
- * usage allows. Returns the resulting status. */
-rl_limit_status rl_mem_limit_apply(rl_mem_limit *limit, const rl_limit_def *def, uint64_t now_ms);
+ * usage allows. *out_status is the resulting status. A change of kind needs
+ * a limit that holds nothing (after expiring what is due): entries of the
+ * old kind would go on by the old kind's rules (an hour's rolling
+ * reservation on a limit whose holds time out in 5 s, which no Complete
+ * releases), so while it holds any the answer is RL_LIMIT_IN_USE and
+ * nothing changes. */
+rl_status rl_mem_limit_apply(rl_mem_limit *limit, const rl_limit_def *def, uint64_t now_ms,
+                             rl_limit_status *out_status);
 
 void rl_mem_limit_usage(const rl_mem_limit *limit, rl_limit_usage *out);
 

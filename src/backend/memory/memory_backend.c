@@ -57,7 +57,7 @@ static rl_status apply_definition(rl_backend *base, const rl_limit_def *def,
     if (limit == NULL) {
         if (rl_mem_limit_table_add(&backend->limits, def) == NULL) result = RL_NO_MEMORY;
     } else {
-        status = rl_mem_limit_apply(limit, def, backend->clock->monotonic_ms(backend->clock));
+        result = rl_mem_limit_apply(limit, def, backend->clock->monotonic_ms(backend->clock), &status);
     }
     pthread_mutex_unlock(&backend->lock);
     if (out_status != NULL) *out_status = status;

@@ -59,7 +59,8 @@ static void push_definition(rl_redis_args *a, const rl_limit_def *def, const cha
 }
 
 /* One define.lua call for count limits (mode "put" or "restore"); codes[i]
- * gets limit i's answer (0 active, 1 decreasing, 3 left as it was). */
+ * gets limit i's answer (0 active, 1 decreasing, 2 in use: a change of kind
+ * refused, 3 left as it was). */
 static rl_status define(redis_backend *backend, const rl_clock *clock, const char *mode, const rl_limit_def *defs,
                         const char *const *jsons, size_t count, uint64_t deadline_ms, long long *codes) {
     rl_redis_args a;
@@ -97,6 +98,7 @@ rl_status rl_redis_apply_definition(rl_backend *base, const rl_limit_def *def, r
     long long code = 0;
     rl_status status =
         define(backend, backend->clock, "put", def, jsons, 1, rl_redis_operation_deadline_ms(backend), &code);
+    if (status == RL_OK && code == 2) status = RL_LIMIT_IN_USE; /* nothing was written */
     if (status == RL_OK) rl_definition_cache_put(backend->definitions, def->key, json.data, json.len);
     rl_buf_free(&json);
     if (status == RL_OK && out_status != NULL)

@@ -287,6 +287,37 @@ static void retry_after_walks_expiries_until_enough_frees(void **state) {
     assert_int_equal(reserve_n(f, 8, both, 2).retry_after_ms, 40000);
 }
 
+/* A kind changes only on a limit that holds nothing: a rolling hour kept on
+ * a limit whose holds time out in 5 s would deny for the hour, and no
+ * Complete would release it. */
+static void a_kind_changes_only_while_the_limit_holds_nothing(void **state) {
+    fixture *f = *state;
+    rl_limit_status status;
+    define(f, "k", RL_KIND_ROLLING, 10, 3600, RL_OVERAGE_DEBT);
+    assert_true(reserve1(f, 1, "k", 1).allowed);
+    assert_int_equal(apply_def(f, "k", RL_KIND_CONCURRENCY, 10, 5, RL_OVERAGE_DEBT, &status), RL_LIMIT_IN_USE);
+    /* nothing changed: still rolling, the reservation held past 5 s */
+    rl_manual_clock_advance(&f->clock, 5000);
+    assert_int_equal(usage_of(f, "k").used, 1);
+    assert_int_equal(reserve1(f, 2, "k", 10).retry_after_ms, 3595000);
+    complete1(f, 1, "k", 0); /* used nothing: the reservation goes */
+    assert_int_equal(usage_of(f, "k").used, 0);
+    assert_int_equal(apply_def(f, "k", RL_KIND_CONCURRENCY, 10, 5, RL_OVERAGE_DEBT, &status), RL_OK);
+    assert_int_equal(status, RL_LIMIT_STATUS_ACTIVE);
+    /* now by the concurrency rules: a Complete releases, a hold times out */
+    assert_true(reserve1(f, 3, "k", 10).allowed);
+    assert_int_equal(reserve1(f, 4, "k", 1).retry_after_ms, 5000);
+    complete_n(f, 3, NULL, 0);
+    assert_int_equal(usage_of(f, "k").used, 0);
+    assert_true(reserve1(f, 5, "k", 2).allowed);
+    assert_int_equal(apply_def(f, "k", RL_KIND_ROLLING, 10, 60, RL_OVERAGE_DEBT, &status), RL_LIMIT_IN_USE);
+    assert_int_equal(usage_of(f, "k").active, 1);
+    rl_manual_clock_advance(&f->clock, 5000); /* the hold times out */
+    assert_int_equal(apply_def(f, "k", RL_KIND_ROLLING, 10, 60, RL_OVERAGE_DEBT, &status), RL_OK);
+    assert_true(reserve1(f, 6, "k", 10).allowed);
+    assert_int_equal(reserve1(f, 7, "k", 1).retry_after_ms, 60000);
+}
+
 static void concurrency_hold_times_out(void **state) {
     fixture *f = *state;
     define(f, "conc", RL_KIND_CONCURRENCY, 1, 30, RL_OVERAGE_DEBT);
@@ -490,6 +521,7 @@ static void threads_never_over_admit(void **state) {
     cmocka_unit_test_setup_teardown(rolling_reservations_expire_after_the_window, setup, teardown),       \
     cmocka_unit_test_setup_teardown(retry_after_walks_expiries_until_enough_frees, setup, teardown),      \
     cmocka_unit_test_setup_teardown(concurrency_hold_times_out, setup, teardown),                         \
+    cmocka_unit_test_setup_teardown(a_kind_changes_only_while_the_limit_holds_nothing, setup, teardown), \
     cmocka_unit_test_setup_teardown(a_retried_lease_gets_its_first_outcome, setup, teardown),             \
     cmocka_unit_test_setup_teardown(unknown_keys_are_reported_and_not_remembered, setup, teardown),       \
     cmocka_unit_test_setup_teardown(invalid_requests_change_nothing, setup, teardown),                    \

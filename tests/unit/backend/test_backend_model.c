@@ -114,7 +114,8 @@ static void fail_step(const char *format, ...) {
 static struct coverage {
     unsigned long steps, allowed, denied_full, exceeds, decreasing, unknown, replays, batches;
     unsigned long completes, drained, overage_debt, debt_above_capacity, overage_denied, shrinks, releases_by_complete;
-    unsigned long admin_increase, admin_decrease, admin_decrease_pending, admin_other, clamped, edge_advances;
+    unsigned long admin_increase, admin_decrease, admin_decrease_pending, admin_other, kind_in_use, clamped;
+    unsigned long edge_advances;
 } cov;
 
 static void print_coverage(const char *what) {
@@ -122,13 +123,14 @@ static void print_coverage(const char *what) {
                   "limit_decreasing, %lu unknown_limit_key, %lu replays, %lu batches; completes: %lu of admitted "
                   "leases (+%lu at the end), %lu shrunk, %lu overages charged under debt (%lu above capacity), %lu "
                   "under deny; %lu holds released; admin: %lu "
-                  "increases, %lu decreases (%lu left pending), %lu policy/lifetime/kind/define; %lu expiries "
+                  "increases, %lu decreases (%lu left pending), %lu policy/lifetime/kind/define, %lu kind changes "
+                  "refused (in use); %lu expiries "
                   "clamped; %lu advances to an expiry edge\n",
                   what, cov.steps, cov.allowed, cov.denied_full, cov.exceeds, cov.decreasing, cov.unknown, cov.replays,
                   cov.batches, cov.completes - cov.drained, cov.drained, cov.shrinks, cov.overage_debt,
                   cov.debt_above_capacity, cov.overage_denied,
                   cov.releases_by_complete, cov.admin_increase, cov.admin_decrease, cov.admin_decrease_pending,
-                  cov.admin_other, cov.clamped, cov.edge_advances);
+                  cov.admin_other, cov.kind_in_use, cov.clamped, cov.edge_advances);
     memset(&cov, 0, sizeof cov);
 }
 
@@ -767,7 +769,6 @@ static void op_admin(rl_backend *backend) {
     } else {
         what = "kind";
         set_kind(&d, d.kind == RL_KIND_ROLLING ? RL_KIND_CONCURRENCY : RL_KIND_ROLLING, (uint32_t)(1 + pick(MAX_SECONDS)));
-        kind_changed[l] = true;
     }
     char err[200];
     if (!rl_limit_def_validate(&d, err, sizeof err)) fail_step("test made an invalid definition: %s", err);
@@ -776,6 +777,20 @@ static void op_admin(rl_backend *backend) {
          d.kind == RL_KIND_ROLLING ? d.window_seconds : d.timeout_seconds, rl_overage_name(d.overage));
     rl_limit_status got = (rl_limit_status)-1;
     rl_status status = rl_backend_apply_definition(backend, &d, &got);
+    if (strcmp(what, "kind") == 0) {
+        /* A kind changes only on a limit that holds nothing, what is due
+         * expired first; otherwise nothing changes. */
+        expire();
+        rl_status want_status = active_of(l) > 0 ? RL_LIMIT_IN_USE : RL_OK;
+        if (status != want_status)
+            fail_step("apply_definition %s (kind change, %llu live entries): %s, model %s", d.key,
+                      (unsigned long long)active_of(l), rl_status_name(status), rl_status_name(want_status));
+        if (status == RL_LIMIT_IN_USE) {
+            cov.kind_in_use++;
+            return;
+        }
+        kind_changed[l] = true;
+    }
     if (status != RL_OK) fail_step("apply_definition %s: %s", d.key, rl_status_name(status));
     if (strcmp(what, "capacity") != 0) cov.admin_other++;
     rl_limit_status want = model_apply(l, &d);

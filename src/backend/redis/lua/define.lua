@@ -4,8 +4,12 @@
 -- kind (r|c), capacity, lifetime ms (window or timeout), overage
 -- (debt|deny), the definition as JSON (what listings return). An increase
 -- applies at once and cancels a pending decrease; a decrease applies once
--- usage allows. Returns one code per limit: 0 active, 1 decreasing, 3 left
--- as it was (restore of a key the store holds).
+-- usage allows. A change of kind needs a limit that holds nothing (after its
+-- purge): reservations of the old kind would go on by the old kind's rules
+-- (an hour's rolling reservation on a limit whose holds time out in 5 s).
+-- Returns one code per limit: 0 active, 1 decreasing, 2 in use (a change of
+-- kind refused: nothing written), 3 left as it was (restore of a key the
+-- store holds).
 --
 -- Every change is numbered for the daemons that follow the definitions
 -- (changes.lua): P..'defs:version' holds the store's epoch (made when the
@@ -27,19 +31,25 @@ local function number_change(K)
 end
 
 local function define(at)
-  local K, capacity = ARGV[at], tonumber(ARGV[at + 2])
+  local K, kind, capacity = ARGV[at], ARGV[at + 1], tonumber(ARGV[at + 2])
   local lk = P .. 'l:' .. K
   if restore and redis.call('EXISTS', lk) == 1 then return 3 end
-  redis.call('HSET', lk, 'kind', ARGV[at + 1], 'cap', ARGV[at + 2], 'win', ARGV[at + 3], 'ovg', ARGV[at + 4],
+  local L = load(K) -- as it was: its kind and buckets
+  if L and L.enf ~= nil then
+    purge(L)
+    if L.kind ~= kind and (L.used ~= 0 or L.act ~= 0) then
+      save(L) -- what the purge freed
+      return 2
+    end
+  end
+  redis.call('HSET', lk, 'kind', kind, 'cap', ARGV[at + 2], 'win', ARGV[at + 3], 'ovg', ARGV[at + 4],
              'def', ARGV[at + 5])
   redis.call('SADD', P .. 'defs', K)
   number_change(K)
-  local L = load(K)
-  if L.enf == nil then -- new
+  if L == nil or L.enf == nil then -- new
     redis.call('HSET', lk, 'enf', ARGV[at + 2], 'pend', 0, 'used', 0, 'act', 0, 'debt', 0, 'denied', 0)
     return 0
   end
-  purge(L)
   if capacity >= L.enf then
     L.enf = capacity; L.pend = 0
   else
