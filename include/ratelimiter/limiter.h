@@ -9,7 +9,8 @@
  *
  * Operational errors are kept apart from per-lease results (TigerBeetle's
  * tb_client style): a call returns RL_OK when every lease got a result, and a
- * denial, an unknown key, a decreasing limit are results, not errors. A call
+ * denial, an unknown key, a decreasing limit, a lease id reused with other
+ * requirements (RL_LEASE_ID_CONFLICT) are results, not errors. A call
  * returns an error only when it could not get results: RL_INVALID_REQUEST (the
  * request breaks api.md's rules; nothing was sent or changed), RL_TIMEOUT (no
  * answer before the deadline: the outcome is unknown, retry with the SAME

@@ -83,7 +83,8 @@ typedef struct rl_reserve_result {
     bool allowed;
     uint64_t retry_after_ms;      /* 0 when allowed or when retrying cannot help */
     uint64_t reserved_at_unix_ms; /* wall clock; set only when allowed */
-    rl_status status;             /* RL_OK for a plain allow or deny */
+    rl_status status;             /* RL_OK for a plain allow or deny; RL_LEASE_ID_CONFLICT
+                                     for a remembered lease id reused with other requirements */
     /* The key named by status (unknown_limit_key, limit_decreasing,
      * exceeds_capacity), or NULL. Points into the backend's own state or the
      * request, valid until the next call on the same backend from this thread

@@ -14,7 +14,7 @@
 #define RLCTL_EXIT_OK 0          /* done; reserve: allowed */
 #define RLCTL_EXIT_DENIED 1      /* reserve: not allowed (retry later, new lease id) */
 #define RLCTL_EXIT_USAGE 2       /* bad command line or input file */
-#define RLCTL_EXIT_REJECTED 3    /* the server said invalid_request, not found, unknown key */
+#define RLCTL_EXIT_REJECTED 3    /* the server said invalid_request, not found, unknown key, a conflict */
 #define RLCTL_EXIT_UNAVAILABLE 4 /* unreachable, timeout, backend error */
 
 #define RLCTL_DEFAULT_URL "http://127.0.0.1:8080"

@@ -8,6 +8,7 @@
 #include "cli/cli.h"
 #include "ratelimiter/limiter.h"
 #include "ratelimiter/ulid.h"
+#include "wire/wire.h"
 
 typedef struct key_amounts {
     char keys[RL_MAX_REQUIREMENTS][RL_KEY_MAX_LEN + 1];
@@ -134,6 +135,9 @@ int rlctl_cmd_reserve(const rlctl_global *global, int argc, char **argv) {
                     result.status == RL_EXCEEDS_CAPACITY ? " (the amount is above its capacity: retrying cannot help)"
                                                          : " (the limit is being decreased)");
             code = RLCTL_EXIT_DENIED;
+        } else if (result.status == RL_LEASE_ID_CONFLICT) {
+            fprintf(stderr, "rlctl: reserve %s: %s: %s\n", lease_id, wire, RL_WIRE_LEASE_ID_CONFLICT_DETAIL);
+            code = RLCTL_EXIT_REJECTED;
         } else if (result.status == RL_UNKNOWN_LIMIT_KEY || result.status == RL_INVALID_REQUEST) {
             fprintf(stderr, "rlctl: reserve %s: %s%s%s\n", lease_id, wire, key[0] ? " " : "", key);
             code = RLCTL_EXIT_REJECTED;

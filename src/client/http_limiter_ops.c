@@ -35,8 +35,9 @@ typedef struct reserve_call {
 static rl__http_verdict read_reserve(void *ctx, long http_status, rl_buf *body, rl_status *status) {
     reserve_call *c = ctx;
     bool single = c->count == 1;
-    /* A single reserve naming an unknown key is a 404 with a result body. */
-    if (http_status != 200 && !(single && http_status == 404))
+    /* A single reserve naming an unknown key is a 404 with a result body, a
+     * reused lease id with other requirements a 409 with one. */
+    if (http_status != 200 && !(single && (http_status == 404 || http_status == 409)))
         return rl__http_verdict_of_failure(http_status, status);
     rl_status decoded = RL_INVALID_REQUEST;
     if (body->len > 0)
@@ -45,7 +46,7 @@ static rl__http_verdict read_reserve(void *ctx, long http_status, rl_buf *body, 
                                                                c->count);
     if (decoded != RL_OK) {
         if (http_status == 200) return RL__HTTP_RETRY; /* cut short or garbled on the way */
-        *status = RL_BACKEND_ERROR; /* a 404 that is no reserve answer: not a ratelimiterd path */
+        *status = RL_BACKEND_ERROR; /* a 404 or 409 that is no reserve answer: not a ratelimiterd path */
         return RL__HTTP_DONE;
     }
     for (size_t i = 0; i < c->count; i++) {

@@ -149,6 +149,7 @@ static void run_turn(rl_scheduler *s, rl_sched_job *job, turn *t, uint64_t *rng)
         t->final = true;
         t->outcome = RL_JOB_REJECTED;
         return;
+    case RL_LEASE_ID_CONFLICT: /* this turn's new lease id was taken: the next turn makes another */
     default: /* a per-lease backend error: unknown, like a failed call */
         after_error(s, job, t, result.status, rng);
         return;

@@ -30,6 +30,10 @@ bool rl_wire_parse_error_string(const char *text, rl_status *status, const char 
         *status = RL_BACKEND_ERROR;
         return true;
     }
+    if (strcmp(text, "lease_id_conflict") == 0) {
+        *status = RL_LEASE_ID_CONFLICT;
+        return true;
+    }
     for (size_t i = 0; i < sizeof keyed_statuses / sizeof keyed_statuses[0]; i++) {
         const char *name = rl_status_wire(keyed_statuses[i]);
         size_t name_len = strlen(name);

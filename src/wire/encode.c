@@ -42,6 +42,7 @@ void rl_wire_encode_reserve_result(rl_buf *buf, const rl_reserve_result *result)
     rl_buf_append_u64(buf, result->allowed ? result->reserved_at_unix_ms : 0);
     LIT(buf, ",\"error\":");
     rl_wire_encode_error_string(buf, result->status, result->status_key);
+    if (result->status == RL_LEASE_ID_CONFLICT) LIT(buf, ",\"detail\":\"" RL_WIRE_LEASE_ID_CONFLICT_DETAIL "\"");
     LIT(buf, "}");
 }
 

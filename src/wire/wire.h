@@ -87,7 +87,13 @@ const char *rl_wire_completes_item_detail(const rl_wire_completes *msg, size_t i
 rl_status rl_wire_decode_limit_def(const char *body, size_t len, rl_limit_def *out,
                                    char detail[RL_WIRE_DETAIL_SIZE]);
 
-/* {"allowed":..,"retry_after_ms":..,"reserved_at_unix_ms":..,"error":".."} */
+/* Why a reserve got lease_id_conflict (a JSON string's contents). */
+#define RL_WIRE_LEASE_ID_CONFLICT_DETAIL                                                                  \
+    "this lease id was reserved before with other requirements (keys or amounts): a retry must send the " \
+    "same request; a new request needs a new lease id"
+
+/* {"allowed":..,"retry_after_ms":..,"reserved_at_unix_ms":..,"error":".."},
+ * and for lease_id_conflict a "detail" after "error". */
 void rl_wire_encode_reserve_result(rl_buf *buf, const rl_reserve_result *result);
 /* {"ok":true,"error":""} or {"ok":false,"error":"<status>"} */
 void rl_wire_encode_complete_result(rl_buf *buf, rl_status status);

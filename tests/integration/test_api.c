@@ -664,6 +664,40 @@ static void test_idempotent_retry(void **state) {
     assert_int_equal(usage_of("t10:tpm", "active"), 1);
 }
 
+/* The issue's reproduction: lease L on a, b filled by another, L again on b
+ * with 10: 409 lease_id_conflict with a detail, b unchanged; in a batch,
+ * that item's result. */
+static void test_reused_lease_id_conflicts(void **state) {
+    (void)state;
+    put_rolling("t10c:a", 10, 60);
+    put_rolling("t10c:b", 10, 60);
+    char lease[27], filler[27];
+    rl_test_ulid_new(lease);
+    expect("POST", "/v1/reserve", reserve_body(lease, "t10c:a", 1), 200, NULL);
+    assert_true(starts_with(last.body, "{\"allowed\":true"));
+    expect("POST", "/v1/reserve", reserve_body(rl_test_ulid_new(filler), "t10c:b", 10), 200, NULL);
+    const char *conflict =
+        "{\"allowed\":false,\"retry_after_ms\":0,\"reserved_at_unix_ms\":0,\"error\":\"lease_id_conflict\","
+        "\"detail\":\"this lease id was reserved before with other requirements (keys or amounts): a retry must "
+        "send the same request; a new request needs a new lease id\"}";
+    for (int i = 0; i < 3; i++) expect("POST", "/v1/reserve", reserve_body(lease, "t10c:b", 10), 409, conflict);
+    assert_int_equal(usage_of("t10c:b", "used"), 10);
+    assert_int_equal(usage_of("t10c:a", "used"), 1);
+    char body[1024], fresh[27];
+    snprintf(body, sizeof body,
+             "{\"requests\":[{\"lease_id\":\"%s\",\"requirements\":[{\"key\":\"t10c:b\",\"amount\":10}]},"
+             "{\"lease_id\":\"%s\",\"requirements\":[{\"key\":\"t10c:a\",\"amount\":2}]}]}",
+             lease, rl_test_ulid_new(fresh));
+    expect("POST", "/v1/reserve/batch", body, 200, NULL);
+    char want[1024];
+    snprintf(want, sizeof want, "{\"results\":[%s,{\"allowed\":true,", conflict);
+    if (!starts_with(last.body, want)) fail_msg("%s", last.body);
+    assert_int_equal(usage_of("t10c:a", "used"), 3);
+    /* the true retry still gets its first outcome */
+    expect("POST", "/v1/reserve", reserve_body(lease, "t10c:a", 1), 200, NULL);
+    assert_true(starts_with(last.body, "{\"allowed\":true"));
+}
+
 static void test_denied_lease_stays_denied(void **state) {
     (void)state;
     put_concurrency("t11:concurrency", 1);
@@ -759,6 +793,7 @@ int main(void) {
         cmocka_unit_test(test_exceeds_capacity),
         cmocka_unit_test(test_batches),
         cmocka_unit_test(test_idempotent_retry),
+        cmocka_unit_test(test_reused_lease_id_conflicts),
         cmocka_unit_test(test_denied_lease_stays_denied),
         cmocka_unit_test(test_complete_rules),
         cmocka_unit_test(test_key_path_encoding),

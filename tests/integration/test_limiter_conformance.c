@@ -43,7 +43,8 @@ static const char limits_json[] =
     ROLLING("conf:idem:tpm", 1) "," CONCURRENCY("conf:stays:conc", 1) "," ROLLING("conf:unknown:known", 100) ","
     ROLLING("conf:exceeds:tpm", 5) "," CONCURRENCY("conf:release:conc", 1) ","
     ROLLING("conf:reconcile:tpm", 100) "," ROLLING("conf:batch:rpm", 3) ","
-    ROLLING("conf:invalid:rpm", 1) "," ROLLING("conf:max:rpm", 1000) "," ROLLING("conf:decrease:tpm", 10) "]\n";
+    ROLLING("conf:invalid:rpm", 1) "," ROLLING("conf:max:rpm", 1000) "," ROLLING("conf:decrease:tpm", 10) ","
+    ROLLING("conf:reuse:a", 10) "," ROLLING("conf:reuse:b", 10) "]\n";
 
 /* ---- the two implementations -------------------------------------------- */
 
@@ -241,6 +242,22 @@ static void denied_lease_stays_denied(void **state) {
     assert_allowed(reserve_one(l, new_lease(fresh), "conf:stays:conc", 1));
 }
 
+/* A lease id reused with other requirements: a lease_id_conflict result
+ * (over HTTP a 409 with a result body), never the first outcome. */
+static void a_reused_lease_id_is_a_conflict_result(void **state) {
+    rl_limiter *l = limiter_of(state);
+    char lease[RL_ULID_TEXT_SIZE], filler[RL_ULID_TEXT_SIZE];
+    assert_allowed(reserve_one(l, new_lease(lease), "conf:reuse:a", 1));
+    assert_allowed(reserve_one(l, new_lease(filler), "conf:reuse:b", 10));
+    rl_reserve_result reuse = reserve_one(l, lease, "conf:reuse:b", 10);
+    assert_false(reuse.allowed);
+    assert_int_equal(reuse.status, RL_LEASE_ID_CONFLICT);
+    assert_null(reuse.status_key);
+    assert_int_equal(reuse.reserved_at_unix_ms, 0);
+    assert_allowed(reserve_one(l, lease, "conf:reuse:a", 1)); /* the true retry */
+    assert_allowed(reserve_one(l, new_lease(filler), "conf:reuse:a", 9)); /* a still had 9 */
+}
+
 static void unknown_key_is_a_result_naming_the_request_key(void **state) {
     rl_limiter *l = limiter_of(state);
     char lease[RL_ULID_TEXT_SIZE];
@@ -422,6 +439,7 @@ static void a_decreasing_limit_denies_naming_the_request_key(void **state) {
         cmocka_unit_test(all_or_nothing_across_keys),                               \
         cmocka_unit_test(retry_of_the_same_lease_is_idempotent),                    \
         cmocka_unit_test(denied_lease_stays_denied),                                \
+        cmocka_unit_test(a_reused_lease_id_is_a_conflict_result),                   \
         cmocka_unit_test(unknown_key_is_a_result_naming_the_request_key),           \
         cmocka_unit_test(amount_above_capacity_never_fits),                         \
         cmocka_unit_test(complete_releases_concurrency),                            \

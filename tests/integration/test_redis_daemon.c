@@ -142,6 +142,38 @@ static void test_put_on_a_seen_by_b(void **state) {
     assert_int_equal(rl_test_daemon_stop(&c->b), 0);
 }
 
+/* A lease id reused with other requirements, through another daemon: 409
+ * lease_id_conflict, b unchanged (before: allowed:true, nothing reserved). */
+static void test_reused_lease_id_conflicts_across_daemons(void **state) {
+    cluster *c = *state;
+    start(c, &c->a);
+    start(c, &c->b);
+    expect(c, &c->a, "PUT", "/v1/admin/limits", "{\"key\":\"a\",\"kind\":\"rolling\",\"capacity\":10,\"window_seconds\":60}",
+           200, NULL);
+    expect(c, &c->a, "PUT", "/v1/admin/limits", "{\"key\":\"b\",\"kind\":\"rolling\",\"capacity\":10,\"window_seconds\":60}",
+           200, NULL);
+    char lease[27], json[512];
+    rl_test_ulid_new(lease);
+    snprintf(json, sizeof json, "{\"lease_id\":\"%s\",\"requirements\":[{\"key\":\"a\",\"amount\":1}]}", lease);
+    expect(c, &c->a, "POST", "/v1/reserve", json, 200, "\"allowed\":true");
+    assert_int_equal(reserve(c, &c->b, "b", 10), 200);
+    assert_non_null(strstr(c->body, "\"allowed\":true"));
+    snprintf(json, sizeof json, "{\"lease_id\":\"%s\",\"requirements\":[{\"key\":\"b\",\"amount\":10}]}", lease);
+    for (int i = 0; i < 3; i++) {
+        expect(c, i % 2 ? &c->a : &c->b, "POST", "/v1/reserve", json, 409,
+               "{\"allowed\":false,\"retry_after_ms\":0,\"reserved_at_unix_ms\":0,\"error\":\"lease_id_conflict\","
+               "\"detail\":\"this lease id was reserved before with other requirements");
+    }
+    snprintf(json, sizeof json, "{\"requests\":[{\"lease_id\":\"%s\",\"requirements\":[{\"key\":\"b\",\"amount\":10}]}]}",
+             lease);
+    expect(c, &c->b, "POST", "/v1/reserve/batch", json, 200, "{\"results\":[{\"allowed\":false,\"retry_after_ms\":0,"
+           "\"reserved_at_unix_ms\":0,\"error\":\"lease_id_conflict\",\"detail\":");
+    expect(c, &c->a, "GET", "/v1/admin/limits/b", NULL, 200, "\"used\":10");
+    expect(c, &c->a, "GET", "/v1/admin/limits/a", NULL, 200, "\"used\":1");
+    assert_int_equal(rl_test_daemon_stop(&c->a), 0);
+    assert_int_equal(rl_test_daemon_stop(&c->b), 0);
+}
+
 /* A kind change through A while B's reservation is held: 409 limit_in_use,
  * and the store, both daemons and A's file keep the old kind. */
 static void test_kind_change_while_in_use_is_refused(void **state) {
@@ -437,6 +469,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_put_on_a_seen_by_b, setup, teardown),
         cmocka_unit_test_setup_teardown(test_join_store_wins, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kind_change_while_in_use_is_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reused_lease_id_conflicts_across_daemons, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unreadable_definition_is_an_error, setup, teardown),
         cmocka_unit_test_setup_teardown(test_healthz_follows_redis, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lost_store_gets_definitions_back_from_a_daemon_that_reserved, setup,

@@ -338,6 +338,13 @@ static void test_reserve_complete(void **state) {
     expect_contains(ran.out, lease_id);
     RLCTL("get", "--json", "cli:r:tpm");
     assert_true(out_number("limit", "usage", "used") == 60);
+    /* The same lease id with other requirements: a conflict, exit 3, why on stderr. */
+    RLCTL("reserve", "--lease-id", lease_id, "cli:r:tpm=61", "cli:r:conc=1");
+    expect_code(3);
+    expect_contains(ran.out, "\"error\":\"lease_id_conflict\"");
+    expect_contains(ran.err, "lease_id_conflict: this lease id was reserved before with other requirements");
+    RLCTL("get", "--json", "cli:r:tpm");
+    assert_true(out_number("limit", "usage", "used") == 60);
 
     /* Denied: 1, the retry hint on stdout and a sentence on stderr. */
     char other[27];

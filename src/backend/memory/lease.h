@@ -24,6 +24,7 @@ typedef struct rl_mem_lease {
     const char *status_key;      /* a limit's key (limits are never freed) */
     uint64_t retry_after_ms;
     uint64_t reserved_at_unix_ms;
+    uint64_t fingerprint;        /* of its requirements: a retry must match (core/lease_fingerprint.h) */
     rl_mem_entry entries[];
 } rl_mem_lease;
 

@@ -13,6 +13,7 @@
 
 #include "backend/memory/lease.h"
 #include "backend/memory/limit.h"
+#include "core/lease_fingerprint.h"
 #include "ratelimiter/memory.h"
 #include "ratelimiter/ulid.h"
 
@@ -130,7 +131,10 @@ static void reserve_one(memory_backend *backend, const rl_reserve_request *reque
     }
     rl_mem_lease *lease = rl_mem_lease_find(&backend->leases, id_hi, id_lo);
     if (lease != NULL) {
-        replay(lease, result);
+        if (lease->fingerprint != rl__lease_fingerprint(request->requirements, count))
+            deny(result, RL_LEASE_ID_CONFLICT, NULL, 0);
+        else
+            replay(lease, result);
         return;
     }
 
@@ -199,6 +203,7 @@ static void reserve_one(memory_backend *backend, const rl_reserve_request *reque
     lease->status_key = result->status_key;
     lease->retry_after_ms = result->retry_after_ms;
     lease->reserved_at_unix_ms = result->reserved_at_unix_ms;
+    lease->fingerprint = rl__lease_fingerprint(request->requirements, count);
 }
 
 static void reserve_batch(rl_backend *base, const rl_reserve_request *requests, size_t count,

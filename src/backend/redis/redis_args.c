@@ -44,6 +44,13 @@ void rl_redis_args_push_lease_id(rl_redis_args *a, const char *lease_id) {
     rl_redis_args_push(a, slot, RL_ULID_LEN);
 }
 
+void rl_redis_args_push_fingerprint(rl_redis_args *a, uint64_t fingerprint) {
+    _Static_assert(RL_LEASE_FINGERPRINT_TEXT_SIZE <= RL_ULID_TEXT_SIZE, "a fingerprint fits a lease id's slot");
+    char *slot = a->ids[a->id_count++];
+    rl__lease_fingerprint_text(fingerprint, slot);
+    rl_redis_args_push(a, slot, RL_LEASE_FINGERPRINT_TEXT_SIZE - 1);
+}
+
 void rl_redis_args_push_header(rl_redis_args *a, const char *prefix, const rl_clock *clock) {
     rl_redis_args_push_str(a, prefix);
     if (clock != NULL) {

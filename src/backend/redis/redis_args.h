@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/lease_fingerprint.h"
 #include "ratelimiter/clock.h"
 #include "ratelimiter/types.h"
 #include "ratelimiter/ulid.h"
@@ -27,7 +28,7 @@ typedef struct rl_redis_args {
     int capacity;
     char (*numbers)[RL_REDIS_NUMBER_SIZE]; /* storage for the numbers among them */
     int number_count;
-    char (*ids)[RL_ULID_TEXT_SIZE]; /* upper-cased lease ids */
+    char (*ids)[RL_ULID_TEXT_SIZE]; /* upper-cased lease ids, and fingerprints as text */
     int id_count;
 } rl_redis_args;
 
@@ -41,6 +42,8 @@ void rl_redis_args_push_str(rl_redis_args *a, const char *text);
 void rl_redis_args_push_u64(rl_redis_args *a, uint64_t value);
 /* Lease ids go in upper case: "01j..." and "01J..." are one lease. */
 void rl_redis_args_push_lease_id(rl_redis_args *a, const char *lease_id);
+/* A lease's fingerprint as text (core/lease_fingerprint.h). */
+void rl_redis_args_push_fingerprint(rl_redis_args *a, uint64_t fingerprint);
 /* ARGV[1..3]: prefix, and clock's now (or '' '' for Redis TIME when clock is NULL). */
 void rl_redis_args_push_header(rl_redis_args *a, const char *prefix, const rl_clock *clock);
 

@@ -17,6 +17,7 @@
 #include "backend/redis/redis_memory.h"
 #include "core/call_wait.h"
 #include "core/error_text.h"
+#include "core/lease_fingerprint.h"
 #include "ratelimiter/keys.h"
 #include "ratelimiter/memory.h"
 #include "ratelimiter/ulid.h"
@@ -131,6 +132,7 @@ static rl_status status_of_code(uint64_t code) {
     case 1: return RL_UNKNOWN_LIMIT_KEY;
     case 2: return RL_LIMIT_DECREASING;
     case 3: return RL_EXCEEDS_CAPACITY;
+    case 4: return RL_LEASE_ID_CONFLICT;
     default: return RL_BACKEND_ERROR;
     }
 }
@@ -144,7 +146,7 @@ static void run_reserves(redis_backend *backend, const rl_reserve_request *reque
         if (reserve_ok(&requests[i])) {
             fail_result(&results[i], RL_OK);
             valid++;
-            argc += 2 + 2 * requests[i].requirement_count;
+            argc += 3 + 2 * requests[i].requirement_count;
         } else {
             fail_result(&results[i], RL_INVALID_REQUEST);
         }
@@ -162,6 +164,8 @@ static void run_reserves(redis_backend *backend, const rl_reserve_request *reque
             if (results[i].status == RL_INVALID_REQUEST) continue;
             rl_redis_args_push_lease_id(&a, requests[i].lease_id);
             rl_redis_args_push_u64(&a, requests[i].requirement_count);
+            rl_redis_args_push_fingerprint(
+                &a, rl__lease_fingerprint(requests[i].requirements, requests[i].requirement_count));
             for (size_t j = 0; j < requests[i].requirement_count; j++) {
                 rl_redis_args_push_str(&a, requests[i].requirements[j].key);
                 rl_redis_args_push_u64(&a, requests[i].requirements[j].amount);

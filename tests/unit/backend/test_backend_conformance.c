@@ -438,6 +438,67 @@ static void leases_are_forgotten_after_their_memory(void **state) {
     assert_false(reserve1(f, 1, "rpm", 1).allowed);
 }
 
+/* A retry must be the same request: a remembered lease id reused with other
+ * keys or amounts is lease_id_conflict, never the first outcome (which
+ * would make the caller believe it holds what was never reserved). */
+static void a_reused_lease_id_with_other_requirements_conflicts(void **state) {
+    fixture *f = *state;
+    define(f, "a", RL_KIND_ROLLING, 10, 60, RL_OVERAGE_DEBT);
+    define(f, "b", RL_KIND_ROLLING, 10, 60, RL_OVERAGE_DEBT);
+    assert_true(reserve1(f, 1, "a", 1).allowed);
+    assert_true(reserve1(f, 2, "b", 10).allowed); /* b is full */
+    rl_reserve_result reuse = reserve1(f, 1, "b", 10);
+    assert_false(reuse.allowed);
+    assert_int_equal(reuse.status, RL_LEASE_ID_CONFLICT);
+    assert_null(reuse.status_key);
+    assert_int_equal(reuse.retry_after_ms, 0);
+    assert_int_equal(reuse.reserved_at_unix_ms, 0);
+    assert_int_equal(usage_of(f, "a").used, 1);
+    assert_int_equal(usage_of(f, "b").used, 10);
+    /* another amount on the same key, another key besides it */
+    assert_int_equal(reserve1(f, 1, "a", 2).status, RL_LEASE_ID_CONFLICT);
+    rl_requirement both[] = {{"a", 1}, {"b", 1}};
+    assert_int_equal(reserve_n(f, 1, both, 2).status, RL_LEASE_ID_CONFLICT);
+    /* a key nobody defined: still the lease's conflict, not unknown_limit_key */
+    assert_int_equal(reserve1(f, 1, "nowhere", 1).status, RL_LEASE_ID_CONFLICT);
+    /* the true retry, its requirements in another order, keeps its first outcome */
+    define(f, "c", RL_KIND_CONCURRENCY, 5, 60, RL_OVERAGE_DEBT);
+    rl_requirement pair[] = {{"a", 3}, {"c", 2}};
+    rl_reserve_result first = reserve_n(f, 3, pair, 2);
+    assert_true(first.allowed);
+    rl_requirement swapped[] = {pair[1], pair[0]};
+    rl_reserve_result again = reserve_n(f, 3, swapped, 2);
+    assert_true(again.allowed);
+    assert_int_equal(again.status, RL_OK);
+    assert_int_equal(again.reserved_at_unix_ms, first.reserved_at_unix_ms);
+    assert_true(reserve1(f, 1, "a", 1).allowed);
+    assert_int_equal(usage_of(f, "a").used, 4);
+    assert_int_equal(usage_of(f, "c").used, 2);
+    /* a remembered denial too: retried, it stays denied; reused, it conflicts */
+    rl_reserve_result denied = reserve1(f, 4, "b", 5);
+    assert_false(denied.allowed);
+    assert_int_equal(denied.status, RL_OK);
+    assert_int_equal(reserve1(f, 4, "b", 5).retry_after_ms, denied.retry_after_ms);
+    assert_int_equal(reserve1(f, 4, "a", 1).status, RL_LEASE_ID_CONFLICT);
+    assert_int_equal(usage_of(f, "a").used, 4);
+    /* in a batch: that item's result, the others decided as usual */
+    char ids[3][27];
+    rl_requirement a1 = {"a", 1}, b10 = {"b", 10};
+    rl_reserve_request requests[3] = {
+        {rl_test_lease_id(5, ids[0]), NULL, &a1, 1},
+        {rl_test_lease_id(1, ids[1]), NULL, &b10, 1},
+        {rl_test_lease_id(6, ids[2]), NULL, &a1, 1},
+    };
+    rl_reserve_result results[3];
+    rl_backend_reserve_batch(f->backend, requests, 3, results);
+    assert_true(results[0].allowed);
+    assert_false(results[1].allowed);
+    assert_int_equal(results[1].status, RL_LEASE_ID_CONFLICT);
+    assert_true(results[2].allowed);
+    assert_int_equal(usage_of(f, "a").used, 6);
+    assert_int_equal(usage_of(f, "b").used, 10);
+}
+
 static void batches_decide_in_order(void **state) {
     fixture *f = *state;
     define(f, "rpm", RL_KIND_ROLLING, 2, 60, RL_OVERAGE_DEBT);
@@ -523,6 +584,7 @@ static void threads_never_over_admit(void **state) {
     cmocka_unit_test_setup_teardown(concurrency_hold_times_out, setup, teardown),                         \
     cmocka_unit_test_setup_teardown(a_kind_changes_only_while_the_limit_holds_nothing, setup, teardown), \
     cmocka_unit_test_setup_teardown(a_retried_lease_gets_its_first_outcome, setup, teardown),             \
+    cmocka_unit_test_setup_teardown(a_reused_lease_id_with_other_requirements_conflicts, setup, teardown),             \
     cmocka_unit_test_setup_teardown(unknown_keys_are_reported_and_not_remembered, setup, teardown),       \
     cmocka_unit_test_setup_teardown(invalid_requests_change_nothing, setup, teardown),                    \
     cmocka_unit_test_setup_teardown(complete_is_idempotent_and_tolerates_unknown_leases, setup, teardown), \

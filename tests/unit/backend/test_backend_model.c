@@ -112,7 +112,7 @@ static void fail_step(const char *format, ...) {
  * never reaches a case proves nothing about it) ---- */
 
 static struct coverage {
-    unsigned long steps, allowed, denied_full, exceeds, decreasing, unknown, replays, batches;
+    unsigned long steps, allowed, denied_full, exceeds, decreasing, unknown, replays, conflicts, batches;
     unsigned long completes, drained, overage_debt, debt_above_capacity, overage_denied, shrinks, releases_by_complete;
     unsigned long admin_increase, admin_decrease, admin_decrease_pending, admin_other, kind_in_use, clamped;
     unsigned long edge_advances;
@@ -120,13 +120,13 @@ static struct coverage {
 
 static void print_coverage(const char *what) {
     print_message("%s: %lu steps; reserves: %lu allowed, %lu denied (full), %lu exceeds_capacity, %lu "
-                  "limit_decreasing, %lu unknown_limit_key, %lu replays, %lu batches; completes: %lu of admitted "
+                  "limit_decreasing, %lu unknown_limit_key, %lu replays, %lu lease_id_conflict, %lu batches; completes: %lu of admitted "
                   "leases (+%lu at the end), %lu shrunk, %lu overages charged under debt (%lu above capacity), %lu "
                   "under deny; %lu holds released; admin: %lu "
                   "increases, %lu decreases (%lu left pending), %lu policy/lifetime/kind/define, %lu kind changes "
                   "refused (in use); %lu expiries "
                   "clamped; %lu advances to an expiry edge\n",
-                  what, cov.steps, cov.allowed, cov.denied_full, cov.exceeds, cov.decreasing, cov.unknown, cov.replays,
+                  what, cov.steps, cov.allowed, cov.denied_full, cov.exceeds, cov.decreasing, cov.unknown, cov.replays, cov.conflicts,
                   cov.batches, cov.completes - cov.drained, cov.drained, cov.shrinks, cov.overage_debt,
                   cov.debt_above_capacity, cov.overage_denied,
                   cov.releases_by_complete, cov.admin_increase, cov.admin_decrease, cov.admin_decrease_pending,
@@ -429,6 +429,10 @@ static uint64_t held_now(int l, uint64_t *count) {
 static void ledger_reserved(int lease, const int *keys, const uint64_t *amounts, int n, const rl_reserve_result *got) {
     ledger_lease *x = &ledger[lease];
     if (got->status == RL_UNKNOWN_LIMIT_KEY && !x->answered) return;
+    if (got->status == RL_LEASE_ID_CONFLICT) { /* not an outcome of the lease: it keeps its first */
+        if (!x->answered) fail_step("lease %d: lease_id_conflict, but it was never answered", lease);
+        return;
+    }
     if (x->answered) {
         if (got->allowed != x->allowed)
             fail_step("lease %d was %s before and is %s now", lease, x->allowed ? "allowed" : "denied",
@@ -546,6 +550,8 @@ static int next_lease;
  * completed later, and dropped when picked). */
 static int open_leases[MAX_LEASES], open_count;
 
+static void shuffle(request_record *r);
+
 static void random_requirements(request_record *r) {
     r->n = 0;
     for (int l = 0; l < LIMITS; l++) {
@@ -565,7 +571,12 @@ static void random_requirements(request_record *r) {
         r->amounts[0] = 1;
         r->n = 1;
     }
-    /* requirements in a random order: the status key is the first that fails */
+    shuffle(r);
+}
+
+/* Requirements in a random order: the status key is the first that fails,
+ * and a retry may list them in any order. */
+static void shuffle(request_record *r) {
     for (int i = r->n - 1; i > 0; i--) {
         int j = (int)pick((uint64_t)i + 1);
         int k = r->keys[i];
@@ -581,8 +592,12 @@ static void random_requirements(request_record *r) {
 static int choose_reserve_lease(request_record *r) {
     if (next_lease > 1 && chance(20)) {
         int lease = 1 + (int)pick((uint64_t)next_lease - 1);
-        if (chance(80)) *r = requested[lease]; /* a true retry: the same request */
-        else random_requirements(r);
+        if (chance(80)) { /* a true retry: the same request, in any order */
+            *r = requested[lease];
+            shuffle(r);
+        } else {
+            random_requirements(r); /* a reuse: most often another request, a conflict */
+        }
         return lease;
     }
     random_requirements(r);
@@ -600,11 +615,29 @@ static void describe_reserve(int lease, const request_record *r, const rl_reserv
          (unsigned long long)got->retry_after_ms);
 }
 
+/* The same requirements: each key with the same amount, in any order. */
+static bool same_request(const request_record *a, const request_record *b) {
+    if (a->n != b->n) return false;
+    for (int i = 0; i < a->n; i++) {
+        bool found = false;
+        for (int j = 0; j < b->n && !found; j++) found = a->keys[i] == b->keys[j] && a->amounts[i] == b->amounts[j];
+        if (!found) return false;
+    }
+    return true;
+}
+
 static void check_reserve(int lease, const request_record *r, const rl_reserve_result *got) {
     describe_reserve(lease, r, got);
     bool decided_before = leases[lease].decided;
-    if (!decided_before) requested[lease] = *r; /* what completes of it will report on */
-    rl_reserve_result want = model_reserve(lease, r->keys, r->amounts, r->n);
+    rl_reserve_result want;
+    if (decided_before && !same_request(r, &requested[lease])) {
+        /* A reused lease id with other requirements: never the first outcome. */
+        want = (rl_reserve_result){.allowed = false, .status = RL_LEASE_ID_CONFLICT};
+        cov.conflicts++;
+    } else {
+        if (!decided_before) requested[lease] = *r; /* what completes of it will report on */
+        want = model_reserve(lease, r->keys, r->amounts, r->n);
+    }
     if (!decided_before && want.allowed) open_leases[open_count++] = lease;
     if (got->allowed != want.allowed || got->status != want.status || got->retry_after_ms != want.retry_after_ms ||
         got->reserved_at_unix_ms != want.reserved_at_unix_ms)

@@ -85,6 +85,7 @@ static void reserve_answers_from_the_server_encoder(void **state) {
         {false, 10000, 0, RL_LIMIT_DECREASING, "g:tpm"},
         {false, 0, 0, RL_EXCEEDS_CAPACITY, "g:rpm"},
         {false, 0, 0, RL_BACKEND_ERROR, NULL},
+        {false, 0, 0, RL_LEASE_ID_CONFLICT, NULL}, /* with its detail */
     };
     enum { N = sizeof results / sizeof results[0] };
     rl_buf buf;
@@ -185,6 +186,9 @@ static void error_strings(void **state) {
     assert_null(key);
     assert_false(rl_wire_parse_error_string("unknown_limit_keys:x", &status, &key));
     assert_false(rl_wire_parse_error_string("backend_error:x", &status, &key));
+    assert_true(rl_wire_parse_error_string("lease_id_conflict", &status, &key));
+    assert_int_equal(status, RL_LEASE_ID_CONFLICT);
+    assert_null(key);
 }
 
 int main(void) {

@@ -82,6 +82,12 @@ static void test_reserve_plain_errors(void **state) {
     assert_string_equal(reserve_json(false, 0, 0, RL_INVALID_REQUEST, NULL),
                         "{\"allowed\":false,\"retry_after_ms\":0,\"reserved_at_unix_ms\":0,"
                         "\"error\":\"invalid_request\"}");
+    /* A conflict says why, whichever backend and road it took. */
+    assert_string_equal(reserve_json(false, 0, 0, RL_LEASE_ID_CONFLICT, NULL),
+                        "{\"allowed\":false,\"retry_after_ms\":0,\"reserved_at_unix_ms\":0,"
+                        "\"error\":\"lease_id_conflict\",\"detail\":\"this lease id was reserved before with "
+                        "other requirements (keys or amounts): a retry must send the same request; a new request "
+                        "needs a new lease id\"}");
 }
 
 static void test_reserve_extreme_numbers(void **state) {

@@ -33,7 +33,7 @@ else
   UNIX_NOW = NOW
 end
 
-local ST_OK, ST_UNKNOWN, ST_DECREASING, ST_EXCEEDS = 0, 1, 2, 3
+local ST_OK, ST_UNKNOWN, ST_DECREASING, ST_EXCEEDS, ST_CONFLICT = 0, 1, 2, 3, 4
 local CHUNK = 256 -- members handled per call, below Lua's unpack limit
 
 local function fmt(x) return string.format('%.0f', x) end
@@ -154,7 +154,9 @@ end
 
 -- A lease record, one string: "allowed retry_after reserved_at status
 -- =status_key completed forget_at n" then n times "key kind amount X" (X:
--- the entry's bucket). Keys have no spaces, so spaces separate.
+-- the entry's bucket), then "#F": F the fingerprint of the reserve's
+-- requirements (core/lease_fingerprint.h; records written before it have
+-- none). Keys have no spaces, so spaces separate.
 local HEAD = '^(%d+) (%d+) (%d+) (%d+) =(%S*) (%d) (%d+)'
 
 -- The outcome a record holds: allowed, retry_after, reserved_at, status,

@@ -1,7 +1,8 @@
 -- reserve.lua: decides a batch of leases, each all-or-nothing, in order.
--- ARGV[4] = lease memory ms, ARGV[5] = count, then per lease: id, n, and n
--- pairs (key, amount). Returns 5 values per lease: allowed (0|1),
--- retry_after_ms, reserved_at_unix_ms, status, the key the status names ('').
+-- ARGV[4] = lease memory ms, ARGV[5] = count, then per lease: id, n, the
+-- fingerprint of its requirements, and n pairs (key, amount). Returns 5
+-- values per lease: allowed (0|1), retry_after_ms, reserved_at_unix_ms,
+-- status, the key the status names ('').
 local memory_ms = tonumber(ARGV[4])
 
 -- Milliseconds until `amount` more would fit, walking the buckets in expiry
@@ -61,16 +62,22 @@ local function record(lease, text, ttl_ms)
   return nil
 end
 
-local function replay(known)
+-- A lease decided before: its first outcome if this is a retry of the same
+-- request (the same fingerprint, or a record from before fingerprints),
+-- else a conflict: the caller must not believe it holds what it never
+-- reserved.
+local function replay(known, fingerprint)
+  local f = string.match(known, ' #(%S+)$')
+  if f and f ~= fingerprint then return 0, 0, 0, ST_CONFLICT, '' end
   local a, ra, at, s, sk = lease_head(known)
   return a, ra, at, s, sk
 end
 
 -- Denies a lease (remembering the denial) unless it was decided before.
-local function deny(lease, ra, s, sk)
-  local text = table.concat({'0', fmt(ra), '0', s, '=' .. sk, '0', forget_text(0), 0}, ' ')
+local function deny(lease, fingerprint, ra, s, sk)
+  local text = table.concat({'0', fmt(ra), '0', s, '=' .. sk, '0', forget_text(0), '0', '#' .. fingerprint}, ' ')
   local known = record(lease, text, ttl_texts[0])
-  if known then return replay(known) end
+  if known then return replay(known, fingerprint) end
   return 0, ra, 0, s, sk
 end
 
@@ -78,33 +85,33 @@ end
 -- goes largely to making tables, so the hot path makes only one.
 local lims, amounts, parts = {}, {}, {'1', '0', UNIX_NOW_TEXT, '0', '=', '0'}
 
--- Decides the lease whose id, count and (key, amount) pairs start at
+-- Decides the lease whose id, count, fingerprint and (key, amount) pairs start at
 -- ARGV[base]. exceeds_capacity beats limit_decreasing beats a plain deny: a
 -- client must not retry what can never fit. The decision is made first and
 -- applied only once record() finds the lease new.
 local function reserve(base)
-  local id, n = ARGV[base], tonumber(ARGV[base + 1])
+  local id, n, fingerprint = ARGV[base], tonumber(ARGV[base + 1]), ARGV[base + 2]
   local lease = P .. 'L:' .. id
   local lifetime = 0
   for i = 1, n do
-    local K = ARGV[base + 2 * i]
+    local K = ARGV[base + 1 + 2 * i]
     local lim = limit(K)
     if lim == nil then -- not remembered, but a lease decided before keeps its outcome
       local known = redis.call('GET', lease)
       if known then
-        local a, ra, at, s, sk, _, f = lease_head(known)
-        if f >= NOW then return a, ra, at, s, sk end
+        local _, _, _, _, _, _, f = lease_head(known)
+        if f >= NOW then return replay(known, fingerprint) end
       end
       return 0, 0, 0, ST_UNKNOWN, K
     end
     lims[i] = lim
-    amounts[i] = tonumber(ARGV[base + 2 * i + 1])
+    amounts[i] = tonumber(ARGV[base + 2 + 2 * i])
     if lim.win > lifetime then lifetime = lim.win end
   end
   local decreasing, fits, wait = nil, true, 0
   for i = 1, n do
     local lim, amount = lims[i], amounts[i]
-    if amount > lim.enf then return deny(lease, 0, ST_EXCEEDS, lim.key) end
+    if amount > lim.enf then return deny(lease, fingerprint, 0, ST_EXCEEDS, lim.key) end
     if lim.pend ~= 0 then
       if decreasing == nil then decreasing = lim.key end
     elseif lim.used + amount > lim.enf then
@@ -113,16 +120,17 @@ local function reserve(base)
       if w > wait then wait = w end
     end
   end
-  if decreasing then return deny(lease, 10000, ST_DECREASING, decreasing) end
-  if not fits then return deny(lease, wait, ST_OK, '') end
+  if decreasing then return deny(lease, fingerprint, 10000, ST_DECREASING, decreasing) end
+  if not fits then return deny(lease, fingerprint, wait, ST_OK, '') end
   parts[7] = forget_text(lifetime); parts[8] = ARGV[base + 1]
   for i = 1, n do
     local lim, p = lims[i], 4 + 4 * i
     parts[p + 1] = lim.key; parts[p + 2] = lim.kind
-    parts[p + 3] = ARGV[base + 2 * i + 1]; parts[p + 4] = lim.at_text
+    parts[p + 3] = ARGV[base + 2 + 2 * i]; parts[p + 4] = lim.at_text
   end
-  local known = record(lease, table.concat(parts, ' ', 1, 8 + 4 * n), ttl_texts[lifetime])
-  if known then return replay(known) end
+  parts[9 + 4 * n] = '#' .. fingerprint
+  local known = record(lease, table.concat(parts, ' ', 1, 9 + 4 * n), ttl_texts[lifetime])
+  if known then return replay(known, fingerprint) end
   for i = 1, n do hold(lims[i], amounts[i]) end
   return 1, 0, UNIX_NOW, ST_OK, ''
 end
@@ -132,7 +140,7 @@ local at = 6
 for _ = 1, tonumber(ARGV[5]) do
   local o = #out
   out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = reserve(at)
-  at = at + 2 + 2 * tonumber(ARGV[at + 1])
+  at = at + 3 + 2 * tonumber(ARGV[at + 1])
 end
 for _, L in pairs(limits) do save(L) end
 return out

@@ -1,0 +1,32 @@
+/* core/lease_fingerprint.h — private: what makes a retry the same request.
+ *
+ * A reserve that reuses a lease id is a retry, and must be the request it
+ * retries: the same keys with the same amounts (listed in any order). The
+ * backends remember this fingerprint with each decided lease and answer a
+ * reuse whose requirements differ with RL_LEASE_ID_CONFLICT instead of the
+ * first outcome, which would make the caller believe it holds what it never
+ * reserved. Completes are not checked: their actuals differ by design.
+ *
+ * 64 bits of mixing: two different requests share a fingerprint
+ * with a chance of about 2^-64, and then the reuse is answered as a retry,
+ * as it was before fingerprints. Pure and thread-safe.
+ */
+#ifndef RL_CORE_LEASE_FINGERPRINT_H
+#define RL_CORE_LEASE_FINGERPRINT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ratelimiter/types.h"
+
+/* 11 characters of base64url (64 bits) and a NUL. */
+#define RL_LEASE_FINGERPRINT_TEXT_SIZE 12
+
+/* The fingerprint of count requirements (their keys NUL-terminated), the
+ * same for any order of them. */
+uint64_t rl__lease_fingerprint(const rl_requirement *requirements, size_t count);
+
+/* fingerprint as text, for stores that keep text (redis). */
+void rl__lease_fingerprint_text(uint64_t fingerprint, char out[RL_LEASE_FINGERPRINT_TEXT_SIZE]);
+
+#endif
