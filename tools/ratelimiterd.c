@@ -164,6 +164,8 @@ int main(int argc, char **argv) {
     }
 
     uint32_t threads = rl_server_config_thread_count(&config);
+    const char *origins[RL_CONFIG_MAX_ALLOWED_ORIGINS];
+    for (uint32_t i = 0; i < config.allowed_origin_count; i++) origins[i] = config.allowed_origins[i];
     rl_http_server_options http_options = {
         .listen_addr = config.listen_addr,
         .threads = threads,
@@ -172,6 +174,8 @@ int main(int argc, char **argv) {
         .max_connections = config.max_connections,
         .idle_timeout_ms = config.idle_timeout_ms,
         .request_timeout_ms = config.request_timeout_ms,
+        .allowed_origins = origins,
+        .allowed_origin_count = config.allowed_origin_count,
     };
     rl_http_server *server = NULL;
     if (!rl_http_server_create(&http_options, service, &server, err, sizeof err) ||
@@ -185,6 +189,11 @@ int main(int argc, char **argv) {
     fprintf(stderr, "ratelimiterd listening on %s (backend %s, %zu limits, %u threads)\n",
             rl_http_server_address(server), rl_service_backend_name(service),
             rl_service_limit_count(service), threads);
+    if (!rl_http_server_is_loopback_only(server))
+        fprintf(stderr,
+                "ratelimiterd: warning: %s is reachable from other machines, and v1 has no authentication: "
+                "anyone who reaches it can reserve and change limits (firewall it, or listen on 127.0.0.1)\n",
+                rl_http_server_address(server));
 
     int signal_number = 0;
     while (sigwait(&stop_signals, &signal_number) != 0) {

@@ -159,12 +159,14 @@ static bool scalar_to_u64(const yaml_node_t *node, uint64_t *out) {
 
 /* ---- sections ----------------------------------------------------------- */
 
-typedef enum field_type { FIELD_STRING, FIELD_U32, FIELD_U64, FIELD_BOOL } field_type;
+/* FIELD_ORIGINS: a sequence of origins into the config's allowed_origins. */
+typedef enum field_type { FIELD_STRING, FIELD_U32, FIELD_U64, FIELD_BOOL, FIELD_ORIGINS } field_type;
 
 typedef struct field {
     const char *name;
     field_type type;
-    void *target;      /* char[max + 1] (max 0: RL_CONFIG_STRING_MAX), uint32_t, uint64_t or bool */
+    void *target;      /* char[max + 1] (max 0: RL_CONFIG_STRING_MAX), uint32_t, uint64_t, bool, or
+                          the rl_server_config (origins) */
     uint64_t min, max; /* integers only */
     const char *hint;  /* what the value means, for the error message */
 } field;
@@ -190,8 +192,31 @@ static bool key_prefix_is_valid(const char *prefix) {
     return true;
 }
 
+/* A YAML sequence of origins (`[]` for none), each checked. */
+static bool set_origins(load_ctx *ctx, const field *f, const yaml_node_t *value) {
+    rl_server_config *c = f->target;
+    if (value->type != YAML_SEQUENCE_NODE)
+        return failf(ctx, value, "'%s' must be a list of origins, e.g. [\"https://console.example.com\"]", f->name);
+    c->allowed_origin_count = 0;
+    for (yaml_node_item_t *item = value->data.sequence.items.start; item < value->data.sequence.items.top; item++) {
+        const yaml_node_t *node = yaml_document_get_node(ctx->doc, *item);
+        if (node == NULL || node->type != YAML_SCALAR_NODE)
+            return failf(ctx, value, "'%s' must be a list of origins (strings)", f->name);
+        if (c->allowed_origin_count == RL_CONFIG_MAX_ALLOWED_ORIGINS)
+            return failf(ctx, node, "'%s' holds at most %u origins", f->name, RL_CONFIG_MAX_ALLOWED_ORIGINS);
+        const char *text = (const char *)node->data.scalar.value;
+        char why[200];
+        if (node->data.scalar.length != strlen(text) || !rl_request_guard_origin_check(text, why, sizeof why))
+            return failf(ctx, node, "'%s': %s", f->name,
+                         node->data.scalar.length != strlen(text) ? "an origin holds a NUL byte" : why);
+        snprintf(c->allowed_origins[c->allowed_origin_count++], RL_ORIGIN_MAX_LEN + 1, "%s", text);
+    }
+    return true;
+}
+
 static bool set_field(load_ctx *ctx, const field *f, const yaml_node_t *value) {
     if (is_null_scalar(value)) return failf(ctx, value, "'%s' needs a value", f->name);
+    if (f->type == FIELD_ORIGINS) return set_origins(ctx, f, value);
     if (f->type == FIELD_STRING) {
         if (value->type != YAML_SCALAR_NODE)
             return failf(ctx, value, "'%s' must be a string", f->name);
@@ -289,6 +314,7 @@ static bool load_document(load_ctx *ctx, rl_server_config *c) {
          RL_CONFIG_MAX_IDLE_TIMEOUT_MS, "milliseconds a connection may wait between requests"},
         {"request_timeout_ms", FIELD_U32, &c->request_timeout_ms, RL_CONFIG_MIN_TIMEOUT_MS,
          RL_CONFIG_MAX_REQUEST_TIMEOUT_MS, "milliseconds for a request to arrive"},
+        {"allowed_origins", FIELD_ORIGINS, c, 0, 0, ""},
     };
     const field registry_fields[] = {
         {"path", FIELD_STRING, c->registry_path, 0, 0, ""},

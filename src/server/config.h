@@ -1,7 +1,9 @@
 /* server/config.h — the daemon's settings: defaults, config.yaml (spec §11.2).
  *
  *   server:   listen_addr, backend, threads, max_body_bytes, max_batch,
- *             max_connections, idle_timeout_ms, request_timeout_ms
+ *             max_connections, idle_timeout_ms, request_timeout_ms,
+ *             allowed_origins (a list: the web origins whose pages may call
+ *             the API, request_guard.h; none by default)
  *   registry: path, max_limits
  *   memory:   sweep_interval_ms, lease_memory_ms, max_leases
  *   redis:    address, password, db, connections, key_prefix,
@@ -40,6 +42,7 @@
 
 #include "ratelimiter/memory.h"
 #include "ratelimiter/redis.h"
+#include "server/request_guard.h"
 
 #define RL_CONFIG_DEFAULT_LISTEN_ADDR "127.0.0.1:8080"
 #define RL_CONFIG_DEFAULT_BACKEND "memory"
@@ -84,6 +87,7 @@
 #define RL_CONFIG_REDIS_KEY_PREFIX_MAX 64 /* bytes, printable ASCII without spaces */
 
 #define RL_CONFIG_STRING_MAX 1024 /* listen_addr, backend, paths */
+#define RL_CONFIG_MAX_ALLOWED_ORIGINS 32
 #define RL_CONFIG_ERR_SIZE 512
 
 /* The redis section. Strings are "" when unset (password: no AUTH). */
@@ -116,6 +120,9 @@ typedef struct rl_server_config {
     uint32_t max_connections; /* open client connections, all loops together */
     uint32_t idle_timeout_ms;    /* a connection between requests is closed after this */
     uint32_t request_timeout_ms; /* a request must arrive, and its answer be taken, within this */
+    /* Origins as rl_request_guard_origin_check accepts them. */
+    char allowed_origins[RL_CONFIG_MAX_ALLOWED_ORIGINS][RL_ORIGIN_MAX_LEN + 1];
+    uint32_t allowed_origin_count;
 
     char registry_path[RL_CONFIG_STRING_MAX];
     uint64_t max_limits; /* 0: the registry's default */

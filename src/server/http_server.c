@@ -29,6 +29,8 @@
 #include "server/error_filter.h"
 #include "server/handler.h"
 #include "server/listen_addr.h"
+#include "server/request_guard.h"
+#include "server/respond.h"
 
 _Static_assert(RL_HTTP_MAX_HEADERS == H2O_MAX_HEADERS, "h2o.h's H2O_MAX_HEADERS changed");
 _Static_assert(RL_HTTP_MAX_HEADER_BYTES == H2O_MAX_REQLEN, "h2o.h's H2O_MAX_REQLEN changed");
@@ -88,6 +90,7 @@ struct rl_http_server {
     char address[RL_LISTEN_HOST_MAX_LEN + 16];
     uint16_t port;
     uint32_t max_connections; /* after the descriptor limit */
+    rl_request_guard guard;   /* Host and Origin, before any handler */
     h2o_globalconf_t config;
     rl_http_thread *threads;
     uint32_t thread_count;
@@ -107,9 +110,12 @@ static uint64_t monotonic_ms(void) {
 static const char *reason_phrase(int status) {
     switch (status) {
     case 200: return "OK";
+    case 204: return "No Content";
     case 400: return "Bad Request";
+    case 403: return "Forbidden";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
+    case 409: return "Conflict";
     case 500: return "Internal Server Error";
     case 503: return "Service Unavailable";
     default: return "";
@@ -199,9 +205,54 @@ static bool start_async(rl_http_thread *thread, h2o_req_t *req, const rl_http_re
     return true;
 }
 
+/* ---- browsers (request_guard.h) ------------------------------------------ */
+
+static void add_header(h2o_req_t *req, const h2o_token_t *token, const char *value, size_t len) {
+    h2o_add_header(&req->pool, &req->res.headers, token, NULL, value, len);
+}
+
+/* Answers req now if the guard refuses it or it is a preflight; else adds
+ * the CORS headers an allowed origin's answer carries. True: answered. */
+static bool guard_answered(rl_http_thread *thread, h2o_req_t *req) {
+    /* h2o puts its own default in authority when a request has no Host. */
+    bool has_host = req->input.authority.base != NULL && req->hostconf != NULL &&
+                    req->input.authority.base != req->hostconf->authority.hostport.base;
+    ssize_t origin_at = h2o_find_header_by_str(&req->headers, H2O_STRLIT("origin"), -1);
+    const h2o_iovec_t *origin = origin_at >= 0 ? &req->headers.entries[origin_at].value : NULL;
+    rl_guard_decision decision;
+    rl_request_guard_check(&thread->server->guard, req->method.base, req->method.len,
+                           has_host ? req->input.authority.base : NULL, req->input.authority.len,
+                           origin != NULL ? origin->base : NULL, origin != NULL ? origin->len : 0, &decision);
+    if (decision.verdict == RL_GUARD_REFUSE) {
+        rl_http_response response = {0, NULL, NULL};
+        rl_respond_error(&thread->handler, &response, 403, RL_INVALID_REQUEST, NULL, decision.detail);
+        send_response(req, &response);
+        rl_handler_ctx_trim(&thread->handler);
+        return true;
+    }
+    if (!decision.cors) return false;
+    add_header(req, H2O_TOKEN_ACCESS_CONTROL_ALLOW_ORIGIN, origin->base, origin->len);
+    add_header(req, H2O_TOKEN_VARY, H2O_STRLIT("Origin"));
+    if (decision.verdict != RL_GUARD_PREFLIGHT) return false;
+    static h2o_generator_t generator = {NULL, NULL};
+    h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("access-control-allow-methods"), 0, NULL,
+                          H2O_STRLIT("GET, POST, PUT"));
+    h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("access-control-allow-headers"), 0, NULL,
+                          H2O_STRLIT("content-type"));
+    h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("access-control-max-age"), 0, NULL,
+                          H2O_STRLIT("600"));
+    req->res.status = 204;
+    req->res.reason = reason_phrase(204);
+    req->res.content_length = 0;
+    h2o_start_response(req, &generator);
+    h2o_send(req, NULL, 0, H2O_SEND_STATE_FINAL);
+    return true;
+}
+
 static int on_request(h2o_handler_t *self, h2o_req_t *req) {
     (void)self;
     rl_http_thread *thread = H2O_STRUCT_FROM_MEMBER(rl_http_thread, ctx, req->conn->ctx);
+    if (guard_answered(thread, req)) return 0;
     size_t path_len = req->query_at != SIZE_MAX ? req->query_at : req->path.len;
     rl_http_request request = {
         .method = req->method.base,
@@ -299,6 +350,10 @@ static bool open_listener(rl_http_server *server, char *err, size_t err_size) {
         return fail(err, err_size, "cannot read the address of %s", server->options.listen_addr, e);
     }
     format_address(&bound, server->address, sizeof server->address, &server->port);
+    server->guard.loopback_only =
+        bound.ss_family == AF_INET6
+            ? IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)&bound)->sin6_addr)
+            : (ntohl(((const struct sockaddr_in *)&bound)->sin_addr.s_addr) >> 24) == 127u;
     server->listen_fd = fd;
     return true;
 }
@@ -542,6 +597,8 @@ bool rl_http_server_create(const rl_http_server_options *options, rl_service *se
         return false;
     }
     server->max_connections = connection_bound(options->max_connections, options->threads);
+    server->guard.allowed_origins = options->allowed_origins;
+    server->guard.allowed_origin_count = options->allowed_origin_count;
 
     h2o_config_init(&server->config);
     server->config.server_name = h2o_iovec_init(H2O_STRLIT("ratelimiterd"));
@@ -552,6 +609,13 @@ bool rl_http_server_create(const rl_http_server_options *options, rl_service *se
     server->config.http1.req_timeout =
         (uint64_t)options->idle_timeout_ms + (uint64_t)options->request_timeout_ms;
     server->config.http2.idle_timeout = options->idle_timeout_ms;
+    /* No h2c (HTTP/2 without TLS, by "Upgrade: h2c" or by its preface):
+     * libh2o 2.2 refuses an HTTP/2 body above max_request_entity_size with
+     * RST_STREAM(REFUSED_STREAM) and no answer, where HTTP/1.1 gets a 413,
+     * and it offers no hook to answer otherwise. An Upgrade header is now
+     * ignored (the request is served over HTTP/1.1); the preface gets
+     * libh2o's plain 400. */
+    server->config.http1.upgrade_to_http2 = 0;
     h2o_hostconf_t *host =
         h2o_config_register_host(&server->config, h2o_iovec_init(H2O_STRLIT("default")), 65535);
     /* One handler for every path: router.c dispatches on the raw path. */
@@ -569,6 +633,8 @@ bool rl_http_server_create(const rl_http_server_options *options, rl_service *se
 const char *rl_http_server_address(const rl_http_server *server) { return server->address; }
 
 uint16_t rl_http_server_port(const rl_http_server *server) { return server->port; }
+
+bool rl_http_server_is_loopback_only(const rl_http_server *server) { return server->guard.loopback_only; }
 
 bool rl_http_server_start(rl_http_server *server, char *err, size_t err_size) {
     if (server->started) return true;

@@ -1,4 +1,9 @@
-/* server/http_server.h — the HTTP/1.1 (and h2c) front of ratelimiterd, on h2o.
+/* server/http_server.h — the HTTP/1.1 front of ratelimiterd, on h2o (no h2c:
+ * http_server.c says why).
+ *
+ * Before any handler, request_guard.h decides on the Host and Origin
+ * headers: a browser's request from an origin not allowed, or a Host other
+ * than a loopback name on a loopback listener, gets 403.
  *
  * One listening socket; one h2o event loop per thread, each accepting on its
  * own dup of that socket, so a connection lives on one thread and requests
@@ -52,6 +57,11 @@ typedef struct rl_http_server_options {
      * as long. Enforced about every tenth of the shorter one (10 ms..1 s). */
     uint32_t idle_timeout_ms;
     uint32_t request_timeout_ms;
+    /* The web origins whose pages may call the API (request_guard.h), each
+     * as rl_request_guard_origin_check accepts; borrowed: they must outlive
+     * the server. Requests with another Origin get 403. */
+    const char *const *allowed_origins;
+    size_t allowed_origin_count;
 } rl_http_server_options;
 
 /* The fixed bounds of libh2o's HTTP/1 parser: H2O_MAX_REQLEN (8192 + 4096 *
@@ -71,6 +81,10 @@ bool rl_http_server_create(const rl_http_server_options *options, rl_service *se
  * until destroy. */
 const char *rl_http_server_address(const rl_http_server *server);
 uint16_t rl_http_server_port(const rl_http_server *server);
+
+/* Whether the bound address is a loopback one (127.0.0.0/8, ::1): then only
+ * this machine can reach it, and Host must name the loopback too. */
+bool rl_http_server_is_loopback_only(const rl_http_server *server);
 
 /* Starts the event-loop threads. They inherit the caller's signal mask:
  * block SIGINT/SIGTERM first if another thread is to receive them. Sets

@@ -28,7 +28,7 @@ void rl_respond_error(rl_handler_ctx *ctx, rl_http_response *res, int http_statu
     rl_buf_reset(buf);
     rl_buf_append_str(buf, "{\"error\":");
     rl_respond_append_error_string(buf, status, status_key);
-    if (http_status == 400 && detail != NULL) rl_respond_append_detail(buf, detail);
+    if (detail != NULL) rl_respond_append_detail(buf, detail);
     rl_buf_append_str(buf, "}");
     res->status = http_status;
     res->body = buf;

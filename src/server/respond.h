@@ -8,8 +8,7 @@
 #include "wire/buf.h"
 
 /* Writes into res a JSON body with one status: the {"error":..} objects of
- * the non-endpoint answers and admin errors. detail (may be NULL) is added
- * only for 400s. */
+ * the non-endpoint answers and admin errors, with detail unless it is NULL. */
 void rl_respond_error(rl_handler_ctx *ctx, rl_http_response *res, int http_status, rl_status status,
                       const char *status_key, const char *detail);
 

@@ -55,6 +55,7 @@ dict_of() {
     case $1 in
         config) echo "$FUZZ_DIR/yaml.dict" ;;
         redis_*) echo "$FUZZ_DIR/redis.dict" ;;
+        request_guard) echo "$FUZZ_DIR/http.dict" ;;
         *) echo "$FUZZ_DIR/json.dict" ;;
     esac
 }

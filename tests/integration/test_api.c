@@ -317,7 +317,7 @@ static void test_unknown_key_404(void **state) {
 static void test_body_too_large_413(void **state) {
     (void)state;
     /* A body announced above max_body_bytes (65536) is refused before it is read. */
-    const char request[] = "POST /v1/reserve HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    const char request[] = "POST /v1/reserve HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                            "Content-Length: 65537\r\n\r\n";
     char out[4096];
     long n = rl_test_raw_exchange(daemon_.port, request, sizeof request - 1, 5000, out, sizeof out);
@@ -765,7 +765,7 @@ static void test_key_path_encoding(void **state) {
 static void test_keep_alive(void **state) {
     (void)state;
     /* HTTP/1.1 keeps the connection: many requests, and h2o says keep-alive. */
-    const char request[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n"
+    const char request[] = "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\nGET /healthz HTTP/1.1\r\nHost: localhost\r\n"
                            "Connection: close\r\n\r\n";
     char out[4096];
     rl_test_raw_exchange(daemon_.port, request, sizeof request - 1, 5000, out, sizeof out);

@@ -380,9 +380,9 @@ typedef struct slow_client {
 /* Starts count slow clients: half trickle a request line and headers,
  * half announce a 1000-byte body and send one byte of it. */
 static void start_slow(slow_client *clients, int count) {
-    static const char head[] = "POST /v1/reserve HTTP/1.1\r\nHost: x\r\n";
+    static const char head[] = "POST /v1/reserve HTTP/1.1\r\nHost: localhost\r\n";
     static const char body_start[] =
-        "POST /v1/reserve HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        "POST /v1/reserve HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
         "Content-Length: 1000\r\n\r\n{";
     for (int i = 0; i < count; i++) {
         clients[i].fd = connect_raw();
@@ -474,7 +474,7 @@ static void test_client_that_never_reads(void **state) {
     snprintf(body, sizeof body, "{\"lease_id\":\"%s\",\"requirements\":[{\"key\":\"nokey\",\"amount\":1}]}",
              rl_test_ulid_new(id));
     int len = snprintf(request, sizeof request,
-                       "POST /v1/reserve HTTP/1.1\r\nHost: x\r\nContent-Length: %zu\r\n\r\n%s",
+                       "POST /v1/reserve HTTP/1.1\r\nHost: localhost\r\nContent-Length: %zu\r\n\r\n%s",
                        strlen(body), body);
     long started = rl_test_now_ms();
     long deadline = started + REQUEST_TIMEOUT_MS + SLACK_MS + 2000;
@@ -532,25 +532,25 @@ static void test_bodies_and_headers_past_the_bounds(void **state) {
         /* 1 MB and 4 MB announced: 413 before the body is read. */
         size_t size = i % 2 == 0 ? 1000000 : 4000000;
         snprintf(head, sizeof head,
-                 "POST /v1/reserve HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 "POST /v1/reserve HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                  "Content-Length: %zu\r\n\r\n",
                  size);
         expect_refused("a large body", head, size, false, "HTTP/1.1 413 ");
     }
     /* Chunked: refused once past max_body_bytes. */
     expect_refused("a large chunked body",
-                   "POST /v1/reserve HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n", 1000000,
+                   "POST /v1/reserve HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n", 1000000,
                    true, "HTTP/1.1 413 ");
 
     /* Headers past libh2o's fixed 417792 bytes, or more than 100 of them. */
     size_t big = 500000;
     char *huge = malloc(big + 256);
     assert_non_null(huge);
-    int at = sprintf(huge, "POST /v1/reserve HTTP/1.1\r\nHost: x\r\nX-Big: ");
+    int at = sprintf(huge, "POST /v1/reserve HTTP/1.1\r\nHost: localhost\r\nX-Big: ");
     memset(huge + at, 'v', big);
     strcpy(huge + at + big, "\r\nContent-Length: 2\r\n\r\n{}");
     expect_refused("huge headers", huge, 0, false, "HTTP/1.1 400 ");
-    at = sprintf(huge, "POST /v1/reserve HTTP/1.1\r\nHost: x\r\n");
+    at = sprintf(huge, "POST /v1/reserve HTTP/1.1\r\nHost: localhost\r\n");
     for (int i = 0; i < 150; i++) at += sprintf(huge + at, "X-H%d: v\r\n", i);
     strcpy(huge + at, "Content-Length: 2\r\n\r\n{}");
     expect_refused("150 headers", huge, 0, false, "HTTP/1.1 400 ");

@@ -215,7 +215,7 @@ static int connect_to(uint16_t port) {
 
 /* Sends GET /healthz on fd; true if an answer arrives within timeout_ms. */
 static bool answered(int fd, int timeout_ms, bool send_request) {
-    static const char request[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+    static const char request[] = "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n";
     if (send_request) assert_int_equal(send(fd, request, sizeof request - 1, MSG_NOSIGNAL), sizeof request - 1);
     struct pollfd p = {fd, POLLIN, 0};
     if (poll(&p, 1, timeout_ms) != 1) return false;

@@ -15,7 +15,7 @@
 #error "RL_DAEMON_PATH must name the built ratelimiterd (CMake defines it)"
 #endif
 
-#define LISTENING_PREFIX "ratelimiterd listening on 127.0.0.1:"
+#define LISTENING_PREFIX "ratelimiterd listening on "
 
 static void die(const char *what) {
     fprintf(stderr, "test support: %s: %s\n", what, strerror(errno));
@@ -135,7 +135,11 @@ bool rl_test_daemon_start(rl_test_daemon *daemon, const char *const *extra_args)
         rl_test_daemon_read_stderr(daemon, text, sizeof text);
         const char *line = strstr(text, LISTENING_PREFIX);
         if (line != NULL && strchr(line, '\n') != NULL) {
-            long port = strtol(line + strlen(LISTENING_PREFIX), NULL, 10);
+            /* "<address>:<port> (...)": the port after the address's last colon */
+            const char *address = line + strlen(LISTENING_PREFIX), *colon = NULL;
+            for (const char *c = address; *c != ' ' && *c != '\n'; c++)
+                if (*c == ':') colon = c;
+            long port = colon != NULL ? strtol(colon + 1, NULL, 10) : 0;
             if (port <= 0 || port > 65535) break;
             daemon->port = (uint16_t)port;
             if (!rl_test_client_init(&daemon->client, daemon->port)) break;

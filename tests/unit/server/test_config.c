@@ -58,6 +58,7 @@ static void test_defaults(void **state) {
     assert_int_equal(config.redis.flush_interval_us, 200);
     assert_int_equal(config.redis.flushes_in_flight, 2);
     assert_false(config.redis.allow_eviction);
+    assert_int_equal(config.allowed_origin_count, 0);
     char err[RL_CONFIG_ERR_SIZE];
     assert_true(rl_server_config_validate(&config, err, sizeof err));
     assert_true(rl_server_config_thread_count(&config) >= 1);
@@ -206,6 +207,35 @@ static void test_redis_section(void **state) {
                      sizeof err));
     assert_int_equal(config.redis.max_leases_per_batch, 1);
     assert_int_equal(config.redis.flush_interval_us, 0);
+}
+
+static void test_allowed_origins(void **state) {
+    (void)state;
+    rl_server_config config;
+    char err[RL_CONFIG_ERR_SIZE];
+    assert_true(load(&config,
+                     "server:\n  allowed_origins:\n    - https://console.example.com\n    - \"http://localhost:3000\"\n"
+                     "    - http://[::1]:8081\n",
+                     err, sizeof err));
+    assert_int_equal(config.allowed_origin_count, 3);
+    assert_string_equal(config.allowed_origins[0], "https://console.example.com");
+    assert_string_equal(config.allowed_origins[1], "http://localhost:3000");
+    assert_string_equal(config.allowed_origins[2], "http://[::1]:8081");
+    assert_true(load(&config, "server:\n  allowed_origins: []\n", err, sizeof err));
+    assert_int_equal(config.allowed_origin_count, 0);
+    expect_error("server:\n  allowed_origins: https://a.example\n", "config.yaml:2:",
+                 "'allowed_origins' must be a list of origins");
+    expect_error("server:\n  allowed_origins: [\"*\"]\n", "config.yaml:2:", "must start with http:// or https://");
+    expect_error("server:\n  allowed_origins:\n    - https://a.example/\n", "config.yaml:3:", "no trailing slash");
+    expect_error("server:\n  allowed_origins: [\"https://a.example/app\"]\n", "no path", NULL);
+    expect_error("server:\n  allowed_origins: [\"null\"]\n", "is not an origin", NULL);
+    expect_error("server:\n  allowed_origins: [\"https://a.example:99999999\"]\n", "is not an origin", NULL);
+    expect_error("server:\n  allowed_origins: [[\"https://a.example\"]]\n", "must be a list of origins (strings)",
+                 NULL);
+    static char many[4096];
+    int at = sprintf(many, "server:\n  allowed_origins:\n");
+    for (int i = 0; i <= RL_CONFIG_MAX_ALLOWED_ORIGINS; i++) at += sprintf(many + at, "    - https://a%d.example\n", i);
+    expect_error(many, "holds at most 32 origins", NULL);
 }
 
 static void test_redis_errors(void **state) {
@@ -448,6 +478,7 @@ int main(void) {
         cmocka_unit_test(test_bad_values),
         cmocka_unit_test(test_duplicates),
         cmocka_unit_test(test_invalid_yaml),
+        cmocka_unit_test(test_allowed_origins),
         cmocka_unit_test(test_file),
         cmocka_unit_test(test_example_config),
         cmocka_unit_test(test_validate),

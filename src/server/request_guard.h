@@ -1,0 +1,72 @@
+/* server/request_guard.h — which requests a browser may have sent for a page
+ * that is not ours, refused before any handler runs.
+ *
+ * v1 has no authentication: whoever reaches the port may reserve and define
+ * limits. Two roads would let a web page the operator happens to have open
+ * do it too:
+ *   - Origin: a page may POST to any address; with Content-Type text/plain
+ *     no CORS preflight is needed, so the browser sends it as it is, with an
+ *     Origin header naming the page's site. Programs that are not browsers
+ *     (curl, the client library, rlctl) send no Origin. So a request with an
+ *     Origin is refused unless that origin is one of server.allowed_origins
+ *     (none by default), and for those the CORS answers are given (a
+ *     preflight is answered here; other answers carry
+ *     Access-Control-Allow-Origin).
+ *   - DNS rebinding: a page on evil.example whose name is made to resolve to
+ *     127.0.0.1 is "same-origin" with the daemon, so the browser sends no
+ *     Origin on a simple request, but it still names evil.example in Host.
+ *     A daemon that listens on loopback only can be reached by name only as
+ *     localhost, *.localhost or a loopback address: any other Host is
+ *     refused. (On other interfaces the names are the operator's to choose,
+ *     and the Origin check is what remains.)
+ * Refusals are 403 invalid_request with a detail that says which rule.
+ *
+ * Pure: strings in, a decision out; no allocation, thread-safe. The guard's
+ * origins are borrowed and must outlive it.
+ */
+#ifndef RL_SERVER_REQUEST_GUARD_H
+#define RL_SERVER_REQUEST_GUARD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* "scheme://host[:port]" as browsers send it. */
+#define RL_ORIGIN_MAX_LEN 253
+#define RL_REQUEST_GUARD_DETAIL_SIZE 384
+
+typedef struct rl_request_guard {
+    bool loopback_only;                  /* the listener is bound to a loopback address */
+    const char *const *allowed_origins;  /* checked with rl_request_guard_origin_check */
+    size_t allowed_origin_count;
+} rl_request_guard;
+
+typedef enum rl_guard_verdict {
+    RL_GUARD_PASS,      /* handle it; with cors, the answer carries Access-Control-Allow-Origin */
+    RL_GUARD_PREFLIGHT, /* an allowed origin's OPTIONS: answer 204 with the CORS headers */
+    RL_GUARD_REFUSE,    /* answer 403 invalid_request with detail */
+} rl_guard_verdict;
+
+typedef struct rl_guard_decision {
+    rl_guard_verdict verdict;
+    bool cors; /* the request's Origin is allowed: echo it in the CORS headers */
+    char detail[RL_REQUEST_GUARD_DETAIL_SIZE];
+} rl_guard_decision;
+
+/* Decides one request. method is its method; host its Host (HTTP/1.1) or
+ * :authority (HTTP/2), NULL when it has none; origin its Origin header, NULL
+ * when it has none. Lengths are in bytes; the strings need no NUL. */
+void rl_request_guard_check(const rl_request_guard *guard, const char *method, size_t method_len, const char *host,
+                            size_t host_len, const char *origin, size_t origin_len, rl_guard_decision *out);
+
+/* Whether text is an origin the configuration may list: http or https, a
+ * host (a name, an IPv4 address or a bracketed IPv6 one) and an optional
+ * port 1..65535, nothing after (no path, no trailing slash). False with a
+ * sentence in err (err_size bytes) otherwise. */
+bool rl_request_guard_origin_check(const char *text, char *err, size_t err_size);
+
+/* Whether host (a Host header's value: a name or address, optional :port)
+ * names this machine's loopback: localhost, a name under .localhost, an
+ * address in 127.0.0.0/8, or [::1]. */
+bool rl_request_guard_host_is_loopback(const char *host, size_t host_len);
+
+#endif

@@ -1,0 +1,73 @@
+/* fuzz_request_guard.c — any Host and Origin a client may send, into the
+ * guard that decides before any handler (server/request_guard.h).
+ *
+ * Input: one byte of flags (bit 0: the listener is loopback-only, bit 1: the
+ * method is OPTIONS, bit 2: a Host is given, bit 3: an Origin is given), then
+ * the Host's bytes, a '\n', the Origin's bytes. Checked: the decision says
+ * why it refuses, in printable ASCII; whatever passes on a loopback listener
+ * names the loopback in Host; an origin passes only if it is one of the
+ * allowed ones (case aside), and only then does the answer carry CORS; the
+ * origin syntax check accepts only what starts with a scheme and fits.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <strings.h>
+
+#include "fuzz.h"
+#include "server/request_guard.h"
+
+static const char *const allowed[] = {"https://console.example.com", "http://localhost:3000", "http://[::1]:8081"};
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (size == 0) return 0;
+    uint8_t flags = data[0];
+    const char *rest = (const char *)data + 1;
+    size_t rest_len = size - 1;
+    const char *newline = memchr(rest, '\n', rest_len);
+    size_t host_len = newline != NULL ? (size_t)(newline - rest) : rest_len;
+    const char *origin = newline != NULL ? newline + 1 : rest + rest_len;
+    size_t origin_len = rest_len - host_len - (newline != NULL ? 1 : 0);
+    /* copies, so that the sanitizer sees any read past either */
+    char *host = fuzz_copy((const uint8_t *)rest, host_len);
+    char *origin_copy = fuzz_copy((const uint8_t *)origin, origin_len);
+    rl_request_guard guard = {(flags & 1) != 0, allowed, sizeof allowed / sizeof allowed[0]};
+    const char *method = (flags & 2) != 0 ? "OPTIONS" : "POST";
+    bool has_host = (flags & 4) != 0, has_origin = (flags & 8) != 0;
+    rl_guard_decision d;
+    memset(&d, 0x5a, sizeof d);
+    rl_request_guard_check(&guard, method, strlen(method), has_host ? host : NULL, host_len,
+                           has_origin ? origin_copy : NULL, origin_len, &d);
+    FUZZ_CHECK(d.verdict == RL_GUARD_PASS || d.verdict == RL_GUARD_PREFLIGHT || d.verdict == RL_GUARD_REFUSE);
+    FUZZ_CHECK_TEXT(d.detail);
+    for (const char *c = d.detail; *c != '\0'; c++) FUZZ_CHECK(*c >= ' ' && *c <= '~');
+    if (d.verdict == RL_GUARD_REFUSE) {
+        FUZZ_CHECK(d.detail[0] != '\0');
+    } else {
+        if (guard.loopback_only && has_host) FUZZ_CHECK(rl_request_guard_host_is_loopback(host, host_len));
+        bool listed = false;
+        for (size_t i = 0; has_origin && i < guard.allowed_origin_count; i++)
+            listed = listed || (strlen(allowed[i]) == origin_len && strncasecmp(allowed[i], origin_copy, origin_len) == 0);
+        FUZZ_CHECK(d.cors == (has_origin && listed));
+        FUZZ_CHECK(!has_origin || listed);
+        FUZZ_CHECK((d.verdict == RL_GUARD_PREFLIGHT) == (d.cors && (flags & 2) != 0));
+    }
+    /* the configuration's check, on the Origin as a C string (up to a NUL) */
+    char *text = malloc(origin_len + 1);
+    if (text == NULL) abort();
+    memcpy(text, origin, origin_len);
+    text[origin_len] = '\0';
+    char err[256];
+    err[0] = '\0';
+    if (rl_request_guard_origin_check(text, err, sizeof err)) {
+        FUZZ_CHECK(strlen(text) <= RL_ORIGIN_MAX_LEN);
+        FUZZ_CHECK(strncasecmp(text, "http://", 7) == 0 || strncasecmp(text, "https://", 8) == 0);
+    } else {
+        FUZZ_CHECK_TEXT(err);
+        FUZZ_CHECK(err[0] != '\0');
+    }
+    free(text);
+    free(host);
+    free(origin_copy);
+    return 0;
+}
