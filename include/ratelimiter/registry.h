@@ -50,6 +50,14 @@ bool rl_registry_get(rl_registry *registry, const char *key, rl_limit_def *out);
 rl_status rl_registry_put(rl_registry *registry, const rl_limit_def *def, char *err,
                           size_t err_size);
 
+/* Puts count definitions (each must pass rl_limit_def_validate) and rewrites
+ * the file once for all of them: many admin puts, one write. For a key put
+ * more than once the last wins. All or nothing: on any failure (one invalid,
+ * full, I/O) nothing changes and err says why. Same returns as
+ * rl_registry_put. */
+rl_status rl_registry_put_many(rl_registry *registry, const rl_limit_def *defs, size_t count, char *err,
+                               size_t err_size);
+
 /* A snapshot of every definition sorted by key, in one malloc'd array that
  * the caller frees with free(). *count may be 0 (then *out is NULL). */
 rl_status rl_registry_list(rl_registry *registry, rl_limit_def **out, size_t *count);

@@ -104,18 +104,11 @@ bool rl_registry_get(rl_registry *registry, const char *key, rl_limit_def *out) 
     return found;
 }
 
-rl_status rl_registry_put(rl_registry *registry, const rl_limit_def *def, char *err,
-                          size_t err_size) {
-    if (err != NULL && err_size > 0) err[0] = '\0';
-    if (!rl_limit_def_validate(def, err, err_size)) return RL_INVALID_REQUEST;
-
-    /* Everything the new state needs is allocated before the file is
-     * written, so that once the file holds it, memory can follow without
-     * failing. */
+/* A copy of def field by field, so that bytes after the NULs of the caller's
+ * strings are not kept (copies then compare equal with memcmp). */
+static rl_limit_def *copy_of(const rl_limit_def *def) {
     rl_limit_def *copy = calloc(1, sizeof *copy);
-    if (copy == NULL) return fail(RL_NO_MEMORY, err, err_size, "out of memory");
-    /* Field by field, so that bytes after the NULs of the caller's strings
-     * are not kept (copies then compare equal with memcmp). */
+    if (copy == NULL) return NULL;
     strcpy(copy->key, def->key);
     copy->kind = def->kind;
     copy->capacity = def->capacity;
@@ -124,16 +117,70 @@ rl_status rl_registry_put(rl_registry *registry, const rl_limit_def *def, char *
     strcpy(copy->unit, def->unit);
     strcpy(copy->description, def->description);
     copy->overage = def->overage;
+    return copy;
+}
+
+typedef struct indexed_def {
+    rl_limit_def *def;
+    size_t index; /* its place among the puts: for one key the last wins */
+} indexed_def;
+
+static int by_key_then_index(const void *a, const void *b) {
+    const indexed_def *x = a, *y = b;
+    int c = strcmp(x->def->key, y->def->key);
+    return c != 0 ? c : (x->index < y->index ? -1 : x->index > y->index);
+}
+
+rl_status rl_registry_put(rl_registry *registry, const rl_limit_def *def, char *err,
+                          size_t err_size) {
+    return rl_registry_put_many(registry, def, 1, err, err_size);
+}
+
+rl_status rl_registry_put_many(rl_registry *registry, const rl_limit_def *defs, size_t count, char *err,
+                               size_t err_size) {
+    if (err != NULL && err_size > 0) err[0] = '\0';
+    for (size_t i = 0; i < count; i++)
+        if (!rl_limit_def_validate(&defs[i], err, err_size)) return RL_INVALID_REQUEST;
+    if (count == 0) return RL_OK;
+
+    /* Everything the new state needs is allocated before the file is
+     * written, so that once the file holds it, memory can follow without
+     * failing. */
+    indexed_def *sorted = calloc(count, sizeof *sorted);
+    rl_limit_def **group = malloc(count * sizeof *group);
+    bool copied = sorted != NULL && group != NULL;
+    for (size_t i = 0; copied && i < count; i++) {
+        sorted[i] = (indexed_def){copy_of(&defs[i]), i};
+        copied = sorted[i].def != NULL;
+    }
+    if (!copied) {
+        for (size_t i = 0; sorted != NULL && i < count; i++) free(sorted[i].def);
+        free(sorted);
+        free(group);
+        return fail(RL_NO_MEMORY, err, err_size, "out of memory");
+    }
+    qsort(sorted, count, sizeof *sorted, by_key_then_index);
+    size_t kept = 0; /* the last put of each key, in key order */
+    for (size_t i = 0; i < count; i++) {
+        if (i + 1 < count && strcmp(sorted[i].def->key, sorted[i + 1].def->key) == 0)
+            free(sorted[i].def);
+        else
+            group[kept++] = sorted[i].def;
+    }
+    free(sorted);
+    rl_status status = RL_OK;
 
     pthread_mutex_lock(&registry->mutex);
-    bool found = false;
-    size_t at = find(registry, def->key, &found);
-    rl_status status = RL_OK;
+    size_t added = 0;
+    for (size_t i = 0; i < kept; i++) {
+        bool found = false;
+        (void)find(registry, group[i]->key, &found);
+        if (!found) added++;
+    }
     rl_limit_def **next = NULL;
-    size_t next_count = registry->count + (found ? 0 : 1);
-    if (!found && registry->count >= registry->max_limits) {
-        status = fail(RL_INVALID_REQUEST, err, err_size,
-                      "the registry is full: it holds %zu limits (max_limits)",
+    size_t next_count = registry->count + added;
+    if (added > 0 && next_count > registry->max_limits) {
+        status = fail(RL_INVALID_REQUEST, err, err_size, "the registry is full: it holds %zu limits (max_limits)",
                       registry->max_limits);
         goto unlock;
     }
@@ -142,29 +189,38 @@ rl_status rl_registry_put(rl_registry *registry, const rl_limit_def *def, char *
         status = fail(RL_NO_MEMORY, err, err_size, "out of memory");
         goto unlock;
     }
-    /* next = defs[0..at) + copy + the defs after `at` (after the replaced one, if any). */
-    if (at > 0) memcpy(next, registry->defs, at * sizeof *next);
-    next[at] = copy;
-    size_t rest = registry->count - at - (found ? 1 : 0);
-    if (rest > 0)
-        memcpy(next + at + 1, registry->defs + (registry->count - rest), rest * sizeof *next);
-
+    /* Both sorted by key: merge, the group's definition taking an old key's place. */
+    size_t old = 0, new = 0, at = 0;
+    while (old < registry->count || new < kept) {
+        int c = old == registry->count ? 1 : new == kept ? -1 : strcmp(registry->defs[old]->key, group[new]->key);
+        if (c < 0) {
+            next[at++] = registry->defs[old++];
+        } else {
+            if (c == 0) old++;
+            next[at++] = group[new++];
+        }
+    }
     bool replaced = false;
     status = rl__registry_file_save(registry->path, next, next_count, &replaced, err, err_size);
     if (replaced) {
         /* The file holds the new state (even if its durability is in doubt,
-         * status then says so): memory must agree with it. */
-        if (found) free(registry->defs[at]);
+         * status then says so): memory must agree with it. The old
+         * definitions of replaced keys are the ones no longer in next. */
+        for (size_t i = 0, j = 0; i < registry->count; i++) {
+            while (j + 1 < next_count && strcmp(next[j]->key, registry->defs[i]->key) < 0) j++;
+            if (next[j] != registry->defs[i]) free(registry->defs[i]);
+        }
         free(registry->defs);
         registry->defs = next;
         registry->count = next_count;
-        copy = NULL;
         next = NULL;
+        kept = 0; /* the group belongs to the registry now */
     }
 unlock:
     pthread_mutex_unlock(&registry->mutex);
     free(next);
-    free(copy);
+    for (size_t i = 0; i < kept; i++) free(group[i]);
+    free(group);
     return status;
 }
 

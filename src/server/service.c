@@ -165,32 +165,107 @@ rl_status rl_service_health(rl_service *service, size_t *limits, char *detail,
 
 rl_status rl_service_put_limit(rl_service *service, const rl_limit_def *def,
                                rl_limit_status *out_status, char *err, size_t err_size) {
-    if (!rl_limit_def_validate(def, err, err_size)) return RL_INVALID_REQUEST;
-    if (service->shared) return rl__service_shared_put(service, def, out_status, err, err_size);
-    pthread_mutex_lock(&service->admin_mutex);
-    rl_limit_def previous;
-    bool had_previous = rl_registry_get(service->registry, def->key, &previous);
-    rl_status status = rl_registry_put(service->registry, def, err, err_size);
-    if (status == RL_OK) {
-        status = rl_backend_apply_definition(service->backend, def, out_status);
-        if (status != RL_OK) {
-            /* The backend keeps its old state; make the registry agree with
-             * it again. (A new key cannot be taken back: the registry has no
-             * delete, and the next start applies it.) */
-            if (status == RL_LIMIT_IN_USE)
-                rl__service_in_use_detail(service, def, err, err_size);
-            else
-                snprintf(err, err_size, "the %s backend refused the definition: %s", service->backend_name,
-                         rl_status_name(status));
-            if (had_previous) {
-                char ignored[128];
-                (void)rl_registry_put(service->registry, &previous, ignored, sizeof ignored);
-            }
-            if (status != RL_LIMIT_IN_USE) status = RL_BACKEND_ERROR;
+    rl_service_put put;
+    memset(&put, 0, sizeof put);
+    put.def = *def;
+    rl_service_put_limits(service, &put, 1);
+    if (out_status != NULL && put.status == RL_OK) *out_status = put.limit_status;
+    if (err != NULL && err_size > 0) snprintf(err, err_size, "%s", put.err);
+    return put.status;
+}
+
+void rl__service_backend_refused(rl_service *service, rl_service_put *put, rl_status status) {
+    if (status == RL_LIMIT_IN_USE) {
+        rl__service_in_use_detail(service, &put->def, put->err, sizeof put->err);
+        put->status = RL_LIMIT_IN_USE;
+    } else {
+        snprintf(put->err, sizeof put->err, "the %s backend refused the definition: %s", service->backend_name,
+                 rl_status_name(status));
+        put->status = RL_BACKEND_ERROR;
+    }
+}
+
+/* What the registry must hold for the key of puts[last] (the last put of
+ * that key in the group, refused by the backend) to agree with the backend:
+ * the last earlier put of the key it took, else what the registry held
+ * before the group. False: nothing to put back (a new key cannot be taken
+ * back: the registry has no delete, and the next start applies it). */
+static bool held_by_backend(const rl_service_put *puts, size_t last, const rl_limit_def *before, bool had_before,
+                            rl_limit_def *out) {
+    for (size_t j = last; j-- > 0;) {
+        if (strcmp(puts[j].def.key, puts[last].def.key) == 0 && puts[j].status == RL_OK) {
+            *out = puts[j].def;
+            return true;
         }
     }
+    if (had_before) *out = *before;
+    return had_before;
+}
+
+/* Local mode: the registry first (durable), then the backend; what the
+ * backend refused is put back in the registry. puts with status RL_OK are
+ * the valid ones to do. */
+static void local_put_limits(rl_service *service, rl_service_put *puts, size_t count) {
+    rl_limit_def *defs = malloc(count * sizeof *defs), *before = malloc(count * sizeof *before);
+    bool *had_before = malloc(count * sizeof *had_before);
+    size_t *index_of = malloc(count * sizeof *index_of), n = 0;
+    if (defs == NULL || before == NULL || had_before == NULL || index_of == NULL) {
+        for (size_t i = 0; i < count; i++) {
+            if (puts[i].status != RL_OK) continue;
+            puts[i].status = RL_NO_MEMORY;
+            snprintf(puts[i].err, sizeof puts[i].err, "out of memory");
+        }
+        goto done;
+    }
+    pthread_mutex_lock(&service->admin_mutex);
+    for (size_t i = 0; i < count; i++) {
+        if (puts[i].status != RL_OK) continue;
+        had_before[i] = rl_registry_get(service->registry, puts[i].def.key, &before[i]);
+        defs[n] = puts[i].def;
+        index_of[n++] = i;
+    }
+    char err[256] = "";
+    rl_status written = rl_registry_put_many(service->registry, defs, n, err, sizeof err);
+    for (size_t j = 0; j < n; j++) {
+        rl_service_put *put = &puts[index_of[j]];
+        if (written != RL_OK) {
+            put->status = written;
+            snprintf(put->err, sizeof put->err, "%s", err);
+            continue;
+        }
+        rl_status applied = rl_backend_apply_definition(service->backend, &put->def, &put->limit_status);
+        if (applied != RL_OK) rl__service_backend_refused(service, put, applied);
+    }
+    /* The registry agrees with the backend again for every key whose last
+     * put the backend refused. */
+    size_t fixes = 0;
+    for (size_t j = 0; written == RL_OK && j < n; j++) {
+        size_t i = index_of[j];
+        bool last_of_key = true;
+        for (size_t k = j + 1; k < n && last_of_key; k++) last_of_key = strcmp(puts[index_of[k]].def.key, puts[i].def.key) != 0;
+        if (last_of_key && puts[i].status != RL_OK && held_by_backend(puts, i, &before[i], had_before[i], &defs[fixes]))
+            fixes++;
+    }
+    if (fixes > 0) (void)rl_registry_put_many(service->registry, defs, fixes, err, sizeof err);
     pthread_mutex_unlock(&service->admin_mutex);
-    return status;
+done:
+    free(defs);
+    free(before);
+    free(had_before);
+    free(index_of);
+}
+
+void rl_service_put_limits(rl_service *service, rl_service_put *puts, size_t count) {
+    for (size_t i = 0; i < count; i++) {
+        puts[i].err[0] = '\0';
+        puts[i].limit_status = RL_LIMIT_STATUS_ACTIVE;
+        puts[i].status = rl_limit_def_validate(&puts[i].def, puts[i].err, sizeof puts[i].err) ? RL_OK
+                                                                                               : RL_INVALID_REQUEST;
+    }
+    if (service->shared)
+        rl__service_shared_put_limits(service, puts, count);
+    else
+        local_put_limits(service, puts, count);
 }
 
 void rl__service_in_use_detail(rl_service *service, const rl_limit_def *def, char *err, size_t err_size) {

@@ -102,9 +102,27 @@ rl_status rl_service_health(rl_service *service, size_t *limits, char *detail, s
  * every daemon, so a registry write that fails only logs a warning and the
  * call returns RL_OK.
  *
+ * Both modes: RL_LIMIT_IN_USE (409) when the backend refuses a change of
+ * kind while the limit holds reservations; nothing changes, err says what
+ * it holds.
+ *
  * Thread-safe: puts are serialised by the admin mutex. */
 rl_status rl_service_put_limit(rl_service *service, const rl_limit_def *def,
                                rl_limit_status *out_status, char *err, size_t err_size);
+
+/* The answer to one put of a group. */
+typedef struct rl_service_put {
+    rl_limit_def def;             /* in: the definition */
+    rl_status status;             /* out: as rl_service_put_limit returns */
+    rl_limit_status limit_status; /* out: on RL_OK */
+    char err[256];                /* out: why, when status is not RL_OK */
+} rl_service_put;
+
+/* Puts count definitions, in order, as count rl_service_put_limit calls
+ * would, each with its own answer, but with one registry write for all of
+ * them (two when the backend refuses one that was written first): the
+ * admin writer's group. Thread-safe. */
+void rl_service_put_limits(rl_service *service, rl_service_put *puts, size_t count);
 
 /* The definition of key and its live usage. Returns RL_OK,
  * RL_UNKNOWN_LIMIT_KEY (not defined), or RL_BACKEND_ERROR / RL_NO_MEMORY

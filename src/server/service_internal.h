@@ -37,9 +37,13 @@ void rl__service_in_use_detail(rl_service *service, const rl_limit_def *def, cha
  * registry refreshed from it. err says why on failure. */
 rl_status rl__service_shared_open(rl_service *service, char *err, size_t err_size);
 
-/* Shared mode counterparts of the service.h calls of the same names. */
-rl_status rl__service_shared_put(rl_service *service, const rl_limit_def *def,
-                                 rl_limit_status *out_status, char *err, size_t err_size);
+/* put's answer when the backend refused its definition with status: 409
+ * limit_in_use with what the limit holds, or backend_error with why. */
+void rl__service_backend_refused(rl_service *service, rl_service_put *put, rl_status status);
+
+/* Shared mode counterparts of the service.h calls of the same names
+ * (put_limits: the puts with status RL_OK are the valid ones to do). */
+void rl__service_shared_put_limits(rl_service *service, rl_service_put *puts, size_t count);
 rl_status rl__service_shared_get(rl_service *service, const char *key, rl_service_limit *out);
 rl_status rl__service_shared_list(rl_service *service, rl_service_limit **out, size_t *count);
 rl_status rl__service_shared_count(rl_service *service, size_t *count, char *err,

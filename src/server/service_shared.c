@@ -194,38 +194,46 @@ rl_status rl__service_shared_open(rl_service *service, char *err, size_t err_siz
     return status;
 }
 
-rl_status rl__service_shared_put(rl_service *service, const rl_limit_def *def,
-                                 rl_limit_status *out_status, char *err, size_t err_size) {
+void rl__service_shared_put_limits(rl_service *service, rl_service_put *puts, size_t count) {
+    rl_limit_def *changed = malloc(count * sizeof *changed);
+    size_t changed_count = 0, new_keys = 0, applied_count = 0;
     pthread_mutex_lock(&service->admin_mutex);
-    rl_status status = RL_OK;
-    rl_limit_def previous;
-    bool known = rl_registry_get(service->registry, def->key, &previous);
-    /* The registry bounds the number of limits; check before the backend
-     * takes a key the file could not hold. */
-    if (!known && rl_registry_count(service->registry) >= service->max_limits) {
-        snprintf(err, err_size, "the registry is full: it holds %zu limits (max_limits)",
-                 service->max_limits);
-        status = RL_INVALID_REQUEST;
-    }
-    if (status == RL_OK) {
-        status = rl_backend_apply_definition(service->backend, def, out_status);
-        if (status == RL_LIMIT_IN_USE) {
-            rl__service_in_use_detail(service, def, err, err_size);
-        } else if (status != RL_OK) {
-            snprintf(err, err_size, "the %s backend did not take the definition: %s",
-                     service->backend_name, rl_status_name(status));
-            status = RL_BACKEND_ERROR;
+    for (size_t i = 0; i < count; i++) {
+        rl_service_put *put = &puts[i];
+        if (put->status != RL_OK) continue;
+        rl_limit_def previous;
+        bool known = rl_registry_get(service->registry, put->def.key, &previous);
+        for (size_t j = 0; !known && j < changed_count; j++) known = strcmp(changed[j].key, put->def.key) == 0;
+        /* The registry bounds the number of limits; check before the backend
+         * takes a key the file could not hold. */
+        if (!known && rl_registry_count(service->registry) + new_keys >= service->max_limits) {
+            snprintf(put->err, sizeof put->err, "the registry is full: it holds %zu limits (max_limits)",
+                     service->max_limits);
+            put->status = RL_INVALID_REQUEST;
+            continue;
         }
+        rl_status applied = rl_backend_apply_definition(service->backend, &put->def, &put->limit_status);
+        if (applied != RL_OK) {
+            rl__service_backend_refused(service, put, applied);
+            continue;
+        }
+        applied_count++;
+        if (!known) new_keys++;
+        bool same = known && rl_registry_get(service->registry, put->def.key, &previous) &&
+                    def_equal(&previous, &put->def);
+        if (!same && changed != NULL) changed[changed_count++] = put->def;
     }
-    if (status == RL_OK && !(known && def_equal(&previous, def))) {
-        char why[256] = "";
-        if (rl_registry_put(service->registry, def, why, sizeof why) != RL_OK)
-            fprintf(stderr, "ratelimiterd: warning: limit \"%s\" is set in the %s backend but not "
-                            "in the registry %s: %s\n",
-                    def->key, service->backend_name, service->registry_path, why);
-    }
+    /* Once the backend holds them the puts have happened for every daemon:
+     * the local copy is written once for all, and a failure only warned. */
+    char why[256] = "";
+    if (changed == NULL ? applied_count > 0
+                        : changed_count > 0 &&
+                              rl_registry_put_many(service->registry, changed, changed_count, why, sizeof why) != RL_OK)
+        fprintf(stderr, "ratelimiterd: warning: %zu limits are set in the %s backend but not in the registry %s: %s\n",
+                changed == NULL ? applied_count : changed_count, service->backend_name, service->registry_path,
+                changed == NULL ? "out of memory" : why);
     pthread_mutex_unlock(&service->admin_mutex);
-    return status;
+    free(changed);
 }
 
 /* The backend's definition of key: one lookup where the backend has
