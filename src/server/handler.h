@@ -36,6 +36,9 @@ typedef struct rl_http_response {
 typedef struct rl_handler_ctx {
     rl_service *service; /* borrowed, shared between threads */
     rl_backend *backend; /* rl_service_backend(service), cached */
+    /* Where admin puts go off the loop (admin_writer.h), or NULL: done on
+     * the calling thread. Borrowed, shared. */
+    struct rl_admin_writer *admin_writer;
     size_t max_batch;    /* items per batch request */
     rl_buf body;         /* the response being built */
     /* Batch scratch, max_batch items each: the valid items of a batch are
@@ -69,18 +72,26 @@ void rl_handle_reserve_batch(rl_handler_ctx *ctx, const rl_http_request *req, rl
 void rl_handle_complete(rl_handler_ctx *ctx, const rl_http_request *req, rl_http_response *res);
 void rl_handle_complete_batch(rl_handler_ctx *ctx, const rl_http_request *req,
                               rl_http_response *res);
+/* Done here, on the calling thread, unless ctx has an admin writer and the
+ * request goes through rl_handle_request_async. */
 void rl_handle_admin_put(rl_handler_ctx *ctx, const rl_http_request *req, rl_http_response *res);
+/* Its halves: the body's definition into *def (false: *res holds the 400),
+ * and the answer to a put once done. */
+bool rl_admin_put_decode(rl_handler_ctx *ctx, const rl_http_request *req, rl_limit_def *def, rl_http_response *res);
+void rl_admin_put_respond(rl_handler_ctx *ctx, const rl_service_put *put, rl_http_response *res);
 void rl_handle_admin_list(rl_handler_ctx *ctx, const rl_http_request *req, rl_http_response *res);
 /* key_path: the still percent-encoded rest of the path after "/v1/admin/limits/". */
 void rl_handle_admin_get(rl_handler_ctx *ctx, const char *key_path, size_t key_path_len,
                          rl_http_response *res);
 void rl_handle_healthz(rl_handler_ctx *ctx, const rl_http_request *req, rl_http_response *res);
 
-/* ---- answering later (a backend with reserve_batch_async) ----------------
+/* ---- answering later (a backend with reserve_batch_async; admin puts) -----
  *
  * POST /v1/reserve, /v1/reserve/batch, /v1/complete and /v1/complete/batch
  * can leave the backend's answer to come later, so that the event loop serves
- * other requests while a flush is under way. The glue allocates an
+ * other requests while a flush is under way; PUT /v1/admin/limits, when ctx
+ * has an admin writer, leaves its put to the writer thread (the registry's
+ * file write). The glue allocates an
  * rl_async_request (usually inside an object of its own, malloc'd: the
  * connection may go away meanwhile) and sets `done`; the rest is the
  * handlers'. */
@@ -93,7 +104,8 @@ struct rl_async_request {
 
     /* The handlers' (router.c, handlers_async.c). */
     int kind;
-    void *msg;           /* the decoded body: rl_wire_reserves or rl_wire_completes, malloc'd */
+    void *msg;           /* the decoded body: rl_wire_reserves or rl_wire_completes, malloc'd;
+                            an admin put's rl_admin_job */
     size_t valid;        /* items passed to the backend */
     void *requests;      /* the valid items, packed (malloc'd, or into msg for one item) */
     void *results;       /* valid results (malloc'd, or `one` for one item) */

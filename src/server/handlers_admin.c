@@ -30,37 +30,44 @@ static void put_failed(rl_handler_ctx *ctx, rl_http_response *res, int http_stat
     res->body = buf;
 }
 
-void rl_handle_admin_put(rl_handler_ctx *ctx, const rl_http_request *req, rl_http_response *res) {
+bool rl_admin_put_decode(rl_handler_ctx *ctx, const rl_http_request *req, rl_limit_def *def, rl_http_response *res) {
     char detail[RL_WIRE_DETAIL_SIZE] = "";
-    rl_limit_def def;
-    rl_status decoded = rl_wire_decode_limit_def(body_of(req), req->body_len, &def, detail);
-    if (decoded != RL_OK) {
-        if (decoded == RL_INVALID_REQUEST)
-            put_failed(ctx, res, 400, RL_INVALID_REQUEST, detail);
-        else
-            put_failed(ctx, res, 503, RL_BACKEND_ERROR, NULL);
+    rl_status decoded = rl_wire_decode_limit_def(body_of(req), req->body_len, def, detail);
+    if (decoded == RL_OK) return true;
+    if (decoded == RL_INVALID_REQUEST)
+        put_failed(ctx, res, 400, RL_INVALID_REQUEST, detail);
+    else
+        put_failed(ctx, res, 503, RL_BACKEND_ERROR, NULL);
+    return false;
+}
+
+void rl_admin_put_respond(rl_handler_ctx *ctx, const rl_service_put *put, rl_http_response *res) {
+    res->allow = NULL;
+    if (put->status == RL_INVALID_REQUEST || put->status == RL_LIMIT_IN_USE) {
+        put_failed(ctx, res, rl_respond_backend_http_status(put->status), put->status, put->err);
         return;
     }
-    char err[256] = "";
-    rl_limit_status limit_status = RL_LIMIT_STATUS_ACTIVE;
-    rl_status status = rl_service_put_limit(ctx->service, &def, &limit_status, err, sizeof err);
-    if (status == RL_INVALID_REQUEST || status == RL_LIMIT_IN_USE) {
-        put_failed(ctx, res, rl_respond_backend_http_status(status), status, err);
-        return;
-    }
-    if (status != RL_OK) {
+    if (put->status != RL_OK) {
         /* The client only learns backend_error; the operator needs why. */
-        fprintf(stderr, "ratelimiterd: PUT /v1/admin/limits \"%s\" failed: %s\n", def.key, err);
-        put_failed(ctx, res, failure_http_status(status), RL_BACKEND_ERROR, NULL);
+        fprintf(stderr, "ratelimiterd: PUT /v1/admin/limits \"%s\" failed: %s\n", put->def.key, put->err);
+        put_failed(ctx, res, failure_http_status(put->status), RL_BACKEND_ERROR, NULL);
         return;
     }
     rl_buf *buf = &ctx->body;
     rl_buf_reset(buf);
     rl_buf_append_str(buf, "{\"ok\":true,\"status\":\"");
-    rl_buf_append_str(buf, rl_limit_status_name(limit_status));
+    rl_buf_append_str(buf, rl_limit_status_name(put->limit_status));
     rl_buf_append_str(buf, "\"}");
     res->status = 200;
     res->body = buf;
+}
+
+void rl_handle_admin_put(rl_handler_ctx *ctx, const rl_http_request *req, rl_http_response *res) {
+    rl_service_put put;
+    memset(&put, 0, sizeof put);
+    if (!rl_admin_put_decode(ctx, req, &put.def, res)) return;
+    rl_service_put_limits(ctx->service, &put, 1);
+    rl_admin_put_respond(ctx, &put, res);
 }
 
 void rl_handle_admin_list(rl_handler_ctx *ctx, const rl_http_request *req, rl_http_response *res) {

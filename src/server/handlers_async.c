@@ -1,5 +1,6 @@
 /* handlers_async.c — the reserve and complete endpoints when the backend
- * answers later (rl_backend_has_async: the submitter in front of redis).
+ * answers later (rl_backend_has_async: the submitter in front of redis), and
+ * admin puts handed to the admin writer (admin_writer.h).
  *
  * Only the call that reaches the backend is made asynchronous: every answer
  * that does not need the backend (a malformed body, a batch without a valid
@@ -8,14 +9,16 @@
  * message and the packed arrays are malloc'd and live in the rl_async_request
  * until it is released; results may point into the message (status_key).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/admin_writer.h"
 #include "server/handler.h"
 #include "server/respond.h"
 #include "wire/wire.h"
 
-enum { KIND_RESERVE = 1, KIND_RESERVE_BATCH, KIND_COMPLETE, KIND_COMPLETE_BATCH };
+enum { KIND_RESERVE = 1, KIND_RESERVE_BATCH, KIND_COMPLETE, KIND_COMPLETE_BATCH, KIND_ADMIN_PUT };
 
 _Static_assert(sizeof(rl_reserve_result) <= sizeof(((rl_async_request *)0)->one), "one result fits");
 _Static_assert(sizeof(rl_status) <= sizeof(((rl_async_request *)0)->one), "one status fits");
@@ -28,6 +31,8 @@ static bool path_is(const rl_http_request *req, const char *literal, size_t lite
 #define PATH_IS(req, literal) path_is(req, literal, sizeof(literal) - 1)
 
 static int kind_of(const rl_http_request *req) {
+    if (req->method_len == 3 && memcmp(req->method, "PUT", 3) == 0 && PATH_IS(req, "/v1/admin/limits"))
+        return KIND_ADMIN_PUT;
     if (req->method_len != 4 || memcmp(req->method, "POST", 4) != 0) return 0;
     if (PATH_IS(req, "/v1/reserve")) return KIND_RESERVE;
     if (PATH_IS(req, "/v1/complete")) return KIND_COMPLETE;
@@ -125,13 +130,47 @@ fallback:
     return false;
 }
 
+/* The writer's callback, on its thread: the put is durable (or failed). */
+static void admin_done(rl_admin_job *job) {
+    rl_async_request *areq = job->context;
+    areq->done(areq);
+}
+
+/* Decodes the definition and hands it to the writer: true when handed
+ * (answered later), false with *res filled now (a bad body: 400; no memory,
+ * or the daemon stopping: backend_error). */
+static bool start_admin_put(rl_handler_ctx *ctx, const rl_http_request *req, rl_http_response *res,
+                            rl_async_request *areq) {
+    rl_admin_job *job = calloc(1, sizeof *job);
+    rl_service_put refused = {.status = RL_NO_MEMORY};
+    snprintf(refused.err, sizeof refused.err, "out of memory");
+    if (job != NULL) {
+        if (!rl_admin_put_decode(ctx, req, &job->put.def, res)) {
+            free(job);
+            return false;
+        }
+        job->done = admin_done;
+        job->context = areq;
+        areq->msg = job;
+        if (rl_admin_writer_submit(ctx->admin_writer, job)) return true;
+        areq->msg = NULL;
+        refused.def = job->put.def;
+        refused.status = RL_BACKEND_ERROR;
+        snprintf(refused.err, sizeof refused.err, "the daemon is stopping");
+        free(job);
+    }
+    rl_admin_put_respond(ctx, &refused, res);
+    return false;
+}
+
 bool rl_handle_request_async(rl_handler_ctx *ctx, const rl_http_request *req, rl_http_response *res,
                              rl_async_request *areq) {
-    int kind = rl_backend_has_async(ctx->backend) ? kind_of(req) : 0;
-    if (kind != 0) {
-        areq->kind = kind;
-        areq->msg = areq->requests = areq->results = NULL;
-        areq->valid = 0;
+    int kind = kind_of(req);
+    areq->kind = kind;
+    areq->msg = areq->requests = areq->results = NULL;
+    areq->valid = 0;
+    if (kind == KIND_ADMIN_PUT && ctx->admin_writer != NULL) return start_admin_put(ctx, req, res, areq);
+    if (kind != 0 && kind != KIND_ADMIN_PUT && rl_backend_has_async(ctx->backend)) {
         bool started = kind == KIND_RESERVE || kind == KIND_RESERVE_BATCH ? start_reserve(ctx, req, areq)
                                                                           : start_complete(ctx, req, areq);
         if (started) return true;
@@ -184,6 +223,7 @@ void rl_async_request_finish(rl_handler_ctx *ctx, rl_async_request *areq, rl_htt
         break;
     }
     case KIND_RESERVE_BATCH: finish_reserve_batch(ctx, areq->msg, areq->results, res); break;
+    case KIND_ADMIN_PUT: rl_admin_put_respond(ctx, &((const rl_admin_job *)areq->msg)->put, res); break;
     case KIND_COMPLETE: {
         rl_status status = *(const rl_status *)areq->results;
         rl_wire_encode_complete_result(&ctx->body, status);
@@ -198,7 +238,7 @@ void rl_async_request_release(rl_async_request *areq) {
     if (areq->msg != NULL) {
         if (areq->kind == KIND_RESERVE || areq->kind == KIND_RESERVE_BATCH)
             rl_wire_reserves_free(areq->msg);
-        else
+        else if (areq->kind != KIND_ADMIN_PUT) /* a job has nothing inside to free */
             rl_wire_completes_free(areq->msg);
         free(areq->msg);
     }

@@ -25,6 +25,7 @@
 
 #include <h2o.h>
 
+#include "server/admin_writer.h"
 #include "server/conn_guard.h"
 #include "server/error_filter.h"
 #include "server/handler.h"
@@ -64,8 +65,9 @@ typedef struct rl_http_thread {
     rl_conn_guard guard;    /* this loop's connections, their share of the bound, timeouts */
     bool accepting; /* false while waiting for room (or for descriptors) */
     rl_handler_ctx handler;
-    /* Async requests (a backend with reserve_batch_async): the backend's
-     * answers come back through this receiver on the loop's queue. */
+    /* Requests answered later (a backend with reserve_batch_async, admin
+     * puts): their answers come back through this receiver on the loop's
+     * queue. */
     h2o_multithread_receiver_t receiver;
     bool receiver_registered;
     uint32_t in_flight; /* started and not yet back on this loop; the loop's only */
@@ -94,6 +96,7 @@ struct rl_http_server {
     h2o_globalconf_t config;
     rl_http_thread *threads;
     uint32_t thread_count;
+    rl_admin_writer *admin_writer; /* admin puts, off the loops; stopped after them */
     atomic_bool stop_requested;
     atomic_bool threads_in_use; /* a loop left with requests in flight: never free threads */
     bool started;
@@ -499,10 +502,8 @@ static void *loop_main(void *arg) {
     h2o_context_init(&thread->ctx, loop, &server->config);
     thread->accept_ctx.ctx = &thread->ctx;
     thread->accept_ctx.hosts = server->config.hosts;
-    if (rl_backend_has_async(thread->handler.backend)) {
-        h2o_multithread_register_receiver(thread->ctx.queue, &thread->receiver, on_answers);
-        thread->receiver_registered = true;
-    }
+    h2o_multithread_register_receiver(thread->ctx.queue, &thread->receiver, on_answers);
+    thread->receiver_registered = true;
 
     /* Each loop watches its own dup of the one listening socket (non-blocking,
      * shared by the kernel), so connections spread over the loops. */
@@ -647,6 +648,13 @@ bool rl_http_server_start(rl_http_server *server, char *err, size_t err_size) {
     }
     uint32_t share = server->max_connections / count;
     uint64_t now_ms = monotonic_ms();
+    server->admin_writer = rl_admin_writer_start(rl_admin_writer_put_limits, server->service);
+    if (server->admin_writer == NULL) {
+        free(server->threads);
+        server->threads = NULL;
+        snprintf(err, err_size, "cannot start the admin writer thread");
+        return false;
+    }
     for (uint32_t i = 0; i < count; i++) {
         rl_http_thread *thread = &server->threads[i];
         thread->server = server;
@@ -657,9 +665,12 @@ bool rl_http_server_start(rl_http_server *server, char *err, size_t err_size) {
             for (uint32_t j = 0; j < i; j++) rl_handler_ctx_free(&server->threads[j].handler);
             free(server->threads);
             server->threads = NULL;
+            rl_admin_writer_stop(server->admin_writer);
+            server->admin_writer = NULL;
             snprintf(err, err_size, "out of memory for %u event loops", count);
             return false;
         }
+        thread->handler.admin_writer = server->admin_writer;
     }
     server->thread_count = count;
     server->started = true;
@@ -689,6 +700,10 @@ void rl_http_server_stop(rl_http_server *server) {
     }
     if (!atomic_load(&server->threads_in_use)) free(server->threads);
     server->threads = NULL;
+    /* After the loops, which waited for the answers of their puts: what is
+     * left (a loop that gave up waiting) is still written before the exit. */
+    rl_admin_writer_stop(server->admin_writer);
+    server->admin_writer = NULL;
     server->thread_count = 0;
     server->started = false;
 }

@@ -474,6 +474,51 @@ static void test_max_limits_enforced(void **state) {
     rl_registry_close(registry);
 }
 
+/* Many puts, one write: the last put of a key wins, new and old keys merge
+ * in order, and any refusal (invalid, full) leaves file and memory as they were. */
+static void test_put_many(void **state) {
+    fixture *f = *state;
+    rl_registry *registry = open_ok(f->path, 5);
+    rl_limit_def b = rolling("b", 1), d = rolling("d", 1);
+    put_ok(registry, &b);
+    put_ok(registry, &d);
+    rl_limit_def group[] = {rolling("c", 3), rolling("b", 2), concurrency("a", 4), rolling("c", 30), rolling("e", 5)};
+    char err[512] = "";
+    assert_int_equal(rl_registry_put_many(registry, group, 5, err, sizeof err), RL_OK);
+    assert_int_equal(rl_registry_count(registry), 5);
+    rl_limit_def *all = NULL;
+    size_t count = 0;
+    assert_int_equal(rl_registry_list(registry, &all, &count), RL_OK);
+    const char *keys[] = {"a", "b", "c", "d", "e"};
+    const uint64_t capacities[] = {4, 2, 30, 1, 5};
+    for (size_t i = 0; i < count; i++) {
+        assert_string_equal(all[i].key, keys[i]);
+        assert_true(all[i].capacity == capacities[i]);
+    }
+    free(all);
+    rl_registry_close(registry);
+    /* the file says the same */
+    registry = open_ok(f->path, 5);
+    rl_limit_def got;
+    assert_true(rl_registry_get(registry, "c", &got));
+    assert_true(got.capacity == 30);
+    assert_true(rl_registry_get(registry, "a", &got) && got.kind == RL_KIND_CONCURRENCY);
+    char *before = read_text(f->path);
+    /* one new key too many, or one invalid definition: nothing at all */
+    rl_limit_def full[] = {rolling("a", 9), rolling("f", 1)};
+    assert_int_equal(rl_registry_put_many(registry, full, 2, err, sizeof err), RL_INVALID_REQUEST);
+    assert_non_null(strstr(err, "full"));
+    rl_limit_def invalid[] = {rolling("a", 9), rolling("b", 0)};
+    assert_int_equal(rl_registry_put_many(registry, invalid, 2, err, sizeof err), RL_INVALID_REQUEST);
+    assert_true(rl_registry_get(registry, "a", &got) && got.capacity == 4);
+    char *after = read_text(f->path);
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
+    assert_int_equal(rl_registry_put_many(registry, NULL, 0, err, sizeof err), RL_OK);
+    rl_registry_close(registry);
+}
+
 typedef struct worker_args {
     rl_registry *registry;
     int id;
@@ -529,6 +574,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_missing_directory_created, setup, teardown),
         cmocka_unit_test_setup_teardown(test_put_fails_when_directory_cannot_exist, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_put_changes_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_put_many, setup, teardown),
         cmocka_unit_test_setup_teardown(test_invalid_put_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_max_limits_enforced, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_puts, setup, teardown),

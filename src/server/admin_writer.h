@@ -1,0 +1,56 @@
+/* server/admin_writer.h — admin puts done off the event loops, many at once.
+ *
+ * A PUT /v1/admin/limits rewrites and fsyncs the whole registry file: ~1 ms
+ * at 2,000 limits, ~8 ms at 10,000, more at max_limits. Done on an event
+ * loop it stalls every reserve and complete of that loop meanwhile. So the
+ * loop only decodes and checks the body, hands the definition to this
+ * writer and goes on; the writer thread takes every put waiting, does them
+ * as one group (the group function: rl_service_put_limits in the daemon,
+ * one registry write for the group) and only then tells each put, through
+ * its `done`, which hands it back to its loop for the answer. An answer is
+ * therefore sent only once the definition is durable, and a flood of puts
+ * costs one file write per group, not one per put.
+ *
+ * Threading: submit from any thread; `done` runs on the writer thread, one
+ * job after another, after the group function returned. stop drains: every
+ * job submitted before it is done (its `done` called) before stop returns;
+ * a submit after stop began is refused. Jobs are the caller's memory, which
+ * must live until their `done`.
+ */
+#ifndef RL_SERVER_ADMIN_WRITER_H
+#define RL_SERVER_ADMIN_WRITER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "server/service.h"
+
+/* The most puts done as one group: bounds what one group holds up. */
+#define RL_ADMIN_WRITER_MAX_GROUP 1024u
+
+typedef struct rl_admin_job rl_admin_job;
+struct rl_admin_job {
+    rl_service_put put; /* in: put.def; out: the rest, when done is called */
+    void (*done)(rl_admin_job *job);
+    void *context;      /* the caller's */
+    rl_admin_job *next; /* the writer's */
+};
+
+/* Does puts[0..count) (count >= 1), filling each one's answer. */
+typedef void (*rl_admin_group_fn)(void *context, rl_service_put *puts, size_t count);
+
+typedef struct rl_admin_writer rl_admin_writer;
+
+/* Starts the writer thread. NULL if out of memory or no thread. */
+rl_admin_writer *rl_admin_writer_start(rl_admin_group_fn group_fn, void *context);
+
+/* Queues job. false (job untouched, done never called) once stopping. */
+bool rl_admin_writer_submit(rl_admin_writer *writer, rl_admin_job *job);
+
+/* Does what is queued, stops the thread and frees the writer. NULL is allowed. */
+void rl_admin_writer_stop(rl_admin_writer *writer);
+
+/* The group function of the daemon: context is the rl_service. */
+void rl_admin_writer_put_limits(void *service, rl_service_put *puts, size_t count);
+
+#endif
