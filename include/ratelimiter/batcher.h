@@ -34,6 +34,8 @@
 #ifndef RATELIMITER_BATCHER_H
 #define RATELIMITER_BATCHER_H
 
+#include "ratelimiter/export.h"
+
 #include "ratelimiter/limiter.h"
 
 #ifdef __cplusplus
@@ -54,7 +56,7 @@ typedef struct rl_batcher_options {
 } rl_batcher_options;
 
 /* Fills options with the defaults above. */
-void rl_batcher_options_default(rl_batcher_options *options);
+RL_API void rl_batcher_options_default(rl_batcher_options *options);
 
 /* Opens a batching limiter over inner (borrowed unless options->owns_inner:
  * inner must then outlive the batcher). options may be NULL for the
@@ -62,7 +64,7 @@ void rl_batcher_options_default(rl_batcher_options *options);
  * or an option is out of range; RL_NO_MEMORY if memory or threads ran out.
  * On error *out is NULL and inner is left alone (not destroyed, whatever
  * owns_inner says). */
-rl_status rl_limiter_batching_open(rl_limiter *inner, const rl_batcher_options *options,
+RL_API rl_status rl_limiter_batching_open(rl_limiter *inner, const rl_batcher_options *options,
                                    rl_limiter **out);
 
 /* Counters of one queue (reserve or complete) since open. */
@@ -83,7 +85,7 @@ typedef struct rl_batcher_stats {
 
 /* A snapshot of the counters (for benchmarks and logs). Returns false, with
  * *out zeroed, if limiter is not a batcher. Thread-safe. */
-bool rl_limiter_batching_stats(rl_limiter *limiter, rl_batcher_stats *out);
+RL_API bool rl_limiter_batching_stats(rl_limiter *limiter, rl_batcher_stats *out);
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,8 @@
 #ifndef RATELIMITER_CLOCK_H
 #define RATELIMITER_CLOCK_H
 
+#include "ratelimiter/export.h"
+
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -21,7 +23,7 @@ struct rl_clock {
 };
 
 /* The process clock (CLOCK_MONOTONIC, CLOCK_REALTIME). Static, never freed. */
-const rl_clock *rl_clock_system(void);
+RL_API const rl_clock *rl_clock_system(void);
 
 /* A clock that moves only when told to: for tests. Not thread-safe to
  * advance while another thread reads it. */
@@ -31,8 +33,8 @@ typedef struct rl_manual_clock {
     uint64_t unix_now_ms;
 } rl_manual_clock;
 
-void rl_manual_clock_init(rl_manual_clock *clock, uint64_t monotonic_ms, uint64_t unix_ms);
-void rl_manual_clock_advance(rl_manual_clock *clock, uint64_t delta_ms);
+RL_API void rl_manual_clock_init(rl_manual_clock *clock, uint64_t monotonic_ms, uint64_t unix_ms);
+RL_API void rl_manual_clock_advance(rl_manual_clock *clock, uint64_t delta_ms);
 
 #ifdef __cplusplus
 }

@@ -7,6 +7,8 @@
 #ifndef RATELIMITER_KEYS_H
 #define RATELIMITER_KEYS_H
 
+#include "ratelimiter/export.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -15,7 +17,7 @@ extern "C" {
 #endif
 
 /* True if key[0..len) is a valid limit key. Pure, thread-safe. */
-bool rl_key_is_valid(const char *key, size_t len);
+RL_API bool rl_key_is_valid(const char *key, size_t len);
 
 /* The dimension of a global LLM key: "rpm", "tpm" or "concurrency". */
 typedef enum rl_llm_dimension {
@@ -28,11 +30,11 @@ typedef enum rl_llm_dimension {
  * NUL-terminated). provider and model must be non-empty printable ASCII
  * without spaces or ':'. Returns the length written, or -1 if a part is
  * invalid or the key would not fit (out is then an empty string). */
-int rl_key_llm_global(char *out, size_t out_size, const char *provider, const char *model,
+RL_API int rl_key_llm_global(char *out, size_t out_size, const char *provider, const char *model,
                       rl_llm_dimension dimension);
 
 /* Writes "tenant:<tenant_id>:llm:daily_tokens"; same rules and result. */
-int rl_key_tenant_daily_tokens(char *out, size_t out_size, const char *tenant_id);
+RL_API int rl_key_tenant_daily_tokens(char *out, size_t out_size, const char *tenant_id);
 
 #ifdef __cplusplus
 }

@@ -21,6 +21,8 @@
 #ifndef RATELIMITER_LIMITER_H
 #define RATELIMITER_LIMITER_H
 
+#include "ratelimiter/export.h"
+
 #include "ratelimiter/memory.h"
 #include "ratelimiter/types.h"
 
@@ -81,7 +83,7 @@ static inline void rl_limiter_destroy(rl_limiter *l) {
 /* Opens a local limiter with the limits of the limits.json file at path (the
  * registry's format, spec §7; read once, never written). options may be NULL
  * for rl_memory_options_default. On error *out is NULL and err says why. */
-rl_status rl_limiter_local_open(const char *limits_path, const rl_memory_options *options,
+RL_API rl_status rl_limiter_local_open(const char *limits_path, const rl_memory_options *options,
                                 rl_limiter **out, char err[RL_LIMITER_ERR_SIZE]);
 
 /* Defines or changes a limit of a local limiter at run time, as PUT
@@ -91,7 +93,7 @@ rl_status rl_limiter_local_open(const char *limits_path, const rl_memory_options
  * call. Returns RL_OK, RL_INVALID_REQUEST (an invalid definition, or not a
  * local limiter; rl_limiter_last_error says which) or RL_NO_MEMORY.
  * Thread-safe. */
-rl_status rl_limiter_local_define(rl_limiter *limiter, const rl_limit_def *def, rl_limit_status *out_status);
+RL_API rl_status rl_limiter_local_define(rl_limiter *limiter, const rl_limit_def *def, rl_limit_status *out_status);
 
 /* ---- http: a ratelimiterd ---- */
 
@@ -105,13 +107,13 @@ typedef struct rl_http_limiter_options {
 } rl_http_limiter_options;
 
 /* Fills options with the defaults above (base_url NULL). */
-void rl_http_limiter_options_default(rl_http_limiter_options *options);
+RL_API void rl_http_limiter_options_default(rl_http_limiter_options *options);
 
 /* Opens a limiter that talks to the ratelimiterd at options->base_url. It
  * connects lazily: a daemon that is not up yet is not an error here. On a
  * transport error or timeout a call is retried with the same lease ids, with
  * backoff, until deadline_ms; it never invents an outcome. */
-rl_status rl_limiter_http_open(const rl_http_limiter_options *options, rl_limiter **out,
+RL_API rl_status rl_limiter_http_open(const rl_http_limiter_options *options, rl_limiter **out,
                                char err[RL_LIMITER_ERR_SIZE]);
 
 /* Why the last call on this thread that returned an error failed, in words:
@@ -120,7 +122,7 @@ rl_status rl_limiter_http_open(const rl_http_limiter_options *options, rl_limite
  * backend_error"), or the deadline that passed. "" after a call that
  * returned RL_OK. Thread-local, like errno: valid until this thread's next
  * Limiter call. */
-const char *rl_limiter_last_error(void);
+RL_API const char *rl_limiter_last_error(void);
 
 /* ---- checks shared by both ---- */
 
@@ -128,8 +130,8 @@ const char *rl_limiter_last_error(void);
  * requirements with valid keys, amounts 1..2^53, no key twice; for Complete
  * 0..32 actuals, actual amounts 0..2^53). Otherwise false and err says which
  * field. Pure, thread-safe. */
-bool rl_reserve_request_check(const rl_reserve_request *request, char err[RL_LIMITER_ERR_SIZE]);
-bool rl_complete_request_check(const rl_complete_request *request, char err[RL_LIMITER_ERR_SIZE]);
+RL_API bool rl_reserve_request_check(const rl_reserve_request *request, char err[RL_LIMITER_ERR_SIZE]);
+RL_API bool rl_complete_request_check(const rl_complete_request *request, char err[RL_LIMITER_ERR_SIZE]);
 
 #ifdef __cplusplus
 }

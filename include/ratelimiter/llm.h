@@ -8,6 +8,8 @@
 #ifndef RATELIMITER_LLM_H
 #define RATELIMITER_LLM_H
 
+#include "ratelimiter/export.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -19,7 +21,7 @@ extern "C" {
 #endif
 
 /* The spec's v1 estimate: the prompt's length in bytes (NULL is 0). */
-uint64_t rl_estimate_prompt_tokens(const char *prompt);
+RL_API uint64_t rl_estimate_prompt_tokens(const char *prompt);
 
 typedef struct rl_llm_call {
     const char *tenant_id;      /* needed only with want_daily_budget */
@@ -46,15 +48,15 @@ typedef struct rl_llm_requirements {
  * too long, or the upper bound is 0 or above 2^53. out->items point into
  * out->keys: do not copy an rl_llm_requirements by value while its items are
  * in use (re-run the builder, or copy and call rl_llm_requirements_fix). */
-bool rl_llm_requirements_build(const rl_llm_call *call, rl_llm_requirements *out);
+RL_API bool rl_llm_requirements_build(const rl_llm_call *call, rl_llm_requirements *out);
 
 /* Re-points items at this copy's own keys after a copy by value. */
-void rl_llm_requirements_fix(rl_llm_requirements *requirements);
+RL_API void rl_llm_requirements_fix(rl_llm_requirements *requirements);
 
 /* The actuals of a finished call: tpm (and the daily budget when reserved)
  * = actual_tokens, keys borrowed from requirements. Writes up to 2 into
  * actuals and returns how many. */
-size_t rl_llm_actuals(const rl_llm_requirements *requirements, uint64_t actual_tokens,
+RL_API size_t rl_llm_actuals(const rl_llm_requirements *requirements, uint64_t actual_tokens,
                       rl_actual actuals[2]);
 
 #ifdef __cplusplus

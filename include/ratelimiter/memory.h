@@ -9,6 +9,8 @@
 #ifndef RATELIMITER_MEMORY_H
 #define RATELIMITER_MEMORY_H
 
+#include "ratelimiter/export.h"
+
 #include "ratelimiter/backend.h"
 #include "ratelimiter/clock.h"
 
@@ -28,11 +30,11 @@ typedef struct rl_memory_options {
 #define RL_MEMORY_DEFAULT_MAX_LEASES 4000000u
 
 /* Fills options with the defaults above (system clock, sweeper on). */
-void rl_memory_options_default(rl_memory_options *options);
+RL_API void rl_memory_options_default(rl_memory_options *options);
 
 /* Creates a memory backend. *out is owned by the caller: free it with
  * rl_backend_destroy. Returns RL_OK or RL_NO_MEMORY. */
-rl_status rl_memory_backend_create(const rl_memory_options *options, rl_backend **out);
+RL_API rl_status rl_memory_backend_create(const rl_memory_options *options, rl_backend **out);
 
 #ifdef __cplusplus
 }

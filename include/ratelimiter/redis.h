@@ -36,6 +36,8 @@
 #ifndef RATELIMITER_REDIS_H
 #define RATELIMITER_REDIS_H
 
+#include "ratelimiter/export.h"
+
 #include "ratelimiter/backend.h"
 #include "ratelimiter/clock.h"
 
@@ -69,12 +71,12 @@ typedef struct rl_redis_options {
     const rl_clock *clock;
 } rl_redis_options;
 
-void rl_redis_options_default(rl_redis_options *options);
+RL_API void rl_redis_options_default(rl_redis_options *options);
 
 /* Connects (failing fast if Redis is not there: RL_BACKEND_ERROR, err says
  * why), loads the scripts, and returns a backend the caller frees with
  * rl_backend_destroy. */
-rl_status rl_redis_backend_create(const rl_redis_options *options, rl_backend **out, char *err, size_t err_size);
+RL_API rl_status rl_redis_backend_create(const rl_redis_options *options, rl_backend **out, char *err, size_t err_size);
 
 #ifdef __cplusplus
 }

@@ -14,6 +14,8 @@
 #ifndef RATELIMITER_REGISTRY_H
 #define RATELIMITER_REGISTRY_H
 
+#include "ratelimiter/export.h"
+
 #include <stddef.h>
 
 #include "ratelimiter/types.h"
@@ -31,23 +33,23 @@ typedef struct rl_registry rl_registry;
  * invalid file, or one with more than max_limits definitions (0: default), is
  * an error: *out stays NULL and err (err_size bytes) says what and where.
  * Returns RL_OK, RL_IO_ERROR, RL_INVALID_REQUEST or RL_NO_MEMORY. */
-rl_status rl_registry_open(const char *path, size_t max_limits, rl_registry **out, char *err,
+RL_API rl_status rl_registry_open(const char *path, size_t max_limits, rl_registry **out, char *err,
                            size_t err_size);
 
 /* Frees the registry (the file stays). NULL is allowed. */
-void rl_registry_close(rl_registry *registry);
+RL_API void rl_registry_close(rl_registry *registry);
 
 /* Number of definitions. */
-size_t rl_registry_count(rl_registry *registry);
+RL_API size_t rl_registry_count(rl_registry *registry);
 
 /* Copies the definition of key into *out. Returns false if there is none. */
-bool rl_registry_get(rl_registry *registry, const char *key, rl_limit_def *out);
+RL_API bool rl_registry_get(rl_registry *registry, const char *key, rl_limit_def *out);
 
 /* Inserts or replaces def (which must pass rl_limit_def_validate) and
  * rewrites the file before returning. On any failure (full, I/O) nothing
  * changes and err says why. Returns RL_OK, RL_INVALID_REQUEST (full or
  * invalid), RL_IO_ERROR or RL_NO_MEMORY. */
-rl_status rl_registry_put(rl_registry *registry, const rl_limit_def *def, char *err,
+RL_API rl_status rl_registry_put(rl_registry *registry, const rl_limit_def *def, char *err,
                           size_t err_size);
 
 /* Puts count definitions (each must pass rl_limit_def_validate) and rewrites
@@ -55,12 +57,12 @@ rl_status rl_registry_put(rl_registry *registry, const rl_limit_def *def, char *
  * more than once the last wins. All or nothing: on any failure (one invalid,
  * full, I/O) nothing changes and err says why. Same returns as
  * rl_registry_put. */
-rl_status rl_registry_put_many(rl_registry *registry, const rl_limit_def *defs, size_t count, char *err,
+RL_API rl_status rl_registry_put_many(rl_registry *registry, const rl_limit_def *defs, size_t count, char *err,
                                size_t err_size);
 
 /* A snapshot of every definition sorted by key, in one malloc'd array that
  * the caller frees with free(). *count may be 0 (then *out is NULL). */
-rl_status rl_registry_list(rl_registry *registry, rl_limit_def **out, size_t *count);
+RL_API rl_status rl_registry_list(rl_registry *registry, rl_limit_def **out, size_t *count);
 
 #ifdef __cplusplus
 }

@@ -35,6 +35,8 @@
 #ifndef RATELIMITER_SCHEDULER_H
 #define RATELIMITER_SCHEDULER_H
 
+#include "ratelimiter/export.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -85,7 +87,7 @@ typedef enum rl_job_outcome {
 #define RL_JOB_OUTCOME_COUNT 5
 
 /* "done", "execute_failed", "rejected", "gave_up", "not_run". Thread-safe. */
-const char *rl_job_outcome_name(rl_job_outcome outcome);
+RL_API const char *rl_job_outcome_name(rl_job_outcome outcome);
 
 /* The final word on one job. Pointers are valid during the callback only. */
 typedef struct rl_job_report {
@@ -126,7 +128,7 @@ typedef struct rl_scheduler_options {
 } rl_scheduler_options;
 
 /* Fills options with the defaults above. Pure, thread-safe. */
-void rl_scheduler_options_default(rl_scheduler_options *options);
+RL_API void rl_scheduler_options_default(rl_scheduler_options *options);
 
 /* Starts a scheduler and its worker threads over limiter (borrowed: it must
  * outlive the scheduler; every worker calls it concurrently, which limiters
@@ -134,7 +136,7 @@ void rl_scheduler_options_default(rl_scheduler_options *options);
  * the caller (free with rl_scheduler_destroy). On error *out is NULL, err says
  * why, and the status is RL_INVALID_REQUEST (bad options) or RL_NO_MEMORY (no
  * memory or no threads). */
-rl_status rl_scheduler_create(rl_limiter *limiter, const rl_scheduler_options *options,
+RL_API rl_status rl_scheduler_create(rl_limiter *limiter, const rl_scheduler_options *options,
                               rl_scheduler **out, char err[RL_SCHEDULER_ERR_SIZE]);
 
 /* Queues a job (copied). Thread-safe, callable from any thread including the
@@ -144,7 +146,7 @@ rl_status rl_scheduler_create(rl_limiter *limiter, const rl_scheduler_options *o
  * RL_NO_MEMORY (out of memory, max_jobs or max_work_classes reached); on an
  * error the job was not taken, no callback will run, and err (may be NULL)
  * says why. */
-rl_status rl_scheduler_submit(rl_scheduler *scheduler, const rl_job *job, char err[RL_SCHEDULER_ERR_SIZE]);
+RL_API rl_status rl_scheduler_submit(rl_scheduler *scheduler, const rl_job *job, char err[RL_SCHEDULER_ERR_SIZE]);
 
 /* A snapshot of the scheduler's counters. Thread-safe. */
 typedef struct rl_scheduler_stats {
@@ -159,7 +161,7 @@ typedef struct rl_scheduler_stats {
     uint64_t work_classes;                     /* queues created */
 } rl_scheduler_stats;
 
-void rl_scheduler_stats_get(rl_scheduler *scheduler, rl_scheduler_stats *out);
+RL_API void rl_scheduler_stats_get(rl_scheduler *scheduler, rl_scheduler_stats *out);
 
 /* Stops the scheduler. Submit fails from now on. Workers keep running queued
  * jobs (blocked ones too, as they come due) until none is left or deadline_ms
@@ -171,12 +173,12 @@ void rl_scheduler_stats_get(rl_scheduler *scheduler, rl_scheduler_stats *out);
  * receives the final counters. Waits longer than deadline_ms only for execute
  * callbacks and limiter calls in flight, which bound their own time. Call it
  * from one thread, once; later calls return 0 at once. Not from a callback. */
-uint64_t rl_scheduler_shutdown(rl_scheduler *scheduler, uint32_t deadline_ms, rl_scheduler_stats *stats);
+RL_API uint64_t rl_scheduler_shutdown(rl_scheduler *scheduler, uint32_t deadline_ms, rl_scheduler_stats *stats);
 
 /* Frees the scheduler, after rl_scheduler_shutdown(scheduler, 0, NULL) if it
  * was not shut down yet. NULL is allowed. Not from a callback; no other call
  * may be in flight or follow. */
-void rl_scheduler_destroy(rl_scheduler *scheduler);
+RL_API void rl_scheduler_destroy(rl_scheduler *scheduler);
 
 #ifdef __cplusplus
 }

@@ -16,6 +16,8 @@
 #ifndef RATELIMITER_STATUS_H
 #define RATELIMITER_STATUS_H
 
+#include "ratelimiter/export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -41,10 +43,10 @@ typedef enum rl_status {
 
 /* The wire string of a status ("" for RL_OK). Statuses that name a key are
  * written as "<string>:<key>" by the encoders. Never NULL; thread-safe. */
-const char *rl_status_wire(rl_status status);
+RL_API const char *rl_status_wire(rl_status status);
 
 /* A short constant identifier for logs ("OK", "INVALID_REQUEST", ...). */
-const char *rl_status_name(rl_status status);
+RL_API const char *rl_status_name(rl_status status);
 
 #ifdef __cplusplus
 }

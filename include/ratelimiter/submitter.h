@@ -18,6 +18,8 @@
 #ifndef RATELIMITER_SUBMITTER_H
 #define RATELIMITER_SUBMITTER_H
 
+#include "ratelimiter/export.h"
+
 #include "ratelimiter/backend.h"
 
 #ifdef __cplusplus
@@ -30,13 +32,13 @@ typedef struct rl_submitter_options {
     uint32_t flushes_in_flight; /* inner calls at once, per queue (reserve, complete); default 2 */
 } rl_submitter_options;
 
-void rl_submitter_options_default(rl_submitter_options *options);
+RL_API void rl_submitter_options_default(rl_submitter_options *options);
 
 /* Wraps inner, which the submitter then owns (destroying the submitter
  * flushes what waits, then destroys inner). On error *out is NULL and inner
  * is untouched. RL_OK, RL_INVALID_REQUEST (max_leases or flushes_in_flight 0)
  * or RL_NO_MEMORY. */
-rl_status rl_submitter_create(rl_backend *inner, const rl_submitter_options *options, rl_backend **out);
+RL_API rl_status rl_submitter_create(rl_backend *inner, const rl_submitter_options *options, rl_backend **out);
 
 #ifdef __cplusplus
 }

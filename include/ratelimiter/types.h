@@ -7,6 +7,8 @@
 #ifndef RATELIMITER_TYPES_H
 #define RATELIMITER_TYPES_H
 
+#include "ratelimiter/export.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -108,15 +110,15 @@ typedef struct rl_limit_usage {
 /* Checks a definition against api.md: key, kind, capacity 1..2^53, window
  * only and > 0 for rolling, timeout only and > 0 for concurrency, overage.
  * Pure, thread-safe. Returns true if valid; otherwise false with a human sentence in err. */
-bool rl_limit_def_validate(const rl_limit_def *def, char *err, size_t err_size);
+RL_API bool rl_limit_def_validate(const rl_limit_def *def, char *err, size_t err_size);
 
-const char *rl_kind_name(rl_kind kind);             /* "rolling" | "concurrency" */
-const char *rl_overage_name(rl_overage overage);    /* "debt" | "deny" */
-const char *rl_limit_status_name(rl_limit_status);  /* "active" | "decreasing" */
+RL_API const char *rl_kind_name(rl_kind kind);             /* "rolling" | "concurrency" */
+RL_API const char *rl_overage_name(rl_overage overage);    /* "debt" | "deny" */
+RL_API const char *rl_limit_status_name(rl_limit_status);  /* "active" | "decreasing" */
 
 /* Parses the names above; false if name is none of them. */
-bool rl_kind_parse(const char *name, rl_kind *out);
-bool rl_overage_parse(const char *name, rl_overage *out);
+RL_API bool rl_kind_parse(const char *name, rl_kind *out);
+RL_API bool rl_overage_parse(const char *name, rl_overage *out);
 
 #ifdef __cplusplus
 }

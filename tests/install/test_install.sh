@@ -3,8 +3,10 @@
 #
 # `cmake --install` of the build into a temp DESTDIR under a prefix of its
 # own, then checks the tree (libraries, SONAME, headers, ratelimiter.pc,
-# ratelimiterd, rlctl) and builds examples/llm_workload.c against it with
-# pkg-config only, shared (rpath) and static, and runs both briefly.
+# ratelimiterd, rlctl), that the shared library exports exactly the functions
+# the installed headers declare RL_API (its insides stay hidden), and builds
+# examples/llm_workload.c against it with pkg-config only, shared (rpath) and
+# static, and runs both briefly.
 set -eu
 build=$1 src=$2 cc=$3 sanitize=${4:-}
 
@@ -31,6 +33,23 @@ soname=$(objdump -p "$libdir/libratelimiter.so" | awk '/SONAME/ {print $2}')
 case $soname in libratelimiter.so.[0-9]*) ;; *) fail "SONAME is '$soname'" ;; esac
 [ -e "$libdir/$soname" ] || fail "no $soname next to libratelimiter.so"
 "$root/bin/rlctl" --version | grep -q '^rlctl ' || fail "installed rlctl --version"
+
+# The export list is the public API: every RL_API declaration of the
+# installed headers, and nothing else (no internal name, no function a
+# header declares without RL_API). redis.h is not installed: the library has
+# no Redis backend.
+[ ! -e "$root/include/ratelimiter/redis.h" ] || fail "redis.h installed, but the library has no Redis backend"
+nm -D --defined-only "$libdir/libratelimiter.so" | awk '$2 == "T" {print $3}' | sort >"$tmp/exported"
+grep -ohE '^RL_API [^(]*\(' "$root/include/ratelimiter/"*.h |
+  sed -E 's/.*[^a-zA-Z0-9_](rl_[a-z0-9_]+) *\($/\1/' | sort -u >"$tmp/declared"
+[ -s "$tmp/declared" ] || fail "no RL_API declaration in the installed headers"
+if ! diff "$tmp/declared" "$tmp/exported" >"$tmp/export.diff"; then
+  cat "$tmp/export.diff" >&2
+  fail "libratelimiter.so exports (>) other than the headers declare RL_API (<)"
+fi
+unmarked=$(grep -nE '^[A-Za-z].*[^a-zA-Z0-9_]rl_[a-z0-9_]+ *\(' "$root/include/ratelimiter/"*.h |
+  grep -vE ':(RL_API |static inline|typedef|#)' || true)
+[ -z "$unmarked" ] || { echo "$unmarked" >&2; fail "public functions declared without RL_API"; }
 
 # The .pc file names the install prefix (not the DESTDIR); --define-prefix
 # relocates it to where the file is, as for any staged tree.
