@@ -36,6 +36,7 @@
 
 #include "ratelimiter/export.h"
 
+#include "ratelimiter/batch_stats.h"
 #include "ratelimiter/limiter.h"
 
 #ifdef __cplusplus
@@ -65,18 +66,7 @@ RL_API void rl_batcher_options_default(rl_batcher_options *options);
  * On error *out is NULL and inner is left alone (not destroyed, whatever
  * owns_inner says). */
 RL_API rl_status rl_limiter_batching_open(rl_limiter *inner, const rl_batcher_options *options,
-                                   rl_limiter **out);
-
-/* Counters of one queue (reserve or complete) since open. */
-typedef struct rl_batcher_lane_stats {
-    uint64_t calls;              /* calls answered through a flush */
-    uint64_t flushes;            /* inner batch calls made by the flusher */
-    uint64_t leases;             /* leases sent in those flushes */
-    uint64_t failed_flushes;     /* flushes whose inner call returned an error */
-    uint64_t direct_calls;       /* calls over max_batch, sent alone by their caller */
-    uint64_t largest_flush_leases;
-    uint64_t waiting_calls;      /* calls queued now, not yet taken by a flush */
-} rl_batcher_lane_stats;
+                                          rl_limiter **out);
 
 typedef struct rl_batcher_stats {
     rl_batcher_lane_stats reserve;

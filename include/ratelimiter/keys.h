@@ -31,7 +31,7 @@ typedef enum rl_llm_dimension {
  * without spaces or ':'. Returns the length written, or -1 if a part is
  * invalid or the key would not fit (out is then an empty string). */
 RL_API int rl_key_llm_global(char *out, size_t out_size, const char *provider, const char *model,
-                      rl_llm_dimension dimension);
+                             rl_llm_dimension dimension);
 
 /* Writes "tenant:<tenant_id>:llm:daily_tokens"; same rules and result. */
 RL_API int rl_key_tenant_daily_tokens(char *out, size_t out_size, const char *tenant_id);

@@ -84,7 +84,7 @@ static inline void rl_limiter_destroy(rl_limiter *l) {
  * registry's format, spec §7; read once, never written). options may be NULL
  * for rl_memory_options_default. On error *out is NULL and err says why. */
 RL_API rl_status rl_limiter_local_open(const char *limits_path, const rl_memory_options *options,
-                                rl_limiter **out, char err[RL_LIMITER_ERR_SIZE]);
+                                       rl_limiter **out, char err[RL_LIMITER_ERR_SIZE]);
 
 /* Defines or changes a limit of a local limiter at run time, as PUT
  * /v1/admin/limits does for the daemon: validated alike (rl_limit_def_validate),
@@ -114,7 +114,7 @@ RL_API void rl_http_limiter_options_default(rl_http_limiter_options *options);
  * transport error or timeout a call is retried with the same lease ids, with
  * backoff, until deadline_ms; it never invents an outcome. */
 RL_API rl_status rl_limiter_http_open(const rl_http_limiter_options *options, rl_limiter **out,
-                               char err[RL_LIMITER_ERR_SIZE]);
+                                      char err[RL_LIMITER_ERR_SIZE]);
 
 /* Why the last call on this thread that returned an error failed, in words:
  * the rule a request broke ("requirements[1].amount must be ..."), the

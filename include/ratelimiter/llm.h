@@ -57,7 +57,7 @@ RL_API void rl_llm_requirements_fix(rl_llm_requirements *requirements);
  * = actual_tokens, keys borrowed from requirements. Writes up to 2 into
  * actuals and returns how many. */
 RL_API size_t rl_llm_actuals(const rl_llm_requirements *requirements, uint64_t actual_tokens,
-                      rl_actual actuals[2]);
+                             rl_actual actuals[2]);
 
 #ifdef __cplusplus
 }

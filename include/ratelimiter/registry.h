@@ -34,7 +34,7 @@ typedef struct rl_registry rl_registry;
  * an error: *out stays NULL and err (err_size bytes) says what and where.
  * Returns RL_OK, RL_IO_ERROR, RL_INVALID_REQUEST or RL_NO_MEMORY. */
 RL_API rl_status rl_registry_open(const char *path, size_t max_limits, rl_registry **out, char *err,
-                           size_t err_size);
+                                  size_t err_size);
 
 /* Frees the registry (the file stays). NULL is allowed. */
 RL_API void rl_registry_close(rl_registry *registry);
@@ -50,7 +50,7 @@ RL_API bool rl_registry_get(rl_registry *registry, const char *key, rl_limit_def
  * changes and err says why. Returns RL_OK, RL_INVALID_REQUEST (full or
  * invalid), RL_IO_ERROR or RL_NO_MEMORY. */
 RL_API rl_status rl_registry_put(rl_registry *registry, const rl_limit_def *def, char *err,
-                          size_t err_size);
+                                 size_t err_size);
 
 /* Puts count definitions (each must pass rl_limit_def_validate) and rewrites
  * the file once for all of them: many admin puts, one write. For a key put
@@ -58,7 +58,7 @@ RL_API rl_status rl_registry_put(rl_registry *registry, const rl_limit_def *def,
  * full, I/O) nothing changes and err says why. Same returns as
  * rl_registry_put. */
 RL_API rl_status rl_registry_put_many(rl_registry *registry, const rl_limit_def *defs, size_t count, char *err,
-                               size_t err_size);
+                                      size_t err_size);
 
 /* A snapshot of every definition sorted by key, in one malloc'd array that
  * the caller frees with free(). *count may be 0 (then *out is NULL). */

@@ -137,7 +137,7 @@ RL_API void rl_scheduler_options_default(rl_scheduler_options *options);
  * why, and the status is RL_INVALID_REQUEST (bad options) or RL_NO_MEMORY (no
  * memory or no threads). */
 RL_API rl_status rl_scheduler_create(rl_limiter *limiter, const rl_scheduler_options *options,
-                              rl_scheduler **out, char err[RL_SCHEDULER_ERR_SIZE]);
+                                     rl_scheduler **out, char err[RL_SCHEDULER_ERR_SIZE]);
 
 /* Queues a job (copied). Thread-safe, callable from any thread including the
  * callbacks. Returns RL_OK (the job will get exactly one result callback),

@@ -30,7 +30,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ratelimiter/batcher.h"
+#include "ratelimiter/batch_stats.h"
+#include "ratelimiter/types.h"
 
 /* Sends count requests to inner, writing count results: a Limiter's or a
  * backend's reserve_batch or complete_batch. */

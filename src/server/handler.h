@@ -126,9 +126,4 @@ void rl_async_request_finish(rl_handler_ctx *ctx, rl_async_request *areq, rl_htt
 /* Frees what the handler kept in areq (not areq itself). */
 void rl_async_request_release(rl_async_request *areq);
 
-/* Decodes %XX escapes of in[0..in_len) into out (out_size bytes, NUL-
- * terminated). Returns the decoded length, or -1 if an escape is malformed
- * or the result does not fit. Pure. */
-int rl_percent_decode(const char *in, size_t in_len, char *out, size_t out_size);
-
 #endif

@@ -10,6 +10,7 @@
 
 #include "ratelimiter/keys.h"
 #include "server/handler.h"
+#include "server/percent_decode.h"
 #include "server/respond.h"
 #include "wire/wire.h"
 

@@ -101,23 +101,6 @@ static void test_routing(void **state) {
     assert_string_equal(body(f), "{\"ok\":true,\"backend\":\"memory\",\"limits\":0}");
 }
 
-static void test_percent_decode(void **state) {
-    (void)state;
-    char out[16];
-    assert_int_equal(rl_percent_decode("a%3Ab%2fc", 9, out, sizeof out), 5);
-    assert_string_equal(out, "a:b/c");
-    assert_int_equal(rl_percent_decode("", 0, out, sizeof out), 0);
-    assert_string_equal(out, "");
-    assert_int_equal(rl_percent_decode("+x", 2, out, sizeof out), 2); /* '+' is not a space in paths */
-    assert_string_equal(out, "+x");
-    assert_int_equal(rl_percent_decode("%", 1, out, sizeof out), -1);
-    assert_int_equal(rl_percent_decode("%4", 2, out, sizeof out), -1);
-    assert_int_equal(rl_percent_decode("%zz", 3, out, sizeof out), -1);
-    assert_int_equal(rl_percent_decode("0123456789abcdef", 16, out, sizeof out), -1); /* no room */
-    assert_int_equal(rl_percent_decode("0123456789abcde", 15, out, sizeof out), 15);
-    assert_int_equal(rl_percent_decode("x", 1, out, 0), -1);
-}
-
 static void test_reserve_shapes(void **state) {
     fixture *f = *state;
     put_limit(f, "{\"key\":\"k:rpm\",\"kind\":\"rolling\",\"capacity\":1,\"window_seconds\":60}");
@@ -322,7 +305,6 @@ static void test_service_open_errors(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_routing, setup, teardown),
-        cmocka_unit_test(test_percent_decode),
         cmocka_unit_test_setup_teardown(test_reserve_shapes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_batches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_admin, setup, teardown),
