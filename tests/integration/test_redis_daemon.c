@@ -460,6 +460,14 @@ static void test_stopped_redis_costs_a_request_one_deadline(void **state) {
     fprintf(stderr, "with Redis stopped, the slowest of %d reserves got its 503 after %ld ms\n", CLIENTS, slowest_ms);
     if (slowest_ms > 500 + 250) fail_msg("the slowest 503 took %ld ms; the deadline is 500 ms", slowest_ms);
     assert_int_equal(reserve(c, &c->a, "tpm", 1), 200); /* and it serves again once Redis does */
+    /* The operator is told why, once a second at most, not once per call. */
+    char text[16384];
+    rl_test_daemon_read_stderr(&c->a, text, sizeof text);
+    const char *said = strstr(text, "reserve.lua failed: redis ");
+    if (said == NULL) fail_msg("no sentence for the failed scripts in:\n%s", text);
+    int lines = 0;
+    for (const char *at = text; (at = strstr(at, ".lua failed: ")) != NULL; at++) lines++;
+    if (lines > 3) fail_msg("%d lines for one outage of under a second:\n%s", lines, text);
     assert_int_equal(rl_test_daemon_stop(&c->a), 0);
 }
 

@@ -34,6 +34,10 @@ struct rl_redis_pool {
     uint32_t command_timeout_ms;
     bool allow_eviction;
     atomic_uint_fast64_t last_oom_ms;
+    /* Failed script calls are said on stderr, at most one line a second
+     * (an outage fails every call), with how many were not said since. */
+    atomic_uint_fast64_t last_said_ms;
+    atomic_uint_fast64_t failures_unsaid;
     pthread_mutex_t lock;
     pthread_cond_t freed; /* CLOCK_MONOTONIC: acquire waits until a deadline */
     slot *slots;
@@ -283,9 +287,36 @@ rl_status rl_redis_command(rl_redis_pool *pool, uint64_t deadline_ms, int argc, 
     return status;
 }
 
+static const char *const script_names[RL_SCRIPT_COUNT] = {
+    [RL_SCRIPT_RESERVE] = "reserve.lua", [RL_SCRIPT_COMPLETE] = "complete.lua",
+    [RL_SCRIPT_DEFINE] = "define.lua",   [RL_SCRIPT_USAGE] = "usage.lua",
+    [RL_SCRIPT_SWEEP] = "sweep.lua",     [RL_SCRIPT_DEFINITIONS] = "definitions.lua",
+    [RL_SCRIPT_CHANGES] = "changes.lua",
+};
+
+/* Why a script call failed, for the operator: the callers answer their
+ * clients backend_error and keep no sentence. */
+static void say_failure(rl_redis_pool *pool, rl_redis_script script, const char *err) {
+    uint64_t now_ms = monotonic_ms(), last_ms = atomic_load(&pool->last_said_ms);
+    if (last_ms != 0 && now_ms - last_ms < 1000u) {
+        atomic_fetch_add(&pool->failures_unsaid, 1);
+        return;
+    }
+    if (!atomic_compare_exchange_strong(&pool->last_said_ms, &last_ms, now_ms)) {
+        atomic_fetch_add(&pool->failures_unsaid, 1);
+        return;
+    }
+    uint64_t unsaid = atomic_exchange(&pool->failures_unsaid, 0);
+    char more[64] = "";
+    if (unsaid > 0) snprintf(more, sizeof more, " (and %llu more failed calls)", (unsigned long long)unsaid);
+    fprintf(stderr, "ratelimiterd: redis %s: %s failed: %s%s\n", pool->address, script_names[script],
+            err[0] != '\0' ? err : "no reason given", more);
+}
+
 rl_status rl_redis_eval(rl_redis_pool *pool, uint64_t deadline_ms, rl_redis_script script, int argc,
                         const char **argv, const size_t *argv_len, redisReply **reply, char *err,
                         size_t err_size) {
+    if (err_size > 0) err[0] = '\0';
     const int extra = 3; /* EVALSHA sha 0 */
     const char **full = malloc((size_t)(argc + extra) * sizeof *full);
     size_t *full_len = malloc((size_t)(argc + extra) * sizeof *full_len);
@@ -325,6 +356,7 @@ rl_status rl_redis_eval(rl_redis_pool *pool, uint64_t deadline_ms, rl_redis_scri
     }
     free(full);
     free(full_len);
+    if (status != RL_OK) say_failure(pool, script, err);
     return status;
 }
 
@@ -348,6 +380,8 @@ rl_status rl_redis_pool_create(const rl_redis_options *options, rl_redis_pool **
     pool->command_timeout_ms = options->command_timeout_ms != 0 ? options->command_timeout_ms : 500;
     pool->allow_eviction = options->allow_eviction;
     atomic_init(&pool->last_oom_ms, 0);
+    atomic_init(&pool->last_said_ms, 0);
+    atomic_init(&pool->failures_unsaid, 0);
     pool->slot_count = options->connections != 0 ? options->connections : 4;
     pool->slots = calloc(pool->slot_count, sizeof *pool->slots);
     pthread_mutex_init(&pool->lock, NULL);

@@ -53,7 +53,10 @@ uint64_t rl_redis_pool_deadline_ms(const rl_redis_pool *pool, uint64_t since_ms)
 rl_status rl_redis_command(rl_redis_pool *pool, uint64_t deadline_ms, int argc, const char **argv,
                            const size_t *argv_len, redisReply **reply, char *err, size_t err_size);
 
-/* EVALSHA script 0 args... by deadline_ms: argv holds only the script's ARGV. */
+/* EVALSHA script 0 args... by deadline_ms: argv holds only the script's ARGV.
+ * A failure is also said on stderr with its sentence and the script's name,
+ * at most one line a second (counting the calls not said), so that the
+ * operator learns why clients got backend_error. */
 rl_status rl_redis_eval(rl_redis_pool *pool, uint64_t deadline_ms, rl_redis_script script, int argc,
                         const char **argv, const size_t *argv_len, redisReply **reply, char *err,
                         size_t err_size);
