@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <yaml.h>
 
+#include "server/backend_table.h"
 #include "server/listen_addr.h"
 
 #define CONFIG_FILE_MAX_BYTES (1024u * 1024u) /* a config is a few hundred bytes */
@@ -177,12 +178,6 @@ typedef struct section {
     size_t field_count;
 } section;
 
-static bool backend_is_known(const char *name) {
-    return strcmp(name, "memory") == 0 || strcmp(name, "redis") == 0;
-}
-
-#define UNKNOWN_BACKEND_FORMAT "backend \"%.40s\" is not available in this build (use \"memory\" or \"redis\")"
-
 /* A key prefix goes into every Redis key: printable ASCII without spaces. */
 static bool key_prefix_is_valid(const char *prefix) {
     size_t len = strlen(prefix);
@@ -256,8 +251,9 @@ static bool check_field(load_ctx *ctx, const field *f, const yaml_node_t *value)
         rl_listen_addr addr;
         if (!rl_listen_addr_parse(f->target, &addr, why, sizeof why))
             return failf(ctx, value, "%s", why);
-    } else if (strcmp(f->name, "backend") == 0 && !backend_is_known(f->target)) {
-        return failf(ctx, value, UNKNOWN_BACKEND_FORMAT, (const char *)f->target);
+    } else if (strcmp(f->name, "backend") == 0 && rl_backend_kind_find(f->target) == NULL) {
+        rl_backend_kind_unknown(f->target, why, sizeof why);
+        return failf(ctx, value, "%s", why);
     } else if (strcmp(f->name, "address") == 0) {
         char host[RL_LISTEN_HOST_MAX_LEN + 1];
         uint16_t port;
@@ -444,8 +440,8 @@ bool rl_server_config_load_file(rl_server_config *config, const char *path, char
 bool rl_server_config_validate(const rl_server_config *config, char *err, size_t err_size) {
     rl_listen_addr addr;
     if (!rl_listen_addr_parse(config->listen_addr, &addr, err, err_size)) return false;
-    if (!backend_is_known(config->backend)) {
-        snprintf(err, err_size, UNKNOWN_BACKEND_FORMAT, config->backend);
+    if (rl_backend_kind_find(config->backend) == NULL) {
+        rl_backend_kind_unknown(config->backend, err, err_size);
         return false;
     }
     /* Checked whichever the backend, so that a typo in --redis is not

@@ -6,55 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/backend_table.h"
 #include "server/service_internal.h"
-
-static rl_status create_backend(const rl_service_options *options, rl_backend **out, char *err,
-                                size_t err_size) {
-    const char *name = options->backend_name != NULL ? options->backend_name : "";
-    if (strcmp(name, "memory") == 0) {
-        rl_memory_options memory = options->memory;
-        rl_status status = rl_memory_backend_create(&memory, out);
-        if (status != RL_OK)
-            snprintf(err, err_size, "cannot create the memory backend: %s", rl_status_name(status));
-        return status;
-    }
-    if (strcmp(name, "redis") == 0) {
-        const rl_redis_options *redis = &options->redis;
-        char why[512] = "";
-        rl_status status = rl_redis_backend_create(redis, out, why, sizeof why);
-        if (status != RL_OK) {
-            /* Name the address (redis.address, --redis) once, whatever why says. */
-            const char *host = redis->host != NULL ? redis->host : "127.0.0.1";
-            bool ipv6 = strchr(host, ':') != NULL;
-            char address[300];
-            snprintf(address, sizeof address, "%s%s%s:%u", ipv6 ? "[" : "", host, ipv6 ? "]" : "",
-                     (unsigned)redis->port);
-            if (why[0] == '\0') snprintf(why, sizeof why, "%s", rl_status_name(status));
-            if (strstr(why, address) != NULL)
-                snprintf(err, err_size, "the redis backend failed: %s", why);
-            else
-                snprintf(err, err_size, "the redis backend failed: Redis at %s: %s", address, why);
-            return status;
-        }
-        /* One script call per flush instead of one per request (spec §9.6);
-         * max_leases 1 keeps the naive path, for comparison. */
-        if (options->submitter.max_leases > 1) {
-            rl_backend *batched = NULL;
-            status = rl_submitter_create(*out, &options->submitter, &batched);
-            if (status != RL_OK) {
-                rl_backend_destroy(*out);
-                *out = NULL;
-                snprintf(err, err_size, "cannot start the submitter: %s", rl_status_name(status));
-                return status;
-            }
-            *out = batched;
-        }
-        return status;
-    }
-    snprintf(err, err_size,
-             "backend \"%.40s\" is not available in this build (use \"memory\" or \"redis\")", name);
-    return RL_INVALID_REQUEST;
-}
 
 /* Gives the backend every definition the registry holds. */
 static rl_status apply_all(rl_service *service, char *err, size_t err_size) {
@@ -104,8 +57,16 @@ rl_status rl_service_open(const rl_service_options *options, rl_service **out, c
     if (status == RL_OK)
         status = rl_registry_open(service->registry_path, service->max_limits, &service->registry,
                                   err, err_size);
-    if (status == RL_OK && service->backend == NULL)
-        status = create_backend(options, &service->backend, err, err_size);
+    if (status == RL_OK && service->backend == NULL) {
+        const rl_backend_kind *kind = rl_backend_kind_find(options->backend_name);
+        if (kind == NULL) {
+            rl_backend_kind_unknown(options->backend_name, err, err_size);
+            status = RL_INVALID_REQUEST;
+        } else {
+            status = kind->create(options, &service->backend, err, err_size);
+        }
+    }
+    if (status == RL_OK) status = rl_backend_abi_check(service->backend, err, err_size);
     if (status == RL_OK) {
         service->backend_name = service->backend->ops->name;
         service->shared = service->backend->ops->list_definitions != NULL;
