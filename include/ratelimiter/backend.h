@@ -140,6 +140,46 @@ static inline rl_status rl_backend_health(rl_backend *b, char *detail, size_t de
     if (detail != NULL && detail_size > 0) detail[0] = '\0';
     return b->ops->health != NULL ? b->ops->health(b, detail, detail_size) : RL_OK;
 }
+/* The async ops, or for a backend without them the synchronous op and then
+ * done(context), before this returns. */
+static inline void rl_backend_reserve_batch_async(rl_backend *b, const rl_reserve_request *requests, size_t count,
+                                                  rl_reserve_result *results, void (*done)(void *context),
+                                                  void *context) {
+    if (b->ops->reserve_batch_async != NULL) {
+        b->ops->reserve_batch_async(b, requests, count, results, done, context);
+        return;
+    }
+    b->ops->reserve_batch(b, requests, count, results);
+    done(context);
+}
+static inline void rl_backend_complete_batch_async(rl_backend *b, const rl_complete_request *requests, size_t count,
+                                                   rl_status *statuses, void (*done)(void *context), void *context) {
+    if (b->ops->complete_batch_async != NULL) {
+        b->ops->complete_batch_async(b, requests, count, statuses, done, context);
+        return;
+    }
+    b->ops->complete_batch(b, requests, count, statuses);
+    done(context);
+}
+/* True when the store, not the registry, is the authority on which limits
+ * exist (list_definitions is set: a backend many daemons share). */
+static inline int rl_backend_is_shared(const rl_backend *b) { return b->ops->list_definitions != NULL; }
+/* The optional definition ops; RL_INVALID_REQUEST (nothing written) from a
+ * backend without the op: check with rl_backend_is_shared, and for
+ * get/count fall back on listing where ops->get_definition or
+ * ops->count_definitions is NULL. */
+static inline rl_status rl_backend_list_definitions(rl_backend *b, rl_limit_def **out, size_t *count) {
+    if (b->ops->list_definitions == NULL) return RL_INVALID_REQUEST;
+    return b->ops->list_definitions(b, out, count);
+}
+static inline rl_status rl_backend_get_definition(rl_backend *b, const char *key, rl_limit_def *out) {
+    if (b->ops->get_definition == NULL) return RL_INVALID_REQUEST;
+    return b->ops->get_definition(b, key, out);
+}
+static inline rl_status rl_backend_count_definitions(rl_backend *b, size_t *count) {
+    if (b->ops->count_definitions == NULL) return RL_INVALID_REQUEST;
+    return b->ops->count_definitions(b, count);
+}
 
 #ifdef __cplusplus
 }

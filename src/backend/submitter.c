@@ -71,17 +71,17 @@ static rl_status health(rl_backend *base, char *detail, size_t detail_size) {
 
 static rl_status list_definitions(rl_backend *base, rl_limit_def **out, size_t *count) {
     rl_backend *inner = from_base(base)->inner;
-    return inner->ops->list_definitions(inner, out, count);
+    return rl_backend_list_definitions(inner, out, count);
 }
 
 static rl_status get_definition(rl_backend *base, const char *key, rl_limit_def *out) {
     rl_backend *inner = from_base(base)->inner;
-    return inner->ops->get_definition(inner, key, out);
+    return rl_backend_get_definition(inner, key, out);
 }
 
 static rl_status count_definitions(rl_backend *base, size_t *count) {
     rl_backend *inner = from_base(base)->inner;
-    return inner->ops->count_definitions(inner, count);
+    return rl_backend_count_definitions(inner, count);
 }
 
 static void destroy(rl_backend *base) {

@@ -86,7 +86,7 @@ static bool start_reserve(rl_handler_ctx *ctx, const rl_http_request *req, rl_as
     }
     areq->msg = msg;
     const rl_reserve_request *requests = areq->requests != NULL ? areq->requests : msg->requests;
-    ctx->backend->ops->reserve_batch_async(ctx->backend, requests, areq->valid, areq->results, backend_done, areq);
+    rl_backend_reserve_batch_async(ctx->backend, requests, areq->valid, areq->results, backend_done, areq);
     return true;
 
 fallback:
@@ -118,7 +118,7 @@ static bool start_complete(rl_handler_ctx *ctx, const rl_http_request *req, rl_a
     }
     areq->msg = msg;
     const rl_complete_request *requests = areq->requests != NULL ? areq->requests : msg->requests;
-    ctx->backend->ops->complete_batch_async(ctx->backend, requests, areq->valid, areq->results, backend_done, areq);
+    rl_backend_complete_batch_async(ctx->backend, requests, areq->valid, areq->results, backend_done, areq);
     return true;
 
 fallback:

@@ -69,7 +69,7 @@ rl_status rl_service_open(const rl_service_options *options, rl_service **out, c
     if (status == RL_OK) status = rl_backend_abi_check(service->backend, err, err_size);
     if (status == RL_OK) {
         service->backend_name = service->backend->ops->name;
-        service->shared = service->backend->ops->list_definitions != NULL;
+        service->shared = rl_backend_is_shared(service->backend);
         status = service->shared ? rl__service_shared_open(service, err, err_size)
                                  : apply_all(service, err, err_size);
     }

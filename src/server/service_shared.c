@@ -43,7 +43,7 @@ static rl_status list_backend(rl_service *service, rl_limit_def **out, size_t *c
                               size_t err_size) {
     *out = NULL;
     *count = 0;
-    rl_status status = service->backend->ops->list_definitions(service->backend, out, count);
+    rl_status status = rl_backend_list_definitions(service->backend, out, count);
     if (status != RL_OK) {
         free(*out);
         *out = NULL;
@@ -241,7 +241,7 @@ void rl__service_shared_put_limits(rl_service *service, rl_service_put *puts, si
 static rl_status get_backend(rl_service *service, const char *key, rl_limit_def *out) {
     rl_backend *backend = service->backend;
     if (backend->ops->get_definition != NULL) {
-        rl_status status = backend->ops->get_definition(backend, key, out);
+        rl_status status = rl_backend_get_definition(backend, key, out);
         return status == RL_OK || status == RL_UNKNOWN_LIMIT_KEY || status == RL_NO_MEMORY ? status
                                                                                            : RL_BACKEND_ERROR;
     }
@@ -306,7 +306,7 @@ rl_status rl__service_shared_count(rl_service *service, size_t *count, char *err
                                    size_t err_size) {
     rl_backend *backend = service->backend;
     if (backend->ops->count_definitions != NULL) {
-        rl_status status = backend->ops->count_definitions(backend, count);
+        rl_status status = rl_backend_count_definitions(backend, count);
         if (status != RL_OK)
             snprintf(err, err_size, "cannot count the limits held by the %s backend: %s",
                      service->backend_name, rl_status_name(status));
