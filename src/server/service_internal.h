@@ -1,5 +1,6 @@
-/* server/service_internal.h — private to service*.c: the service's state and
- * its shared mode (service_shared.c). See service.h for the two modes. */
+/* server/service_internal.h — private to service*.c: the service's state,
+ * its two modes behind one interface, and what both say about usage. See
+ * service.h for the modes. */
 #ifndef RL_SERVER_SERVICE_INTERNAL_H
 #define RL_SERVER_SERVICE_INTERNAL_H
 
@@ -14,9 +15,7 @@ struct rl_service {
     rl_registry *registry; /* shared mode: replaced only under admin_mutex */
     rl_backend *backend;
     const char *backend_name;
-    /* The backend lists definitions: it, not the registry, is the
-     * authority on which limits exist (shared mode). */
-    bool shared;
+    const struct rl_service_mode *mode; /* local or shared: who is the authority on limits */
     char *registry_path; /* copy, to reopen the registry after a bulk refresh */
     size_t max_limits;   /* the registry's bound, 0 replaced by the default */
     /* Serialises admin puts and makes reads see a put whole (registry and
@@ -24,29 +23,35 @@ struct rl_service {
     pthread_mutex_t admin_mutex;
 };
 
+/* The service's two modes (service.h), one interface: the registry is the
+ * authority (local, service_local.c) or the backend is (shared,
+ * service_shared.c). Each call as the service.h call of the same name; put
+ * _limits does the puts whose status is RL_OK (the valid ones); count says
+ * why in err when it fails. */
+typedef struct rl_service_mode {
+    const char *name;
+    rl_status (*open)(rl_service *service, char *err, size_t err_size);
+    void (*put_limits)(rl_service *service, rl_service_put *puts, size_t count);
+    rl_status (*get)(rl_service *service, const char *key, rl_service_limit *out);
+    rl_status (*list)(rl_service *service, rl_service_limit **out, size_t *count);
+    rl_status (*count)(rl_service *service, size_t *count, char *err, size_t err_size);
+} rl_service_mode;
+
+extern const rl_service_mode rl__service_local_mode;
+extern const rl_service_mode rl__service_shared_mode;
+
+/* ---- what both modes say about usage (service_usage.c) ---- */
+
 /* Usage of a defined limit; a backend that does not know the key reads as
  * idle. Returns RL_OK, or the backend's failure (RL_BACKEND_ERROR...). */
-rl_status rl__service_read_usage(rl_service *service, const rl_limit_def *def,
-                                 rl_limit_usage *usage);
+rl_status rl__service_read_usage(rl_service *service, const rl_limit_def *def, rl_limit_usage *usage);
 
 /* Why the backend refused def with RL_LIMIT_IN_USE (a change of kind while
  * the limit holds reservations), in err: what it holds and when it can change. */
 void rl__service_in_use_detail(rl_service *service, const rl_limit_def *def, char *err, size_t err_size);
 
-/* Shared mode, at open: local-only definitions to the backend, then the
- * registry refreshed from it. err says why on failure. */
-rl_status rl__service_shared_open(rl_service *service, char *err, size_t err_size);
-
 /* put's answer when the backend refused its definition with status: 409
  * limit_in_use with what the limit holds, or backend_error with why. */
 void rl__service_backend_refused(rl_service *service, rl_service_put *put, rl_status status);
-
-/* Shared mode counterparts of the service.h calls of the same names
- * (put_limits: the puts with status RL_OK are the valid ones to do). */
-void rl__service_shared_put_limits(rl_service *service, rl_service_put *puts, size_t count);
-rl_status rl__service_shared_get(rl_service *service, const char *key, rl_service_limit *out);
-rl_status rl__service_shared_list(rl_service *service, rl_service_limit **out, size_t *count);
-rl_status rl__service_shared_count(rl_service *service, size_t *count, char *err,
-                                   size_t err_size);
 
 #endif

@@ -148,7 +148,7 @@ static void refresh_registry_best_effort(rl_service *service, const rl_limit_def
                 service->registry_path, service->backend_name, err);
 }
 
-rl_status rl__service_shared_open(rl_service *service, char *err, size_t err_size) {
+static rl_status shared_open(rl_service *service, char *err, size_t err_size) {
     rl_limit_def *remote = NULL, *local = NULL;
     size_t remote_count = 0, local_count = 0;
     rl_status status = list_backend(service, &remote, &remote_count, err, err_size);
@@ -194,7 +194,7 @@ rl_status rl__service_shared_open(rl_service *service, char *err, size_t err_siz
     return status;
 }
 
-void rl__service_shared_put_limits(rl_service *service, rl_service_put *puts, size_t count) {
+static void shared_put_limits(rl_service *service, rl_service_put *puts, size_t count) {
     rl_limit_def *changed = malloc(count * sizeof *changed);
     size_t changed_count = 0, new_keys = 0, applied_count = 0;
     pthread_mutex_lock(&service->admin_mutex);
@@ -258,7 +258,7 @@ static rl_status get_backend(rl_service *service, const char *key, rl_limit_def 
     return status;
 }
 
-rl_status rl__service_shared_get(rl_service *service, const char *key, rl_service_limit *out) {
+static rl_status shared_get(rl_service *service, const char *key, rl_service_limit *out) {
     pthread_mutex_lock(&service->admin_mutex);
     rl_status status = get_backend(service, key, &out->def);
     if (status == RL_OK) {
@@ -271,7 +271,7 @@ rl_status rl__service_shared_get(rl_service *service, const char *key, rl_servic
     return status;
 }
 
-rl_status rl__service_shared_list(rl_service *service, rl_service_limit **out, size_t *count) {
+static rl_status shared_list(rl_service *service, rl_service_limit **out, size_t *count) {
     *out = NULL;
     *count = 0;
     pthread_mutex_lock(&service->admin_mutex);
@@ -302,7 +302,7 @@ rl_status rl__service_shared_list(rl_service *service, rl_service_limit **out, s
     return RL_OK;
 }
 
-rl_status rl__service_shared_count(rl_service *service, size_t *count, char *err,
+static rl_status shared_count(rl_service *service, size_t *count, char *err,
                                    size_t err_size) {
     rl_backend *backend = service->backend;
     if (backend->ops->count_definitions != NULL) {
@@ -317,3 +317,12 @@ rl_status rl__service_shared_count(rl_service *service, size_t *count, char *err
     free(remote);
     return status;
 }
+
+const rl_service_mode rl__service_shared_mode = {
+    .name = "shared",
+    .open = shared_open,
+    .put_limits = shared_put_limits,
+    .get = shared_get,
+    .list = shared_list,
+    .count = shared_count,
+};

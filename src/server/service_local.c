@@ -1,0 +1,148 @@
+/* service_local.c — the local mode (service.h): the registry is the
+ * authority on which limits exist, the backend (memory) is given every
+ * definition at start and each put after the registry has written it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/service_internal.h"
+
+/* Gives the backend every definition the registry holds. */
+static rl_status local_open(rl_service *service, char *err, size_t err_size) {
+    rl_limit_def *defs = NULL;
+    size_t count = 0;
+    rl_status status = rl_registry_list(service->registry, &defs, &count);
+    if (status != RL_OK) {
+        snprintf(err, err_size, "cannot list the registry: %s", rl_status_name(status));
+        return status;
+    }
+    for (size_t i = 0; i < count && status == RL_OK; i++) {
+        rl_limit_status limit_status;
+        status = rl_backend_apply_definition(service->backend, &defs[i], &limit_status);
+        if (status != RL_OK)
+            snprintf(err, err_size, "the %s backend refused limit \"%s\": %s", service->backend_name,
+                     defs[i].key, rl_status_name(status));
+    }
+    free(defs);
+    return status;
+}
+
+/* What the registry must hold for the key of puts[last] (the last put of
+ * that key in the group, refused by the backend) to agree with the backend:
+ * the last earlier put of the key it took, else what the registry held
+ * before the group. False: nothing to put back (a new key cannot be taken
+ * back: the registry has no delete, and the next start applies it). */
+static bool held_by_backend(const rl_service_put *puts, size_t last, const rl_limit_def *before, bool had_before,
+                            rl_limit_def *out) {
+    for (size_t j = last; j-- > 0;) {
+        if (strcmp(puts[j].def.key, puts[last].def.key) == 0 && puts[j].status == RL_OK) {
+            *out = puts[j].def;
+            return true;
+        }
+    }
+    if (had_before) *out = *before;
+    return had_before;
+}
+
+/* Local mode: the registry first (durable), then the backend; what the
+ * backend refused is put back in the registry. puts with status RL_OK are
+ * the valid ones to do. */
+static void local_put_limits(rl_service *service, rl_service_put *puts, size_t count) {
+    rl_limit_def *defs = malloc(count * sizeof *defs), *before = malloc(count * sizeof *before);
+    bool *had_before = malloc(count * sizeof *had_before);
+    size_t *index_of = malloc(count * sizeof *index_of), n = 0;
+    if (defs == NULL || before == NULL || had_before == NULL || index_of == NULL) {
+        for (size_t i = 0; i < count; i++) {
+            if (puts[i].status != RL_OK) continue;
+            puts[i].status = RL_NO_MEMORY;
+            snprintf(puts[i].err, sizeof puts[i].err, "out of memory");
+        }
+        goto done;
+    }
+    pthread_mutex_lock(&service->admin_mutex);
+    for (size_t i = 0; i < count; i++) {
+        if (puts[i].status != RL_OK) continue;
+        had_before[i] = rl_registry_get(service->registry, puts[i].def.key, &before[i]);
+        defs[n] = puts[i].def;
+        index_of[n++] = i;
+    }
+    char err[256] = "";
+    rl_status written = rl_registry_put_many(service->registry, defs, n, err, sizeof err);
+    for (size_t j = 0; j < n; j++) {
+        rl_service_put *put = &puts[index_of[j]];
+        if (written != RL_OK) {
+            put->status = written;
+            snprintf(put->err, sizeof put->err, "%s", err);
+            continue;
+        }
+        rl_status applied = rl_backend_apply_definition(service->backend, &put->def, &put->limit_status);
+        if (applied != RL_OK) rl__service_backend_refused(service, put, applied);
+    }
+    /* The registry agrees with the backend again for every key whose last
+     * put the backend refused. */
+    size_t fixes = 0;
+    for (size_t j = 0; written == RL_OK && j < n; j++) {
+        size_t i = index_of[j];
+        bool last_of_key = true;
+        for (size_t k = j + 1; k < n && last_of_key; k++) last_of_key = strcmp(puts[index_of[k]].def.key, puts[i].def.key) != 0;
+        if (last_of_key && puts[i].status != RL_OK && held_by_backend(puts, i, &before[i], had_before[i], &defs[fixes]))
+            fixes++;
+    }
+    if (fixes > 0) (void)rl_registry_put_many(service->registry, defs, fixes, err, sizeof err);
+    pthread_mutex_unlock(&service->admin_mutex);
+done:
+    free(defs);
+    free(before);
+    free(had_before);
+    free(index_of);
+}
+
+static rl_status local_get(rl_service *service, const char *key, rl_service_limit *out) {
+    pthread_mutex_lock(&service->admin_mutex);
+    rl_status status = RL_UNKNOWN_LIMIT_KEY;
+    if (rl_registry_get(service->registry, key, &out->def))
+        status = rl__service_read_usage(service, &out->def, &out->usage);
+    pthread_mutex_unlock(&service->admin_mutex);
+    return status;
+}
+
+static rl_status local_list(rl_service *service, rl_service_limit **out, size_t *count) {
+    pthread_mutex_lock(&service->admin_mutex);
+    rl_limit_def *defs = NULL;
+    size_t n = 0;
+    rl_status status = rl_registry_list(service->registry, &defs, &n);
+    rl_service_limit *limits = NULL;
+    if (status == RL_OK && n > 0) {
+        limits = malloc(n * sizeof *limits);
+        if (limits == NULL) status = RL_NO_MEMORY;
+    }
+    for (size_t i = 0; i < n && status == RL_OK; i++) {
+        limits[i].def = defs[i];
+        status = rl__service_read_usage(service, &defs[i], &limits[i].usage);
+    }
+    if (status == RL_OK) {
+        *out = limits;
+        *count = n;
+    } else {
+        free(limits);
+    }
+    pthread_mutex_unlock(&service->admin_mutex);
+    free(defs);
+    return status;
+}
+
+static rl_status local_count(rl_service *service, size_t *count, char *err, size_t err_size) {
+    (void)err;
+    (void)err_size;
+    *count = rl_registry_count(service->registry);
+    return RL_OK;
+}
+
+const rl_service_mode rl__service_local_mode = {
+    .name = "local",
+    .open = local_open,
+    .put_limits = local_put_limits,
+    .get = local_get,
+    .list = local_list,
+    .count = local_count,
+};

@@ -1,0 +1,47 @@
+/* service_usage.c — what both modes of the service say about a limit's
+ * usage (service_internal.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include "server/service_internal.h"
+
+/* A backend that does not know a defined key (local mode: cannot happen
+ * while puts hold the admin mutex; shared mode: a race with a store that
+ * lost it) reads as idle. */
+rl_status rl__service_read_usage(rl_service *service, const rl_limit_def *def,
+                                 rl_limit_usage *usage) {
+    rl_status status = rl_backend_limit_usage(service->backend, def->key, usage);
+    if (status == RL_OK) return RL_OK;
+    if (status != RL_UNKNOWN_LIMIT_KEY) return status;
+    memset(usage, 0, sizeof *usage);
+    usage->status = RL_LIMIT_STATUS_ACTIVE;
+    usage->capacity = def->capacity;
+    usage->available = def->capacity;
+    return RL_OK;
+}
+
+void rl__service_in_use_detail(rl_service *service, const rl_limit_def *def, char *err, size_t err_size) {
+    rl_limit_usage usage;
+    bool read = rl_backend_limit_usage(service->backend, def->key, &usage) == RL_OK;
+    const char *to = def->kind == RL_KIND_ROLLING ? "rolling" : "concurrency";
+    const char *from = def->kind == RL_KIND_ROLLING ? "concurrency" : "rolling";
+    char held[96] = "reservations";
+    if (read) snprintf(held, sizeof held, "%llu in %llu %s", (unsigned long long)usage.used,
+                       (unsigned long long)usage.active, usage.active == 1 ? "reservation" : "reservations");
+    snprintf(err, err_size,
+             "limit \"%s\" holds %s of its %s kind: its kind can change to %s only when it holds nothing "
+             "(rolling usage leaves at the end of its window, concurrency holds at Complete or their timeout); "
+             "or define the new limit under another key",
+             def->key, held, from, to);
+}
+
+void rl__service_backend_refused(rl_service *service, rl_service_put *put, rl_status status) {
+    if (status == RL_LIMIT_IN_USE) {
+        rl__service_in_use_detail(service, &put->def, put->err, sizeof put->err);
+        put->status = RL_LIMIT_IN_USE;
+    } else {
+        snprintf(put->err, sizeof put->err, "the %s backend refused the definition: %s", service->backend_name,
+                 rl_status_name(status));
+        put->status = RL_BACKEND_ERROR;
+    }
+}
