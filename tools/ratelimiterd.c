@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "server/config.h"
-#include "server/http_server.h"
+#include "server/http/http_server.h"
 #include "server/service.h"
 
 static void usage(FILE *out) {

@@ -16,7 +16,7 @@
 #include <yaml.h>
 
 #include "server/backend_table.h"
-#include "server/listen_addr.h"
+#include "server/http/listen_addr.h"
 
 #define CONFIG_FILE_MAX_BYTES (1024u * 1024u) /* a config is a few hundred bytes */
 

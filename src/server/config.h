@@ -42,7 +42,7 @@
 
 #include "ratelimiter/memory.h"
 #include "ratelimiter/redis.h"
-#include "server/request_guard.h"
+#include "server/http/request_guard.h"
 
 #define RL_CONFIG_DEFAULT_LISTEN_ADDR "127.0.0.1:8080"
 #define RL_CONFIG_DEFAULT_BACKEND "memory"

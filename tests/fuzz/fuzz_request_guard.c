@@ -14,7 +14,7 @@
 #include <strings.h>
 
 #include "fuzz.h"
-#include "server/request_guard.h"
+#include "server/http/request_guard.h"
 
 static const char *const allowed[] = {"https://console.example.com", "http://localhost:3000", "http://[::1]:8081"};
 

@@ -18,7 +18,7 @@
 
 #include "ratelimiter/registry.h"
 #include "ratelimiter/types.h"
-#include "server/handler.h"
+#include "server/api/handler.h"
 #include "server/service.h"
 #include "support/lease_ids.h"
 

@@ -1,5 +1,5 @@
 /* percent_decode.c — see percent_decode.h. */
-#include "server/percent_decode.h"
+#include "server/api/percent_decode.h"
 
 static int hex_value(char c) {
     if (c >= '0' && c <= '9') return c - '0';

@@ -1,4 +1,4 @@
-/* server/error_filter.h — JSON bodies for the errors h2o answers by itself.
+/* server/http/error_filter.h — JSON bodies for the errors h2o answers by itself.
  *
  * h2o refuses some requests before any handler runs (413 for a body above
  * max_request_entity_size, 417, a bad chunked body) with a text/plain body.

@@ -9,9 +9,9 @@
 #include <string.h>
 
 #include "ratelimiter/keys.h"
-#include "server/handler.h"
-#include "server/percent_decode.h"
-#include "server/respond.h"
+#include "server/api/handler.h"
+#include "server/api/percent_decode.h"
+#include "server/api/respond.h"
 #include "wire/wire.h"
 
 /* 503 for an unreachable store (retry later), 500 for the rest. */

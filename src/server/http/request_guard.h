@@ -1,4 +1,4 @@
-/* server/request_guard.h — which requests a browser may have sent for a page
+/* server/http/request_guard.h — which requests a browser may have sent for a page
  * that is not ours, refused before any handler runs.
  *
  * v1 has no authentication: whoever reaches the port may reserve and define

@@ -1,5 +1,5 @@
 /* request_guard.c — see request_guard.h. */
-#include "server/request_guard.h"
+#include "server/http/request_guard.h"
 
 #include <arpa/inet.h>
 #include <stdint.h>

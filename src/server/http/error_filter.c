@@ -1,5 +1,5 @@
 /* error_filter.c — see error_filter.h. */
-#include "server/error_filter.h"
+#include "server/http/error_filter.h"
 
 #include <stdbool.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/* server/handler.h — the endpoints of spec/api.md, free of any HTTP library.
+/* server/api/handler.h — the endpoints of spec/api.md, free of any HTTP library.
  *
  * A request is (method, path without query, body); a response is an HTTP
  * status and a JSON body. The h2o glue (http_server.c) only translates; so

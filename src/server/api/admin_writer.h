@@ -1,4 +1,4 @@
-/* server/admin_writer.h — admin puts done off the event loops, many at once.
+/* server/api/admin_writer.h — admin puts done off the event loops, many at once.
  *
  * A PUT /v1/admin/limits rewrites and fsyncs the whole registry file: ~1 ms
  * at 2,000 limits, ~8 ms at 10,000, more at max_limits. Done on an event

@@ -7,7 +7,7 @@
 
 #include <cmocka.h>
 
-#include "server/listen_addr.h"
+#include "server/http/listen_addr.h"
 
 static void expect_ok(const char *text, const char *host, uint16_t port) {
     rl_listen_addr addr;

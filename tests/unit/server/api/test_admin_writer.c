@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "server/admin_writer.h"
+#include "server/api/admin_writer.h"
 
 enum { JOBS = 50 };
 

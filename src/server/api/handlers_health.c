@@ -5,8 +5,8 @@
  * serves but needs an operator (redis close to its maxmemory). Cheap for the
  * memory backend; for redis one INFO memory and one SCARD of the
  * definitions. */
-#include "server/handler.h"
-#include "server/respond.h"
+#include "server/api/handler.h"
+#include "server/api/respond.h"
 
 void rl_handle_healthz(rl_handler_ctx *ctx, const rl_http_request *req, rl_http_response *res) {
     (void)req;

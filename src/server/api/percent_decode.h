@@ -1,4 +1,4 @@
-/* server/percent_decode.h — %XX escapes of a URL path segment (the key in
+/* server/api/percent_decode.h — %XX escapes of a URL path segment (the key in
  * GET /v1/admin/limits/{key}). Pure, thread-safe.
  */
 #ifndef RL_SERVER_PERCENT_DECODE_H

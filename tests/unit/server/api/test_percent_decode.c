@@ -6,7 +6,7 @@
 
 #include <cmocka.h>
 
-#include "server/percent_decode.h"
+#include "server/api/percent_decode.h"
 
 static void test_percent_decode(void **state) {
     (void)state;

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/handler.h"
-#include "server/respond.h"
+#include "server/api/handler.h"
+#include "server/api/respond.h"
 
 #define ADMIN_LIMITS_PATH "/v1/admin/limits"
 

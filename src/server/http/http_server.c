@@ -3,7 +3,7 @@
  * Everything HTTP-agnostic lives in handler.h; this file only translates an
  * h2o request into an rl_http_request and the answer back.
  */
-#include "server/http_server.h"
+#include "server/http/http_server.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -25,13 +25,13 @@
 
 #include <h2o.h>
 
-#include "server/admin_writer.h"
-#include "server/conn_guard.h"
-#include "server/error_filter.h"
-#include "server/handler.h"
-#include "server/listen_addr.h"
-#include "server/request_guard.h"
-#include "server/respond.h"
+#include "server/api/admin_writer.h"
+#include "server/http/conn_guard.h"
+#include "server/http/error_filter.h"
+#include "server/api/handler.h"
+#include "server/http/listen_addr.h"
+#include "server/http/request_guard.h"
+#include "server/api/respond.h"
 
 _Static_assert(RL_HTTP_MAX_HEADERS == H2O_MAX_HEADERS, "h2o.h's H2O_MAX_HEADERS changed");
 _Static_assert(RL_HTTP_MAX_HEADER_BYTES == H2O_MAX_REQLEN, "h2o.h's H2O_MAX_REQLEN changed");

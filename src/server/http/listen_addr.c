@@ -1,5 +1,5 @@
 /* listen_addr.c — parsing "HOST:PORT" (see listen_addr.h). */
-#include "server/listen_addr.h"
+#include "server/http/listen_addr.h"
 
 #include <stdio.h>
 #include <string.h>

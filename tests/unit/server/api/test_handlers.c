@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "ratelimiter/types.h"
-#include "server/handler.h"
+#include "server/api/handler.h"
 #include "server/service.h"
 #include "support/lease_ids.h"
 

@@ -1,4 +1,4 @@
-/* server/conn_guard.h — one event loop's client connections: how many may be
+/* server/http/conn_guard.h — one event loop's client connections: how many may be
  * open, how long one may sit idle or take to send a request, and what
  * happens to a new connection at the bound.
  *

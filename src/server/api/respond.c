@@ -2,8 +2,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "server/handler.h"
-#include "server/respond.h"
+#include "server/api/handler.h"
+#include "server/api/respond.h"
 
 void rl_respond_append_error_string(rl_buf *buf, rl_status status, const char *status_key) {
     /* "<wire>:<key>" as one JSON string; keys are printable ASCII (validated

@@ -1,5 +1,5 @@
 /* admin_writer.c — see admin_writer.h. */
-#include "server/admin_writer.h"
+#include "server/api/admin_writer.h"
 
 #include <pthread.h>
 #include <stdlib.h>

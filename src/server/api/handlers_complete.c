@@ -6,8 +6,8 @@
  */
 #include <string.h>
 
-#include "server/handler.h"
-#include "server/respond.h"
+#include "server/api/handler.h"
+#include "server/api/respond.h"
 #include "wire/wire.h"
 
 static const char *body_of(const rl_http_request *req) { return req->body != NULL ? req->body : ""; }

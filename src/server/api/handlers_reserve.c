@@ -5,8 +5,8 @@
  */
 #include <string.h>
 
-#include "server/handler.h"
-#include "server/respond.h"
+#include "server/api/handler.h"
+#include "server/api/respond.h"
 #include "wire/wire.h"
 
 /* A reserve body that could not be decoded: api.md's reserve shape, plus

@@ -17,7 +17,7 @@
  * connection that has only aged into being evictable waits for the next
  * regular sweep.)
  */
-#include "server/conn_guard.h"
+#include "server/http/conn_guard.h"
 
 #include <stdio.h>
 #include <stdlib.h>

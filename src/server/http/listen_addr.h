@@ -1,4 +1,4 @@
-/* server/listen_addr.h — "HOST:PORT" as written in config.yaml and --listen.
+/* server/http/listen_addr.h — "HOST:PORT" as written in config.yaml and --listen.
  *
  * Accepted forms: "127.0.0.1:8080", "localhost:8080", "[::1]:8080", and
  * ":8080" (every interface, as in spec §11.2). Port 0 asks the kernel for a

@@ -1,4 +1,4 @@
-/* server/http_server.h — the HTTP/1.1 front of ratelimiterd, on h2o (no h2c:
+/* server/http/http_server.h — the HTTP/1.1 front of ratelimiterd, on h2o (no h2c:
  * http_server.c says why).
  *
  * Before any handler, request_guard.h decides on the Host and Origin

@@ -1,10 +1,10 @@
-/* server/respond.h — small JSON pieces the handlers share. Private to src/server.
+/* server/api/respond.h — small JSON pieces the handlers share. Private to src/server.
  * All functions append to a buffer owned by the caller's thread. */
 #ifndef RL_SERVER_RESPOND_H
 #define RL_SERVER_RESPOND_H
 
 #include "ratelimiter/status.h"
-#include "server/handler.h"
+#include "server/api/handler.h"
 #include "wire/buf.h"
 
 /* Writes into res a JSON body with one status: the {"error":..} objects of

@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/admin_writer.h"
-#include "server/handler.h"
-#include "server/respond.h"
+#include "server/api/admin_writer.h"
+#include "server/api/handler.h"
+#include "server/api/respond.h"
 #include "wire/wire.h"
 
 enum { KIND_RESERVE = 1, KIND_RESERVE_BATCH, KIND_COMPLETE, KIND_COMPLETE_BATCH, KIND_ADMIN_PUT };

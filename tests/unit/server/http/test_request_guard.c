@@ -7,7 +7,7 @@
 
 #include <cmocka.h>
 
-#include "server/request_guard.h"
+#include "server/http/request_guard.h"
 
 static const char *const origins[] = {"https://console.example.com", "http://localhost:3000"};
 static const rl_request_guard loopback = {true, origins, 2};
