@@ -1,0 +1,135 @@
+/* http_request.c — one request through the loop (http_internal.h): the
+ * request guard first, then the handler, whose answer is sent now or, for a
+ * request answered later (a backend with reserve_batch_async, an admin put),
+ * when it comes back through the loop's receiver. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/api/respond.h"
+#include "server/http/http_internal.h"
+
+/* ---- requests answered later --------------------------------------------- */
+
+/* Any thread (the backend's flusher): hand the request back to its loop.
+ * pending may be freed by the loop as soon as the message is sent. */
+static void on_backend_answered(rl_async_request *areq) {
+    pending_request *pending = H2O_STRUCT_FROM_MEMBER(pending_request, areq, areq);
+    h2o_multithread_send_message(&pending->thread->receiver, &pending->message);
+}
+
+/* The loop's thread, from h2o's pool dispose: the request is gone. */
+static void rl__http_on_request_disposed(void *token) {
+    pending_request *pending = *(pending_request **)token;
+    if (pending != NULL) pending->req = NULL;
+}
+
+/* The loop's thread: the backend answered these. */
+void rl__http_on_answers(h2o_multithread_receiver_t *receiver, h2o_linklist_t *messages) {
+    rl_http_thread *thread = H2O_STRUCT_FROM_MEMBER(rl_http_thread, receiver, receiver);
+    while (!h2o_linklist_is_empty(messages)) {
+        h2o_multithread_message_t *message = H2O_STRUCT_FROM_MEMBER(h2o_multithread_message_t, link, messages->next);
+        h2o_linklist_unlink(&message->link);
+        pending_request *pending = H2O_STRUCT_FROM_MEMBER(pending_request, message, message);
+        if (pending->req != NULL) {
+            *pending->token = NULL; /* the pool outlives pending: its dispose must not look */
+            rl_http_response response = {0, NULL, NULL};
+            rl_async_request_finish(&thread->handler, &pending->areq, &response);
+            rl__http_send_response(pending->req, &response);
+            rl_handler_ctx_trim(&thread->handler);
+        }
+        rl_async_request_release(&pending->areq);
+        free(pending);
+        thread->in_flight--;
+    }
+}
+
+/* Starts req asynchronously if the backend can; false: answer it now. */
+static bool start_async(rl_http_thread *thread, h2o_req_t *req, const rl_http_request *request,
+                        rl_http_response *response) {
+    pending_request *pending = calloc(1, sizeof *pending);
+    if (pending == NULL) return false;
+    pending->areq.done = on_backend_answered;
+    pending->thread = thread;
+    pending->req = req;
+    /* Before the start: the answer may be posted before it returns (it is
+     * read only on this thread, later, so the token can come after). */
+    thread->in_flight++;
+    if (!rl_handle_request_async(&thread->handler, request, response, &pending->areq)) {
+        thread->in_flight--;
+        free(pending);
+        rl__http_send_response(req, response);
+        rl_handler_ctx_trim(&thread->handler);
+        return true;
+    }
+    pending->token = h2o_mem_alloc_shared(&req->pool, sizeof *pending->token, rl__http_on_request_disposed);
+    *pending->token = pending;
+    return true;
+}
+
+/* ---- browsers (request_guard.h) ------------------------------------------ */
+
+static void add_header(h2o_req_t *req, const h2o_token_t *token, const char *value, size_t len) {
+    h2o_add_header(&req->pool, &req->res.headers, token, NULL, value, len);
+}
+
+/* Answers req now if the guard refuses it or it is a preflight; else adds
+ * the CORS headers an allowed origin's answer carries. True: answered. */
+static bool guard_answered(rl_http_thread *thread, h2o_req_t *req) {
+    /* h2o puts its own default in authority when a request has no Host. */
+    bool has_host = req->input.authority.base != NULL && req->hostconf != NULL &&
+                    req->input.authority.base != req->hostconf->authority.hostport.base;
+    ssize_t origin_at = h2o_find_header_by_str(&req->headers, H2O_STRLIT("origin"), -1);
+    const h2o_iovec_t *origin = origin_at >= 0 ? &req->headers.entries[origin_at].value : NULL;
+    rl_guard_decision decision;
+    rl_request_guard_check(&thread->server->guard, req->method.base, req->method.len,
+                           has_host ? req->input.authority.base : NULL, req->input.authority.len,
+                           origin != NULL ? origin->base : NULL, origin != NULL ? origin->len : 0, &decision);
+    if (decision.verdict == RL_GUARD_REFUSE) {
+        rl_http_response response = {0, NULL, NULL};
+        rl_respond_error(&thread->handler, &response, 403, RL_INVALID_REQUEST, NULL, decision.detail);
+        rl__http_send_response(req, &response);
+        rl_handler_ctx_trim(&thread->handler);
+        return true;
+    }
+    if (!decision.cors) return false;
+    add_header(req, H2O_TOKEN_ACCESS_CONTROL_ALLOW_ORIGIN, origin->base, origin->len);
+    add_header(req, H2O_TOKEN_VARY, H2O_STRLIT("Origin"));
+    if (decision.verdict != RL_GUARD_PREFLIGHT) return false;
+    static h2o_generator_t generator = {NULL, NULL};
+    h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("access-control-allow-methods"), 0, NULL,
+                          H2O_STRLIT("GET, POST, PUT"));
+    h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("access-control-allow-headers"), 0, NULL,
+                          H2O_STRLIT("content-type"));
+    h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("access-control-max-age"), 0, NULL,
+                          H2O_STRLIT("600"));
+    req->res.status = 204;
+    req->res.reason = rl__http_reason_phrase(204);
+    req->res.content_length = 0;
+    h2o_start_response(req, &generator);
+    h2o_send(req, NULL, 0, H2O_SEND_STATE_FINAL);
+    return true;
+}
+
+int rl__http_on_request(h2o_handler_t *self, h2o_req_t *req) {
+    (void)self;
+    rl_http_thread *thread = H2O_STRUCT_FROM_MEMBER(rl_http_thread, ctx, req->conn->ctx);
+    if (guard_answered(thread, req)) return 0;
+    size_t path_len = req->query_at != SIZE_MAX ? req->query_at : req->path.len;
+    rl_http_request request = {
+        .method = req->method.base,
+        .method_len = req->method.len,
+        .path = req->path.base,
+        .path_len = path_len,
+        .body = req->entity.base,
+        .body_len = req->entity.base != NULL ? req->entity.len : 0,
+    };
+    rl_http_response response = {0, NULL, NULL};
+    /* The guard's clock for idle and slow connections starts again. */
+    if (req->conn->callbacks->get_socket != NULL)
+        rl_conn_guard_note_request(req->conn->callbacks->get_socket(req->conn), rl__http_monotonic_ms());
+    if (thread->receiver_registered && start_async(thread, req, &request, &response)) return 0;
+    rl_handle_request(&thread->handler, &request, &response);
+    rl__http_send_response(req, &response);
+    rl_handler_ctx_trim(&thread->handler); /* the answer is copied: big buffers can go */
+    return 0;
+}

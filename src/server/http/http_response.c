@@ -1,0 +1,44 @@
+/* http_response.c — an answer to h2o (http_internal.h). */
+#include <string.h>
+
+#include "server/http/http_internal.h"
+
+const char *rl__http_reason_phrase(int status) {
+    switch (status) {
+    case 200: return "OK";
+    case 204: return "No Content";
+    case 400: return "Bad Request";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 409: return "Conflict";
+    case 500: return "Internal Server Error";
+    case 503: return "Service Unavailable";
+    default: return "";
+    }
+}
+
+static void send_json(h2o_req_t *req, int status, const char *allow, const char *body, size_t len) {
+    static h2o_generator_t generator = {NULL, NULL};
+    /* h2o may write after this returns; the handler's buffer is reused by the
+     * next request, so the body goes into the request's pool. */
+    h2o_iovec_t copy = h2o_strdup(&req->pool, body, len);
+    req->res.status = status;
+    req->res.reason = rl__http_reason_phrase(status);
+    req->res.content_length = copy.len; /* else h2o would answer chunked */
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL,
+                   H2O_STRLIT("application/json"));
+    if (allow != NULL)
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_ALLOW, NULL, allow, strlen(allow));
+    h2o_start_response(req, &generator);
+    h2o_send(req, &copy, 1, H2O_SEND_STATE_FINAL);
+}
+
+void rl__http_send_response(h2o_req_t *req, const rl_http_response *response) {
+    if (response->body == NULL || response->body->failed) {
+        static const char out_of_memory[] = "{\"error\":\"backend_error\"}";
+        send_json(req, 503, NULL, out_of_memory, sizeof out_of_memory - 1);
+    } else {
+        send_json(req, response->status, response->allow, response->body->data, response->body->len);
+    }
+}
