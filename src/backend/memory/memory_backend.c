@@ -14,6 +14,7 @@
 #include "backend/memory/lease.h"
 #include "backend/memory/limit.h"
 #include "core/lease_fingerprint.h"
+#include "ratelimiter/limiter.h"
 #include "ratelimiter/memory.h"
 #include "ratelimiter/ulid.h"
 
@@ -121,14 +122,17 @@ static void decide(memory_backend *backend, const rl_reserve_request *request,
 
 static void reserve_one(memory_backend *backend, const rl_reserve_request *request, uint64_t now_ms,
                         uint64_t now_unix_ms, rl_reserve_result *result) {
-    uint64_t id_hi, id_lo;
-    size_t count = request->requirement_count;
-    if (request->lease_id == NULL ||
-        !rl_ulid_decode(request->lease_id, strlen(request->lease_id), &id_hi, &id_lo) || count == 0 ||
-        count > RL_MAX_REQUIREMENTS) {
+    /* api.md's rules, in their one place (core/request_check.c): backend.h
+     * says requests arrive valid, and whoever calls a backend directly
+     * still gets a refusal rather than a half-checked lease. */
+    char why[RL_LIMITER_ERR_SIZE];
+    if (!rl_reserve_request_check(request, why)) {
         deny(result, RL_INVALID_REQUEST, NULL, 0);
         return;
     }
+    uint64_t id_hi, id_lo;
+    size_t count = request->requirement_count;
+    (void)rl_ulid_decode(request->lease_id, strlen(request->lease_id), &id_hi, &id_lo); /* checked */
     rl_mem_lease *lease = rl_mem_lease_find(&backend->leases, id_hi, id_lo);
     if (lease != NULL) {
         if (lease->fingerprint != rl__lease_fingerprint(request->requirements, count))
@@ -147,17 +151,6 @@ static void reserve_one(memory_backend *backend, const rl_reserve_request *reque
             /* Not remembered: the key may be defined before the retry. */
             deny(result, RL_UNKNOWN_LIMIT_KEY, request->requirements[i].key, 0);
             return;
-        }
-        uint64_t amount = request->requirements[i].amount;
-        if (amount < 1 || amount > RL_AMOUNT_MAX) {
-            deny(result, RL_INVALID_REQUEST, NULL, 0);
-            return;
-        }
-        for (size_t j = 0; j < i; j++) {
-            if (limits[j] == limit) { /* one limit twice would be checked twice, applied twice */
-                deny(result, RL_INVALID_REQUEST, NULL, 0);
-                return;
-            }
         }
         limits[i] = limit;
         rl_mem_limit_expire(limit, now_ms);
@@ -248,14 +241,16 @@ static void reconcile(rl_mem_lease *lease, const rl_mem_limit *limit, uint64_t a
     }
 }
 
-static void complete_one(memory_backend *backend, const rl_complete_request *request, uint64_t now_ms) {
+/* RL_INVALID_REQUEST for a request that breaks api.md's rules (nothing
+ * changes), else RL_OK, whatever the lease was. */
+static rl_status complete_one(memory_backend *backend, const rl_complete_request *request, uint64_t now_ms) {
+    char why[RL_LIMITER_ERR_SIZE];
+    if (!rl_complete_request_check(request, why)) return RL_INVALID_REQUEST;
     uint64_t id_hi, id_lo;
-    if (request->lease_id == NULL ||
-        !rl_ulid_decode(request->lease_id, strlen(request->lease_id), &id_hi, &id_lo))
-        return;
+    (void)rl_ulid_decode(request->lease_id, strlen(request->lease_id), &id_hi, &id_lo); /* checked */
     rl_mem_lease *lease = rl_mem_lease_find(&backend->leases, id_hi, id_lo);
     /* Unknown, denied or already completed: nothing to release (idempotent). */
-    if (lease == NULL || !lease->allowed || lease->completed) return;
+    if (lease == NULL || !lease->allowed || lease->completed) return RL_OK;
     lease->completed = true;
 
     rl_mem_limit *touched[RL_MAX_REQUIREMENTS];
@@ -273,6 +268,7 @@ static void complete_one(memory_backend *backend, const rl_complete_request *req
     }
     /* Released capacity may let a pending decrease through. */
     for (size_t i = 0; i < touched_count; i++) rl_mem_limit_try_decrease(touched[i]);
+    return RL_OK;
 }
 
 static void complete_batch(rl_backend *base, const rl_complete_request *requests, size_t count,
@@ -281,8 +277,7 @@ static void complete_batch(rl_backend *base, const rl_complete_request *requests
     pthread_mutex_lock(&backend->lock);
     uint64_t now_ms = backend->clock->monotonic_ms(backend->clock);
     for (size_t i = 0; i < count; i++) {
-        complete_one(backend, &requests[i], now_ms);
-        statuses[i] = RL_OK;
+        statuses[i] = complete_one(backend, &requests[i], now_ms);
     }
     pthread_mutex_unlock(&backend->lock);
 }

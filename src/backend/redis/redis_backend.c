@@ -19,6 +19,7 @@
 #include "core/error_text.h"
 #include "core/lease_fingerprint.h"
 #include "ratelimiter/keys.h"
+#include "ratelimiter/limiter.h"
 #include "ratelimiter/memory.h"
 #include "ratelimiter/ulid.h"
 
@@ -55,26 +56,15 @@ void rl_redis_options_default(rl_redis_options *options) {
 
 /* ---- checks: the scripts trust their input ---- */
 
-static bool key_ok(const char *key) { return key != NULL && rl_key_is_valid(key, strnlen(key, RL_KEY_MAX_LEN + 1)); }
-
+/* api.md's rules, in their one place (core/request_check.c). */
 static bool reserve_ok(const rl_reserve_request *r) {
-    if (r->lease_id == NULL || !rl_ulid_is_valid(r->lease_id, strlen(r->lease_id))) return false;
-    if (r->requirement_count < 1 || r->requirement_count > RL_MAX_REQUIREMENTS) return false;
-    for (size_t i = 0; i < r->requirement_count; i++) {
-        const rl_requirement *q = &r->requirements[i];
-        if (!key_ok(q->key) || q->amount < 1 || q->amount > RL_AMOUNT_MAX) return false;
-        for (size_t j = 0; j < i; j++)
-            if (strcmp(r->requirements[j].key, q->key) == 0) return false;
-    }
-    return true;
+    char why[RL_LIMITER_ERR_SIZE];
+    return rl_reserve_request_check(r, why);
 }
 
 static bool complete_ok(const rl_complete_request *r) {
-    if (r->lease_id == NULL || !rl_ulid_is_valid(r->lease_id, strlen(r->lease_id))) return false;
-    if (r->actual_count > RL_MAX_REQUIREMENTS) return false;
-    for (size_t i = 0; i < r->actual_count; i++)
-        if (!key_ok(r->actuals[i].key) || r->actuals[i].actual_amount > RL_AMOUNT_MAX) return false;
-    return true;
+    char why[RL_LIMITER_ERR_SIZE];
+    return rl_complete_request_check(r, why);
 }
 
 static void fail_result(rl_reserve_result *result, rl_status status) {
