@@ -6,6 +6,8 @@
 #define RL_REDIS_BACKEND_INTERNAL_H
 
 #include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
 
 #include "backend/redis/complete_retry.h"
 #include "backend/redis/definition_cache.h"
@@ -41,6 +43,36 @@ static inline redis_backend *rl_redis_backend_of(rl_backend *base) { return (red
  * when its caller began to wait (core/call_wait.h), so that a lease queued
  * in the submitter does not get a fresh bound when its flush starts. */
 uint64_t rl_redis_operation_deadline_ms(const redis_backend *backend);
+
+/* A number in a script's answer: an integer, or a string of digits (the
+ * scripts send as text the numbers a Lua-to-Redis integer would cut); 0
+ * for anything else. */
+static inline uint64_t rl__redis_number(const redisReply *item) {
+    if (item->type == REDIS_REPLY_INTEGER) return item->integer > 0 ? (uint64_t)item->integer : 0;
+    if (item->type == REDIS_REPLY_STRING) return strtoull(item->str, NULL, 10);
+    return 0;
+}
+
+static inline uint64_t rl__redis_monotonic_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* The vtable's lease operations (ratelimiter/backend.h), each in its file:
+ * redis_reserve.c, redis_complete.c, redis_upkeep.c. */
+void rl__redis_reserve_batch(rl_backend *base, const rl_reserve_request *requests, size_t count,
+                             rl_reserve_result *results);
+void rl__redis_complete_batch(rl_backend *base, const rl_complete_request *requests, size_t count,
+                              rl_status *statuses);
+rl_status rl__redis_limit_usage(rl_backend *base, const char *key, rl_limit_usage *out);
+void rl__redis_sweep(rl_backend *base);
+rl_status rl__redis_health(rl_backend *base, char *detail, size_t detail_size);
+/* complete_retry.h's send (context: the backend): a kept Complete tried again. */
+bool rl__redis_retry_send(void *context, const rl_complete_request *requests, size_t count);
+/* complete_retry.h's step (context: the backend): definitions followed, a
+ * sweep when one is due. */
+void rl__redis_periodic(void *context);
 
 /* One call of a script that walks the definitions set a page at a time
  * (sweep, definitions): ARGV[4] = the SSCAN cursor, ARGV[5] = keys a page.

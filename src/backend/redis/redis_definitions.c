@@ -176,12 +176,6 @@ static rl_status read_changes(redis_backend *backend, uint64_t page, redisReply 
     return status;
 }
 
-static uint64_t number_of(const redisReply *item) {
-    if (item->type == REDIS_REPLY_INTEGER) return item->integer > 0 ? (uint64_t)item->integer : 0;
-    if (item->type == REDIS_REPLY_STRING) return strtoull(item->str, NULL, 10);
-    return 0;
-}
-
 rl_status rl_redis_definitions_follow(redis_backend *backend, char *err, size_t err_size) {
     redisReply *reply = NULL;
     rl_status status = read_changes(backend, 0, &reply);
@@ -191,7 +185,7 @@ rl_status rl_redis_definitions_follow(redis_backend *backend, char *err, size_t 
         return status;
     }
     snprintf(backend->followed_epoch, sizeof backend->followed_epoch, "%s", reply->element[0]->str);
-    backend->followed_version = number_of(reply->element[1]);
+    backend->followed_version = rl__redis_number(reply->element[1]);
     freeReplyObject(reply);
     return RL_OK;
 }
@@ -214,8 +208,8 @@ void rl_redis_definitions_sync(redis_backend *backend) {
         bool lost = strcmp(epoch, backend->followed_epoch) != 0 ||
                     (epoch[0] == '\0' && rl_definition_cache_count(backend->definitions) > 0);
         snprintf(backend->followed_epoch, sizeof backend->followed_epoch, "%s", epoch);
-        backend->followed_version = number_of(reply->element[1]);
-        bool more = number_of(reply->element[2]) != 0;
+        backend->followed_version = rl__redis_number(reply->element[1]);
+        bool more = rl__redis_number(reply->element[2]) != 0;
         freeReplyObject(reply);
         if (lost) restore_all(backend);
         if (!more) return;

@@ -1,0 +1,153 @@
+/* redis_reserve.c — reserves through reserve.lua (redis_backend_internal.h):
+ * requests checked, laid out as the script's ARGV with each lease's
+ * fingerprint, the answers mapped back; a key the store lost is defined
+ * again from what this daemon knows, and the lease decided again. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/redis/redis_args.h"
+#include "backend/redis/redis_backend_internal.h"
+#include "core/lease_fingerprint.h"
+#include "ratelimiter/limiter.h"
+
+#define ERR_SIZE 256
+
+/* api.md's rules, in their one place (core/request_check.c). */
+static bool reserve_ok(const rl_reserve_request *r) {
+    char why[RL_LIMITER_ERR_SIZE];
+    return rl_reserve_request_check(r, why);
+}
+
+static void fail_result(rl_reserve_result *result, rl_status status) {
+    memset(result, 0, sizeof *result);
+    result->status = status;
+}
+
+static const char *intern(redis_backend *backend, const char *text, size_t len) {
+    const char *found = NULL;
+    pthread_mutex_lock(&backend->interned_lock);
+    for (size_t i = 0; i < backend->interned_count && found == NULL; i++)
+        if (strlen(backend->interned[i]) == len && memcmp(backend->interned[i], text, len) == 0)
+            found = backend->interned[i];
+    if (found == NULL) {
+        if (backend->interned_count == backend->interned_capacity) {
+            size_t capacity = backend->interned_capacity ? backend->interned_capacity * 2 : 16;
+            char **grown = realloc(backend->interned, capacity * sizeof *grown);
+            if (grown != NULL) {
+                backend->interned = grown;
+                backend->interned_capacity = capacity;
+            }
+        }
+        char *copy = backend->interned_count < backend->interned_capacity ? strndup(text, len) : NULL;
+        if (copy != NULL) backend->interned[backend->interned_count++] = copy;
+        found = copy;
+    }
+    pthread_mutex_unlock(&backend->interned_lock);
+    return found;
+}
+
+/* The status key is usually one of the request's own keys: point at it, so
+ * that it lives as long as the request (rl_reserve_result's contract). A
+ * retried lease replays its first outcome, whose key may be another. */
+static const char *status_key_of(redis_backend *backend, const rl_reserve_request *request, const redisReply *item) {
+    if (item->type != REDIS_REPLY_STRING || item->len == 0) return NULL;
+    for (size_t i = 0; i < request->requirement_count; i++)
+        if (strlen(request->requirements[i].key) == item->len &&
+            memcmp(request->requirements[i].key, item->str, item->len) == 0)
+            return request->requirements[i].key;
+    return intern(backend, item->str, item->len);
+}
+
+static rl_status status_of_code(uint64_t code) {
+    switch (code) {
+    case 0: return RL_OK;
+    case 1: return RL_UNKNOWN_LIMIT_KEY;
+    case 2: return RL_LIMIT_DECREASING;
+    case 3: return RL_EXCEEDS_CAPACITY;
+    case 4: return RL_LEASE_ID_CONFLICT;
+    default: return RL_BACKEND_ERROR;
+    }
+}
+
+static void run_reserves(redis_backend *backend, const rl_reserve_request *requests, size_t count,
+                         uint64_t deadline_ms, rl_reserve_result *results) {
+    /* Checked once: results[i].status is RL_INVALID_REQUEST for a request
+     * left out, RL_OK (for now) for one sent. */
+    size_t valid = 0, argc = 5;
+    for (size_t i = 0; i < count; i++) {
+        if (reserve_ok(&requests[i])) {
+            fail_result(&results[i], RL_OK);
+            valid++;
+            argc += 3 + 2 * requests[i].requirement_count;
+        } else {
+            fail_result(&results[i], RL_INVALID_REQUEST);
+        }
+    }
+    if (valid == 0) return;
+    rl_redis_args a;
+    char err[ERR_SIZE];
+    redisReply *reply = NULL;
+    rl_status status = RL_NO_MEMORY;
+    if (rl_redis_args_init(&a, (int)argc)) {
+        rl_redis_args_push_header(&a, backend->prefix, backend->clock);
+        rl_redis_args_push_u64(&a, backend->lease_memory_ms);
+        rl_redis_args_push_u64(&a, valid);
+        for (size_t i = 0; i < count; i++) {
+            if (results[i].status == RL_INVALID_REQUEST) continue;
+            rl_redis_args_push_lease_id(&a, requests[i].lease_id);
+            rl_redis_args_push_u64(&a, requests[i].requirement_count);
+            rl_redis_args_push_fingerprint(
+                &a, rl__lease_fingerprint(requests[i].requirements, requests[i].requirement_count));
+            for (size_t j = 0; j < requests[i].requirement_count; j++) {
+                rl_redis_args_push_str(&a, requests[i].requirements[j].key);
+                rl_redis_args_push_u64(&a, requests[i].requirements[j].amount);
+            }
+        }
+        status = rl_redis_eval(backend->pool, deadline_ms, RL_SCRIPT_RESERVE, a.count, a.argv, a.len, &reply, err,
+                               sizeof err);
+    }
+    rl_redis_args_free(&a);
+    if (status == RL_OK && (reply->type != REDIS_REPLY_ARRAY || reply->elements != 5 * valid)) status = RL_BACKEND_ERROR;
+    size_t at = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (results[i].status == RL_INVALID_REQUEST) continue;
+        rl_reserve_result *r = &results[i];
+        if (status != RL_OK) {
+            fail_result(r, RL_BACKEND_ERROR); /* fail closed: nothing admitted without the store */
+            continue;
+        }
+        r->allowed = rl__redis_number(reply->element[at]) == 1;
+        r->retry_after_ms = rl__redis_number(reply->element[at + 1]);
+        r->reserved_at_unix_ms = rl__redis_number(reply->element[at + 2]);
+        r->status = status_of_code(rl__redis_number(reply->element[at + 3]));
+        r->status_key = status_key_of(backend, &requests[i], reply->element[at + 4]);
+        at += 5;
+    }
+    if (reply != NULL) freeReplyObject(reply);
+}
+
+/* A Redis that restarted without persistence, or was flushed, has lost the
+ * definitions too: every reserve would answer unknown_limit_key until an
+ * admin put them back. The leases that met a key this daemon knows are
+ * decided again once, after defining it again (the background thread puts
+ * back the rest within a second). Their reservations were lost with the
+ * rest: run Redis with appendonly for none to be. All within the
+ * operation's one deadline. */
+void rl__redis_reserve_batch(rl_backend *base, const rl_reserve_request *requests, size_t count,
+                          rl_reserve_result *results) {
+    redis_backend *backend = rl_redis_backend_of(base);
+    uint64_t deadline_ms = rl_redis_operation_deadline_ms(backend);
+    run_reserves(backend, requests, count, deadline_ms, results);
+    for (size_t i = 0; i < count; i++) {
+        if (results[i].status != RL_UNKNOWN_LIMIT_KEY || results[i].status_key == NULL) continue;
+        if (!rl_redis_define_again(backend, results[i].status_key, deadline_ms)) continue;
+        /* this lease, and any other that met a key now defined, again */
+        for (;;) {
+            run_reserves(backend, &requests[i], 1, deadline_ms, &results[i]);
+            if (results[i].status != RL_UNKNOWN_LIMIT_KEY || results[i].status_key == NULL ||
+                !rl_redis_define_again(backend, results[i].status_key, deadline_ms))
+                break;
+        }
+    }
+}

@@ -1,0 +1,135 @@
+/* redis_upkeep.c — usage, sweeps, health and the background step
+ * (redis_backend_internal.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/redis/redis_args.h"
+#include "backend/redis/redis_backend_internal.h"
+#include "backend/redis/redis_memory.h"
+#include "core/error_text.h"
+
+#define ERR_SIZE 256
+#define SWEEP_LIMITS_PER_CALL "100"
+/* An OOM answer this recent still makes /healthz say Redis refuses writes. */
+#define OOM_RECENT_MS 10000u
+
+rl_status rl__redis_limit_usage(rl_backend *base, const char *key, rl_limit_usage *out) {
+    redis_backend *backend = rl_redis_backend_of(base);
+    rl_redis_args a;
+    if (!rl_redis_args_init(&a, 4)) {
+        rl_redis_args_free(&a);
+        return RL_NO_MEMORY;
+    }
+    rl_redis_args_push_header(&a, backend->prefix, backend->clock);
+    rl_redis_args_push_str(&a, key);
+    char err[ERR_SIZE];
+    redisReply *reply = NULL;
+    rl_status status = rl_redis_eval(backend->pool, rl_redis_operation_deadline_ms(backend), RL_SCRIPT_USAGE, a.count,
+                                     a.argv, a.len, &reply, err, sizeof err);
+    rl_redis_args_free(&a);
+    if (status == RL_OK) {
+        if (reply->type != REDIS_REPLY_ARRAY || reply->elements == 0) {
+            status = RL_UNKNOWN_LIMIT_KEY;
+        } else if (reply->elements != 6) {
+            status = RL_BACKEND_ERROR;
+        } else {
+            memset(out, 0, sizeof *out);
+            out->capacity = rl__redis_number(reply->element[0]);
+            out->pending_decrease_to = rl__redis_number(reply->element[1]);
+            out->status = out->pending_decrease_to != 0 ? RL_LIMIT_STATUS_DECREASING : RL_LIMIT_STATUS_ACTIVE;
+            out->used = rl__redis_number(reply->element[2]);
+            out->active = rl__redis_number(reply->element[3]);
+            out->available = out->used < out->capacity ? out->capacity - out->used : 0;
+            out->debt = out->used > out->capacity ? out->used - out->capacity : 0;
+            out->debt_total = rl__redis_number(reply->element[4]);
+            out->overage_denied_total = rl__redis_number(reply->element[5]);
+        }
+    }
+    if (reply != NULL) freeReplyObject(reply);
+    return status;
+}
+
+rl_status rl_redis_eval_page(redis_backend *backend, rl_redis_script script, const char *cursor,
+                             const char *per_call, redisReply **reply) {
+    *reply = NULL;
+    rl_redis_args a;
+    if (!rl_redis_args_init(&a, 5)) {
+        rl_redis_args_free(&a);
+        return RL_NO_MEMORY;
+    }
+    rl_redis_args_push_header(&a, backend->prefix, backend->clock);
+    rl_redis_args_push_str(&a, cursor);
+    rl_redis_args_push_str(&a, per_call);
+    char err[ERR_SIZE];
+    rl_status status = rl_redis_eval(backend->pool, rl_redis_pool_deadline_ms(backend->pool, 0), script, a.count,
+                                     a.argv, a.len, reply, err, sizeof err);
+    rl_redis_args_free(&a);
+    return status;
+}
+
+void rl__redis_sweep(rl_backend *base) {
+    redis_backend *backend = rl_redis_backend_of(base);
+    char cursor[RL_REDIS_NUMBER_SIZE] = "0";
+    do {
+        redisReply *reply = NULL;
+        rl_status status = rl_redis_eval_page(backend, RL_SCRIPT_SWEEP, cursor, SWEEP_LIMITS_PER_CALL, &reply);
+        if (status != RL_OK || reply->type != REDIS_REPLY_STRING) {
+            if (reply != NULL) freeReplyObject(reply);
+            return; /* the next sweep tries again */
+        }
+        snprintf(cursor, sizeof cursor, "%s", reply->str);
+        freeReplyObject(reply);
+    } while (strcmp(cursor, "0") != 0);
+}
+
+/* INFO memory: Redis answers (the daemon can serve), and how close it is to
+ * refusing writes. A Redis that refuses writes (at maxmemory, or an OOM
+ * answer lately) cannot serve: every reserve fails. Close to it is a
+ * warning (RL_OK with a detail: degraded). A Redis whose policy became an
+ * evicting one since this daemon connected is refused as at start. */
+rl_status rl__redis_health(rl_backend *base, char *detail, size_t detail_size) {
+    redis_backend *backend = rl_redis_backend_of(base);
+    const char *argv[] = {"INFO", "memory"};
+    size_t len[] = {4, 6};
+    redisReply *reply = NULL;
+    char err[ERR_SIZE] = "";
+    rl_status status = rl_redis_command(backend->pool, rl_redis_operation_deadline_ms(backend), 2, argv, len, &reply,
+                                        err, sizeof err);
+    if (status != RL_OK) {
+        rl_error_text(detail, detail_size, "%s", err);
+        return RL_BACKEND_ERROR;
+    }
+    rl_redis_memory memory;
+    bool parsed = reply->type == REDIS_REPLY_STRING && rl_redis_memory_parse(reply->str, reply->len, &memory);
+    freeReplyObject(reply);
+    if (!parsed) return RL_OK; /* it answers; nothing more to tell */
+    if (rl_redis_memory_evicts(&memory) && !rl_redis_pool_allows_eviction(backend->pool)) {
+        rl_redis_memory_eviction_refusal(&memory, rl_redis_pool_address(backend->pool), detail, detail_size);
+        return RL_BACKEND_ERROR;
+    }
+    rl_redis_memory_verdict verdict = rl_redis_memory_judge(&memory, detail, detail_size);
+    /* Redis leaves some buffers out of the memory it holds against
+     * maxmemory, so close to it the OOM answers themselves tell. (Well below
+     * it, an old one only means an operator has given Redis more room since.) */
+    uint64_t oom_ms = rl_redis_pool_last_oom_ms(backend->pool);
+    if (verdict == RL_REDIS_MEMORY_NEAR && oom_ms != 0 && rl__redis_monotonic_ms() - oom_ms < OOM_RECENT_MS) {
+        rl_error_text(detail, detail_size,
+                      "Redis refused writes for lack of memory (OOM) in the last %u s: it uses %llu bytes of its "
+                      "maxmemory %llu",
+                      OOM_RECENT_MS / 1000u, (unsigned long long)memory.used_bytes,
+                      (unsigned long long)memory.max_bytes);
+        verdict = RL_REDIS_MEMORY_FULL;
+    }
+    return verdict == RL_REDIS_MEMORY_FULL ? RL_BACKEND_ERROR : RL_OK;
+}
+
+/* The background thread's step (complete_retry.h): the definitions
+ * followed, then a sweep when one is due. */
+void rl__redis_periodic(void *context) {
+    redis_backend *backend = context;
+    rl_redis_definitions_sync(backend);
+    if (backend->sweep_interval_ms == 0 || rl__redis_monotonic_ms() < backend->next_sweep_ms) return;
+    rl__redis_sweep(&backend->base);
+    backend->next_sweep_ms = rl__redis_monotonic_ms() + backend->sweep_interval_ms;
+}
