@@ -1,12 +1,13 @@
 /* server/api/handler.h — the endpoints of spec/api.md, free of any HTTP library.
  *
  * A request is (method, path without query, body); a response is an HTTP
- * status and a JSON body. The h2o glue (http_server.c) only translates; so
- * the handlers and the router are unit-tested without sockets.
+ * status and a JSON body. The h2o glue (server/http/) only translates; so
+ * the endpoints and the router are unit-tested without sockets.
  *
- * Threading: one rl_handler_ctx per event-loop thread. It owns the scratch
- * memory every request reuses (response body, batch arrays), so the hot path
- * allocates nothing of its own; the service it points to is shared.
+ * Threading: one rl_handler_ctx per event-loop thread. It owns the response
+ * buffer every request reuses; each request in flight has its rl_api_call,
+ * whose arrays are kept between requests, so the hot path allocates nothing
+ * but the decoded body. The service ctx points to is shared.
  */
 #ifndef RL_SERVER_HANDLER_H
 #define RL_SERVER_HANDLER_H
@@ -15,6 +16,8 @@
 #include <stddef.h>
 
 #include "ratelimiter/types.h"
+#include "server/api/admin_writer.h"
+#include "server/api/lease_call.h"
 #include "server/service.h"
 #include "wire/buf.h"
 
@@ -27,6 +30,11 @@ typedef struct rl_http_request {
     size_t body_len;
 } rl_http_request;
 
+/* The body as the decoders take it: never NULL. */
+static inline const char *rl_http_request_body(const rl_http_request *req) {
+    return req->body != NULL ? req->body : "";
+}
+
 typedef struct rl_http_response {
     int status;        /* HTTP status code */
     const char *allow; /* the Allow header of a 405, else NULL; static */
@@ -38,15 +46,9 @@ typedef struct rl_handler_ctx {
     rl_backend *backend; /* rl_service_backend(service), cached */
     /* Where admin puts go off the loop (admin_writer.h), or NULL: done on
      * the calling thread. Borrowed, shared. */
-    struct rl_admin_writer *admin_writer;
-    size_t max_batch;    /* items per batch request */
-    rl_buf body;         /* the response being built */
-    /* Batch scratch, max_batch items each: the valid items of a batch are
-     * packed here so that the backend sees them in one call. */
-    rl_reserve_request *reserves;
-    rl_reserve_result *reserve_results;
-    rl_complete_request *completes;
-    rl_status *complete_statuses;
+    rl_admin_writer *admin_writer;
+    size_t max_batch; /* items per batch request */
+    rl_buf body;      /* the response being built */
 } rl_handler_ctx;
 
 /* Prepares ctx for one thread. Returns false if out of memory (ctx is then
@@ -60,70 +62,59 @@ void rl_handler_ctx_free(rl_handler_ctx *ctx);
 #define RL_HANDLER_BODY_KEEP_BYTES (256u * 1024u)
 void rl_handler_ctx_trim(rl_handler_ctx *ctx);
 
-/* Dispatches by path and method, runs the endpoint, fills *res (status 404 or
- * 405 with {"error":"invalid_request"} when nothing matches). Never fails:
- * every outcome is a response. res->body stays valid until the next call
- * with the same ctx. */
-void rl_handle_request(rl_handler_ctx *ctx, const rl_http_request *req, rl_http_response *res);
-
-/* The endpoints (router.c picks one). Same contract as rl_handle_request. */
-void rl_handle_reserve(rl_handler_ctx *ctx, const rl_http_request *req, rl_http_response *res);
-void rl_handle_reserve_batch(rl_handler_ctx *ctx, const rl_http_request *req, rl_http_response *res);
-void rl_handle_complete(rl_handler_ctx *ctx, const rl_http_request *req, rl_http_response *res);
-void rl_handle_complete_batch(rl_handler_ctx *ctx, const rl_http_request *req,
-                              rl_http_response *res);
-/* Done here, on the calling thread, unless ctx has an admin writer and the
- * request goes through rl_handle_request_async. */
-void rl_handle_admin_put(rl_handler_ctx *ctx, const rl_http_request *req, rl_http_response *res);
-/* Its halves: the body's definition into *def (false: *res holds the 400),
- * and the answer to a put once done. */
-bool rl_admin_put_decode(rl_handler_ctx *ctx, const rl_http_request *req, rl_limit_def *def, rl_http_response *res);
-void rl_admin_put_respond(rl_handler_ctx *ctx, const rl_service_put *put, rl_http_response *res);
-void rl_handle_admin_list(rl_handler_ctx *ctx, const rl_http_request *req, rl_http_response *res);
-/* key_path: the still percent-encoded rest of the path after "/v1/admin/limits/". */
-void rl_handle_admin_get(rl_handler_ctx *ctx, const char *key_path, size_t key_path_len,
-                         rl_http_response *res);
-void rl_handle_healthz(rl_handler_ctx *ctx, const rl_http_request *req, rl_http_response *res);
-
-/* ---- answering later (a backend with reserve_batch_async; admin puts) -----
+/* ---- one request: begin, (done), finish, end ------------------------------
  *
- * POST /v1/reserve, /v1/reserve/batch, /v1/complete and /v1/complete/batch
- * can leave the backend's answer to come later, so that the event loop serves
- * other requests while a flush is under way; PUT /v1/admin/limits, when ctx
- * has an admin writer, leaves its put to the writer thread (the registry's
- * file write). The glue allocates an
- * rl_async_request (usually inside an object of its own, malloc'd: the
- * connection may go away meanwhile) and sets `done`; the rest is the
- * handlers'. */
-typedef struct rl_async_request rl_async_request;
-struct rl_async_request {
-    /* The glue's: called exactly once, from any thread (the backend's
-     * flusher, or this thread before rl_handle_request_async returns), when
-     * the answer is ready. It must only hand the request back to its thread. */
-    void (*done)(rl_async_request *areq);
+ * Every request takes the same road (router.c finds its endpoint in the one
+ * table). rl_api_begin decodes the body once and starts the endpoint. Most
+ * answers are ready before it returns: an admin GET, a malformed body, and
+ * every reserve and complete on a backend that answers synchronously
+ * (memory), whose done runs inside the call. Others come later: a backend
+ * with async ops (the submitter in front of redis) answers from its flusher
+ * thread, an admin put from the admin writer once durable; the event loop
+ * serves other requests meanwhile.
+ *
+ * The caller owns an rl_api_call (usually inside an object of its own: the
+ * connection may go away meanwhile), sets `done`, and may reuse it after
+ * rl_api_call_init for any number of requests, one at a time. */
+typedef struct rl_api_route rl_api_route;
+typedef struct rl_api_call rl_api_call;
+struct rl_api_call {
+    /* The caller's: called exactly once per request answered later, from
+     * any thread (the backend's flusher, the admin writer), when the answer
+     * is ready. It must only hand the call back to its thread. Never called
+     * for a request rl_api_begin answered. */
+    void (*done)(rl_api_call *call);
 
-    /* The handlers' (router.c, handlers_async.c). */
-    int kind;
-    void *msg;           /* the decoded body: rl_wire_reserves or rl_wire_completes, malloc'd;
-                            an admin put's rl_admin_job */
-    size_t valid;        /* items passed to the backend */
-    void *requests;      /* the valid items, packed (malloc'd, or into msg for one item) */
-    void *results;       /* valid results (malloc'd, or `one` for one item) */
-    unsigned char one[64]; /* room for one result */
+    /* The router's and the endpoints'. */
+    const rl_api_route *route; /* the endpoint this request went to, or NULL */
+    _Atomic int state;         /* begun, waiting or answered: see api_call.c */
+    /* Each endpoint's state (not a union: the lease arrays are kept
+     * between requests, whichever endpoint comes next). */
+    rl_lease_call lease;    /* the four lease endpoints */
+    rl_admin_job admin_put; /* PUT /v1/admin/limits */
 };
 
-/* Like rl_handle_request, but when the backend can answer asynchronously and
- * the request is a reserve or complete that reaches it, the backend call is
- * started and true is returned with *res untouched: areq->done(areq) follows
- * once (possibly before this returns); then, on ctx's thread, call
- * rl_async_request_finish to fill *res, and rl_async_request_release in any
- * case (also when the client has gone). false: *res is filled now, areq
- * is not used (and needs no release). */
-bool rl_handle_request_async(rl_handler_ctx *ctx, const rl_http_request *req, rl_http_response *res,
-                             rl_async_request *areq);
-/* Encodes the answer into ctx's buffer (same contract as rl_handle_request). */
-void rl_async_request_finish(rl_handler_ctx *ctx, rl_async_request *areq, rl_http_response *res);
-/* Frees what the handler kept in areq (not areq itself). */
-void rl_async_request_release(rl_async_request *areq);
+/* A new call: nothing held. */
+void rl_api_call_init(rl_api_call *call);
+/* Frees what a call keeps between requests; after rl_api_call_end. */
+void rl_api_call_free(rl_api_call *call);
+
+/* Starts req on ctx's thread. true: answered now, *res filled. false: the
+ * answer comes later: call->done(call) follows exactly once (possibly
+ * before this returns, from another thread); then, on ctx's thread, call
+ * rl_api_finish to fill *res. In both cases rl_api_call_end follows (also
+ * when the client has gone and nothing is finished). */
+bool rl_api_begin(rl_handler_ctx *ctx, const rl_http_request *req, rl_api_call *call, rl_http_response *res);
+/* Encodes the answer of a request begun and done into ctx's buffer. */
+void rl_api_finish(rl_handler_ctx *ctx, rl_api_call *call, rl_http_response *res);
+/* Lets go of what the request held (its decoded body); the call can be
+ * begun again. */
+void rl_api_call_end(rl_api_call *call);
+
+/* The whole road on the calling thread, waiting for an answer that comes
+ * later: for tests and tools without an event loop. Same answers as
+ * rl_api_begin/rl_api_finish; res->body stays valid until the next call
+ * with the same ctx. */
+void rl_handle_request(rl_handler_ctx *ctx, const rl_http_request *req, rl_http_response *res);
 
 #endif

@@ -1,7 +1,8 @@
 /* handlers_admin.c — PUT/GET /v1/admin/limits, GET /v1/admin/limits/{key}.
  *
  * Rare, so clarity over speed: admin calls take the service's admin mutex
- * and may allocate. A backend that cannot be reached (redis) answers 503
+ * and may allocate. A put goes to the admin writer (admin_writer.h) when
+ * the context has one, and is answered once durable. A backend that cannot be reached (redis) answers 503
  * backend_error; any other failure 500 backend_error.
  */
 #include <stdio.h>
@@ -9,15 +10,13 @@
 #include <string.h>
 
 #include "ratelimiter/keys.h"
-#include "server/api/handler.h"
+#include "server/api/endpoints.h"
 #include "server/api/percent_decode.h"
 #include "server/api/respond.h"
 #include "wire/wire.h"
 
 /* 503 for an unreachable store (retry later), 500 for the rest. */
 static int failure_http_status(rl_status status) { return status == RL_BACKEND_ERROR ? 503 : 500; }
-
-static const char *body_of(const rl_http_request *req) { return req->body != NULL ? req->body : ""; }
 
 static void put_failed(rl_handler_ctx *ctx, rl_http_response *res, int http_status, rl_status status,
                        const char *detail) {
@@ -31,19 +30,41 @@ static void put_failed(rl_handler_ctx *ctx, rl_http_response *res, int http_stat
     res->body = buf;
 }
 
-bool rl_admin_put_decode(rl_handler_ctx *ctx, const rl_http_request *req, rl_limit_def *def, rl_http_response *res) {
+/* The writer's callback, on its thread: the put is durable (or failed). */
+static void writer_done(rl_admin_job *job) { rl__api_call_done(job->context); }
+
+/* Decodes the definition (a bad body: 400 now) and hands it to the admin
+ * writer when there is one (the daemon: answered once durable), else puts
+ * it here and now. */
+bool rl__admin_put_start(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http_request *req,
+                         rl_api_call *call, rl_http_response *res) {
+    (void)route;
+    rl_service_put *put = &call->admin_put.put;
+    memset(put, 0, sizeof *put);
     char detail[RL_WIRE_DETAIL_SIZE] = "";
-    rl_status decoded = rl_wire_decode_limit_def(body_of(req), req->body_len, def, detail);
-    if (decoded == RL_OK) return true;
-    if (decoded == RL_INVALID_REQUEST)
-        put_failed(ctx, res, 400, RL_INVALID_REQUEST, detail);
-    else
-        put_failed(ctx, res, 503, RL_BACKEND_ERROR, NULL);
-    return false;
+    rl_status decoded = rl_wire_decode_limit_def(rl_http_request_body(req), req->body_len, &put->def, detail);
+    if (decoded != RL_OK) {
+        if (decoded == RL_INVALID_REQUEST)
+            put_failed(ctx, res, 400, RL_INVALID_REQUEST, detail);
+        else
+            put_failed(ctx, res, 503, RL_BACKEND_ERROR, NULL);
+        return true;
+    }
+    if (ctx->admin_writer != NULL) {
+        call->admin_put.done = writer_done;
+        call->admin_put.context = call;
+        if (rl_admin_writer_submit(ctx->admin_writer, &call->admin_put)) return false;
+        put->status = RL_BACKEND_ERROR;
+        snprintf(put->err, sizeof put->err, "the daemon is stopping");
+    } else {
+        rl_service_put_limits(ctx->service, put, 1);
+    }
+    rl__admin_put_finish(ctx, call, res);
+    return true;
 }
 
-void rl_admin_put_respond(rl_handler_ctx *ctx, const rl_service_put *put, rl_http_response *res) {
-    res->allow = NULL;
+void rl__admin_put_finish(rl_handler_ctx *ctx, rl_api_call *call, rl_http_response *res) {
+    const rl_service_put *put = &call->admin_put.put;
     if (put->status == RL_INVALID_REQUEST || put->status == RL_LIMIT_IN_USE) {
         put_failed(ctx, res, rl_respond_backend_http_status(put->status), put->status, put->err);
         return;
@@ -63,15 +84,9 @@ void rl_admin_put_respond(rl_handler_ctx *ctx, const rl_service_put *put, rl_htt
     res->body = buf;
 }
 
-void rl_handle_admin_put(rl_handler_ctx *ctx, const rl_http_request *req, rl_http_response *res) {
-    rl_service_put put;
-    memset(&put, 0, sizeof put);
-    if (!rl_admin_put_decode(ctx, req, &put.def, res)) return;
-    rl_service_put_limits(ctx->service, &put, 1);
-    rl_admin_put_respond(ctx, &put, res);
-}
-
-void rl_handle_admin_list(rl_handler_ctx *ctx, const rl_http_request *req, rl_http_response *res) {
+void rl__admin_list(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http_request *req,
+                    rl_http_response *res) {
+    (void)route;
     (void)req;
     rl_service_limit *limits = NULL;
     size_t count = 0;
@@ -93,10 +108,10 @@ void rl_handle_admin_list(rl_handler_ctx *ctx, const rl_http_request *req, rl_ht
     res->body = buf;
 }
 
-void rl_handle_admin_get(rl_handler_ctx *ctx, const char *key_path, size_t key_path_len,
-                         rl_http_response *res) {
+void rl__admin_get(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http_request *req,
+                   rl_http_response *res) {
     char key[RL_KEY_MAX_LEN + 1];
-    int key_len = rl_percent_decode(key_path, key_path_len, key, sizeof key);
+    int key_len = rl_percent_decode(req->path + route->path_len, req->path_len - route->path_len, key, sizeof key);
     if (key_len < 0 || !rl_key_is_valid(key, (size_t)key_len)) {
         rl_respond_error(ctx, res, 400, RL_INVALID_REQUEST, NULL,
                          "the key in the path must be 1..256 printable ASCII characters without "

@@ -5,10 +5,12 @@
  * serves but needs an operator (redis close to its maxmemory). Cheap for the
  * memory backend; for redis one INFO memory and one SCARD of the
  * definitions. */
-#include "server/api/handler.h"
+#include "server/api/endpoints.h"
 #include "server/api/respond.h"
 
-void rl_handle_healthz(rl_handler_ctx *ctx, const rl_http_request *req, rl_http_response *res) {
+void rl__healthz(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http_request *req,
+                 rl_http_response *res) {
+    (void)route;
     (void)req;
     size_t limits = 0;
     char detail[512] = "";

@@ -1,15 +1,13 @@
-/* router.c — which endpoint answers a (method, path), and the per-thread
- * handler context. Routing is a handful of length-then-memcmp checks: cheaper
- * than h2o's path table and it keeps the raw path, which a limit key inside
- * GET /v1/admin/limits/{key} needs (h2o's normalised path would fold "..").
+/* router.c — the one table of endpoints, which row answers a (method, path),
+ * and the per-thread handler context. Routing is a handful of
+ * length-then-memcmp checks: cheaper than h2o's path table, and it keeps the
+ * raw path, which a limit key inside GET /v1/admin/limits/{key} needs (h2o's
+ * normalised path would fold "..").
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/api/handler.h"
-#include "server/api/respond.h"
-
-#define ADMIN_LIMITS_PATH "/v1/admin/limits"
+#include "server/api/endpoints.h"
 
 bool rl_handler_ctx_init(rl_handler_ctx *ctx, rl_service *service, size_t max_batch) {
     memset(ctx, 0, sizeof *ctx);
@@ -17,29 +15,10 @@ bool rl_handler_ctx_init(rl_handler_ctx *ctx, rl_service *service, size_t max_ba
     ctx->backend = rl_service_backend(service);
     ctx->max_batch = max_batch;
     rl_buf_init(&ctx->body);
-    ctx->reserves = calloc(max_batch, sizeof *ctx->reserves);
-    ctx->reserve_results = calloc(max_batch, sizeof *ctx->reserve_results);
-    ctx->completes = calloc(max_batch, sizeof *ctx->completes);
-    ctx->complete_statuses = calloc(max_batch, sizeof *ctx->complete_statuses);
-    if (ctx->reserves == NULL || ctx->reserve_results == NULL || ctx->completes == NULL ||
-        ctx->complete_statuses == NULL) {
-        rl_handler_ctx_free(ctx);
-        return false;
-    }
     return true;
 }
 
-void rl_handler_ctx_free(rl_handler_ctx *ctx) {
-    rl_buf_free(&ctx->body);
-    free(ctx->reserves);
-    free(ctx->reserve_results);
-    free(ctx->completes);
-    free(ctx->complete_statuses);
-    ctx->reserves = NULL;
-    ctx->reserve_results = NULL;
-    ctx->completes = NULL;
-    ctx->complete_statuses = NULL;
-}
+void rl_handler_ctx_free(rl_handler_ctx *ctx) { rl_buf_free(&ctx->body); }
 
 void rl_handler_ctx_trim(rl_handler_ctx *ctx) {
     if (ctx->body.cap <= RL_HANDLER_BODY_KEEP_BYTES) return;
@@ -47,63 +26,42 @@ void rl_handler_ctx_trim(rl_handler_ctx *ctx) {
     rl_buf_init(&ctx->body);
 }
 
-/* One exact path and the handler of each method it accepts (NULL: not
- * accepted). The hot paths come first. */
-typedef void (*handler_fn)(rl_handler_ctx *ctx, const rl_http_request *req, rl_http_response *res);
-typedef struct route {
-    const char *path;
-    size_t path_len;
-    handler_fn on_get, on_post, on_put;
-    const char *allow; /* the Allow header when the method does not match */
-} route;
+#define ADMIN_LIMITS_PATH "/v1/admin/limits"
 
-#define ROUTE(path, get, post, put, allow) {path, sizeof(path) - 1, get, post, put, allow}
-static const route routes[] = {
-    ROUTE("/v1/reserve", NULL, rl_handle_reserve, NULL, "POST"),
-    ROUTE("/v1/complete", NULL, rl_handle_complete, NULL, "POST"),
-    ROUTE("/v1/reserve/batch", NULL, rl_handle_reserve_batch, NULL, "POST"),
-    ROUTE("/v1/complete/batch", NULL, rl_handle_complete_batch, NULL, "POST"),
-    ROUTE(ADMIN_LIMITS_PATH, rl_handle_admin_list, NULL, rl_handle_admin_put, "GET, PUT"),
-    ROUTE("/healthz", rl_handle_healthz, NULL, NULL, "GET"),
+#define ANSWER(method, path, allow, fn) {method, sizeof(method) - 1, path, sizeof(path) - 1, false, allow, fn, NULL, NULL, NULL, NULL}
+#define LEASE(path, endpoint)                                                                                      \
+    {"POST", 4, path, sizeof(path) - 1, false, "POST", NULL, rl__lease_start, rl__lease_finish, rl__lease_end, \
+     &endpoint}
+/* The hot paths first. */
+static const rl_api_route routes[] = {
+    LEASE("/v1/reserve", rl__lease_reserve),
+    LEASE("/v1/complete", rl__lease_complete),
+    LEASE("/v1/reserve/batch", rl__lease_reserve_batch),
+    LEASE("/v1/complete/batch", rl__lease_complete_batch),
+    ANSWER("GET", ADMIN_LIMITS_PATH, "GET, PUT", rl__admin_list),
+    {"PUT", 3, ADMIN_LIMITS_PATH, sizeof(ADMIN_LIMITS_PATH) - 1, false, "GET, PUT", NULL, rl__admin_put_start,
+     rl__admin_put_finish, NULL, NULL},
+    /* The key may itself hold '/' and ':'. */
+    {"GET", 3, ADMIN_LIMITS_PATH "/", sizeof(ADMIN_LIMITS_PATH "/") - 1, true, "GET", rl__admin_get, NULL, NULL,
+     NULL, NULL},
+    ANSWER("GET", "/healthz", "GET", rl__healthz),
 };
-#undef ROUTE
+#undef ANSWER
+#undef LEASE
 
-static bool method_is(const rl_http_request *req, const char *literal, size_t literal_len) {
-    return req->method_len == literal_len && memcmp(req->method, literal, literal_len) == 0;
-}
-#define METHOD_IS(req, literal) method_is(req, literal, sizeof(literal) - 1)
-
-static void method_not_allowed(rl_handler_ctx *ctx, rl_http_response *res, const char *allow) {
-    rl_respond_error(ctx, res, 405, RL_INVALID_REQUEST, NULL, NULL);
-    res->allow = allow;
+static bool path_matches(const rl_api_route *route, const rl_http_request *req) {
+    if (route->path_is_prefix ? req->path_len < route->path_len : req->path_len != route->path_len) return false;
+    return memcmp(req->path, route->path, route->path_len) == 0;
 }
 
-void rl_handle_request(rl_handler_ctx *ctx, const rl_http_request *req, rl_http_response *res) {
-    res->allow = NULL;
+const rl_api_route *rl__api_route_of(const rl_http_request *req, const char **allow) {
+    *allow = NULL;
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
-        const route *r = &routes[i];
-        if (req->path_len != r->path_len || memcmp(req->path, r->path, r->path_len) != 0) continue;
-        handler_fn fn = NULL;
-        if (METHOD_IS(req, "POST"))
-            fn = r->on_post;
-        else if (METHOD_IS(req, "GET"))
-            fn = r->on_get;
-        else if (METHOD_IS(req, "PUT"))
-            fn = r->on_put;
-        if (fn != NULL)
-            fn(ctx, req, res);
-        else
-            method_not_allowed(ctx, res, r->allow);
-        return;
+        const rl_api_route *route = &routes[i];
+        if (!path_matches(route, req)) continue;
+        if (req->method_len == route->method_len && memcmp(req->method, route->method, route->method_len) == 0)
+            return route;
+        *allow = route->allow;
     }
-    /* GET /v1/admin/limits/{key}: the key may itself hold '/' and ':'. */
-    const size_t prefix_len = sizeof(ADMIN_LIMITS_PATH "/") - 1;
-    if (req->path_len >= prefix_len && memcmp(req->path, ADMIN_LIMITS_PATH "/", prefix_len) == 0) {
-        if (METHOD_IS(req, "GET"))
-            rl_handle_admin_get(ctx, req->path + prefix_len, req->path_len - prefix_len, res);
-        else
-            method_not_allowed(ctx, res, "GET");
-        return;
-    }
-    rl_respond_error(ctx, res, 404, RL_INVALID_REQUEST, NULL, NULL);
+    return NULL;
 }

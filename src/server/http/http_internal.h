@@ -37,25 +37,34 @@ typedef struct rl_http_thread {
     rl_conn_guard guard;    /* this loop's connections, their share of the bound, timeouts */
     bool accepting; /* false while waiting for room (or for descriptors) */
     rl_handler_ctx handler;
-    /* Requests answered later (a backend with reserve_batch_async, admin
-     * puts): their answers come back through this receiver on the loop's
-     * queue. */
+    /* Requests answered later (a backend with async ops, admin puts): their
+     * answers come back through this receiver on the loop's queue. */
     h2o_multithread_receiver_t receiver;
     bool receiver_registered;
     uint32_t in_flight; /* started and not yet back on this loop; the loop's only */
+    /* Requests' state kept for the next ones (their arrays with them), so
+     * that a request allocates none: at most RL_HTTP_SPARE_REQUESTS. */
+    struct pending_request *spare;
+    uint32_t spare_count;
 } rl_http_thread;
 
-/* A request waiting for the backend. malloc'd, not in req->pool: the client
- * may go away meanwhile (then h2o frees the pool, and the token's dispose
- * callback sets req to NULL). Freed by the loop when the answer is back. */
+/* A request on its way: its rl_api_call, and while it waits for an answer
+ * given later the way back to its loop. malloc'd, not in req->pool: the
+ * client may go away meanwhile (then h2o frees the pool, and the token's
+ * dispose callback sets req to NULL). Back to the loop's spares once
+ * answered. */
+#define RL_HTTP_SPARE_REQUESTS 64u
 typedef struct pending_request {
-    rl_async_request areq; /* the handlers' part; areq.done posts `message` */
+    rl_api_call call; /* call.done posts `message` */
     h2o_multithread_message_t message;
     rl_http_thread *thread;
     h2o_req_t *req;              /* NULL once h2o has disposed of it */
     struct pending_request **token; /* in req->pool, points back here */
+    struct pending_request *next_spare;
 } pending_request;
 
+/* http_request.c: frees a loop's spare requests (the loop has stopped). */
+void rl__http_free_spares(rl_http_thread *thread);
 
 struct rl_http_server {
     rl_service *service;

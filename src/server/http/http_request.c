@@ -1,19 +1,56 @@
 /* http_request.c — one request through the loop (http_internal.h): the
- * request guard first, then the handler, whose answer is sent now or, for a
- * request answered later (a backend with reserve_batch_async, an admin put),
- * when it comes back through the loop's receiver. */
+ * request guard first, then the api's one road (handler.h), whose answer is
+ * sent now or, for a request answered later (a backend with async ops, an
+ * admin put), when it comes back through the loop's receiver. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "server/api/respond.h"
 #include "server/http/http_internal.h"
 
+/* ---- a request's state, recycled ------------------------------------------ */
+
+static pending_request *take_pending(rl_http_thread *thread) {
+    pending_request *pending = thread->spare;
+    if (pending != NULL) {
+        thread->spare = pending->next_spare;
+        thread->spare_count--;
+        return pending;
+    }
+    pending = calloc(1, sizeof *pending); /* message.link zeroed: not linked */
+    if (pending != NULL) rl_api_call_init(&pending->call);
+    return pending;
+}
+
+/* After rl_api_call_end. */
+static void give_back_pending(rl_http_thread *thread, pending_request *pending) {
+    if (thread->spare_count >= RL_HTTP_SPARE_REQUESTS) {
+        rl_api_call_free(&pending->call);
+        free(pending);
+        return;
+    }
+    pending->next_spare = thread->spare;
+    thread->spare = pending;
+    thread->spare_count++;
+}
+
+void rl__http_free_spares(rl_http_thread *thread) {
+    while (thread->spare != NULL) {
+        pending_request *pending = thread->spare;
+        thread->spare = pending->next_spare;
+        rl_api_call_free(&pending->call);
+        free(pending);
+    }
+    thread->spare_count = 0;
+}
+
 /* ---- requests answered later --------------------------------------------- */
 
-/* Any thread (the backend's flusher): hand the request back to its loop.
- * pending may be freed by the loop as soon as the message is sent. */
-static void on_backend_answered(rl_async_request *areq) {
-    pending_request *pending = H2O_STRUCT_FROM_MEMBER(pending_request, areq, areq);
+/* Any thread (the backend's flusher, the admin writer): hand the request
+ * back to its loop. pending may be reused by the loop as soon as the
+ * message is sent. */
+static void on_answered(rl_api_call *call) {
+    pending_request *pending = H2O_STRUCT_FROM_MEMBER(pending_request, call, call);
     h2o_multithread_send_message(&pending->thread->receiver, &pending->message);
 }
 
@@ -23,7 +60,7 @@ static void rl__http_on_request_disposed(void *token) {
     if (pending != NULL) pending->req = NULL;
 }
 
-/* The loop's thread: the backend answered these. */
+/* The loop's thread: these requests have their answers. */
 void rl__http_on_answers(h2o_multithread_receiver_t *receiver, h2o_linklist_t *messages) {
     rl_http_thread *thread = H2O_STRUCT_FROM_MEMBER(rl_http_thread, receiver, receiver);
     while (!h2o_linklist_is_empty(messages)) {
@@ -33,37 +70,42 @@ void rl__http_on_answers(h2o_multithread_receiver_t *receiver, h2o_linklist_t *m
         if (pending->req != NULL) {
             *pending->token = NULL; /* the pool outlives pending: its dispose must not look */
             rl_http_response response = {0, NULL, NULL};
-            rl_async_request_finish(&thread->handler, &pending->areq, &response);
+            rl_api_finish(&thread->handler, &pending->call, &response);
             rl__http_send_response(pending->req, &response);
             rl_handler_ctx_trim(&thread->handler);
         }
-        rl_async_request_release(&pending->areq);
-        free(pending);
+        rl_api_call_end(&pending->call);
+        give_back_pending(thread, pending);
         thread->in_flight--;
     }
 }
 
-/* Starts req asynchronously if the backend can; false: answer it now. */
-static bool start_async(rl_http_thread *thread, h2o_req_t *req, const rl_http_request *request,
-                        rl_http_response *response) {
-    pending_request *pending = calloc(1, sizeof *pending);
-    if (pending == NULL) return false;
-    pending->areq.done = on_backend_answered;
+/* Every request: answered now (a synchronous backend, an admin GET, a
+ * refused body), or later through rl__http_on_answers. */
+static void run_request(rl_http_thread *thread, h2o_req_t *req, const rl_http_request *request) {
+    rl_http_response response = {0, NULL, NULL};
+    pending_request *pending = take_pending(thread);
+    if (pending == NULL) {
+        rl_respond_error(&thread->handler, &response, 503, RL_BACKEND_ERROR, NULL, NULL);
+        rl__http_send_response(req, &response);
+        return;
+    }
+    pending->call.done = on_answered;
     pending->thread = thread;
     pending->req = req;
     /* Before the start: the answer may be posted before it returns (it is
      * read only on this thread, later, so the token can come after). */
     thread->in_flight++;
-    if (!rl_handle_request_async(&thread->handler, request, response, &pending->areq)) {
+    if (rl_api_begin(&thread->handler, request, &pending->call, &response)) {
         thread->in_flight--;
-        free(pending);
-        rl__http_send_response(req, response);
-        rl_handler_ctx_trim(&thread->handler);
-        return true;
+        rl__http_send_response(req, &response);
+        rl_api_call_end(&pending->call);
+        give_back_pending(thread, pending);
+        rl_handler_ctx_trim(&thread->handler); /* the answer is copied: big buffers can go */
+        return;
     }
     pending->token = h2o_mem_alloc_shared(&req->pool, sizeof *pending->token, rl__http_on_request_disposed);
     *pending->token = pending;
-    return true;
 }
 
 /* ---- browsers (request_guard.h) ------------------------------------------ */
@@ -123,13 +165,9 @@ int rl__http_on_request(h2o_handler_t *self, h2o_req_t *req) {
         .body = req->entity.base,
         .body_len = req->entity.base != NULL ? req->entity.len : 0,
     };
-    rl_http_response response = {0, NULL, NULL};
     /* The guard's clock for idle and slow connections starts again. */
     if (req->conn->callbacks->get_socket != NULL)
         rl_conn_guard_note_request(req->conn->callbacks->get_socket(req->conn), rl__http_monotonic_ms());
-    if (thread->receiver_registered && start_async(thread, req, &request, &response)) return 0;
-    rl_handle_request(&thread->handler, &request, &response);
-    rl__http_send_response(req, &response);
-    rl_handler_ctx_trim(&thread->handler); /* the answer is copied: big buffers can go */
+    run_request(thread, req, &request);
     return 0;
 }

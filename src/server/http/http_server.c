@@ -141,7 +141,10 @@ void rl_http_server_stop(rl_http_server *server) {
     for (uint32_t i = 0; i < server->thread_count; i++) {
         if (server->threads[i].running) pthread_join(server->threads[i].thread, NULL);
         server->threads[i].running = false;
-        if (!atomic_load(&server->threads_in_use)) rl_handler_ctx_free(&server->threads[i].handler);
+        if (!atomic_load(&server->threads_in_use)) {
+            rl__http_free_spares(&server->threads[i]);
+            rl_handler_ctx_free(&server->threads[i].handler);
+        }
     }
     if (!atomic_load(&server->threads_in_use)) free(server->threads);
     server->threads = NULL;
