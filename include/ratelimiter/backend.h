@@ -36,13 +36,17 @@ typedef struct rl_backend_ops {
                                   rl_limit_status *out_status);
 
     /* Decides count leases, each all-or-nothing, in order; results[i] belongs
-     * to requests[i]. Requests must already be valid (lease id, keys, amounts,
-     * no key twice); a key the backend does not know gives that lease
-     * allowed=false with RL_UNKNOWN_LIMIT_KEY and is not remembered. */
+     * to requests[i]. Requests must already be valid as
+     * rl_reserve_request_check says (lease id, keys, amounts, no key twice):
+     * backends trust their input and check it only in debug builds. A lease
+     * id is the same lease in any case. A key the backend does not know
+     * gives that lease allowed=false with RL_UNKNOWN_LIMIT_KEY and is not
+     * remembered. */
     void (*reserve_batch)(rl_backend *backend, const rl_reserve_request *requests, size_t count,
                           rl_reserve_result *results);
 
-    /* Completes count leases; statuses[i] is RL_OK unless the backend failed. */
+    /* Completes count leases, valid as rl_complete_request_check says;
+     * statuses[i] is RL_OK unless the backend failed. */
     void (*complete_batch)(rl_backend *backend, const rl_complete_request *requests, size_t count,
                            rl_status *statuses);
 

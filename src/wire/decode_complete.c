@@ -13,8 +13,8 @@ static const rl__list_spec actuals_spec = {
     .name_len = sizeof("actuals") - 1,
     .amount_name = "actual_amount",
     .amount_name_len = sizeof("actual_amount") - 1,
-    .min_amount = 0,
-    .min_count = 0,
+    .min_amount = RL__ACTUAL_AMOUNT_MIN,
+    .min_count = RL__ACTUALS_MIN_COUNT,
     .optional = true,
     .repeat_note = "a lease reports each key once",
 };

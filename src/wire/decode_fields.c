@@ -4,9 +4,7 @@
 
 #include <string.h>
 
-#include "ratelimiter/keys.h"
-#include "ratelimiter/ulid.h"
-#include "wire/text.h"
+#include "core/lease_rules.h"
 
 /* Member names are compared by length first: most differ there. */
 #define NAME_IS(name, len, literal) \
@@ -16,37 +14,17 @@ static bool name_is(const char *name, size_t len, const char *expected, size_t e
     return len == expected_len && memcmp(name, expected, len) == 0;
 }
 
-/* Upper-cases a valid ULID in place: the canonical form, so that "01j.."
- * and "01J.." are one lease everywhere. It holds only digits and letters,
- * so every byte from 'a' up is a lower-case letter: 8 bytes a step, adding
- * 0x1f sets a byte's high bit exactly when it is >= 'a' (no byte is above
- * 0x7f, so nothing carries), and that bit shifted down is the 0x20 to take
- * away. */
-static void ulid_to_upper(char *text) {
-    const uint64_t ones = UINT64_C(0x0101010101010101), highs = ones * 0x80;
-    size_t i = 0;
-    for (; i + 8 <= RL_ULID_LEN; i += 8) {
-        uint64_t w;
-        memcpy(&w, text + i, sizeof w);
-        w -= ((w + ones * (0x80 - 'a')) & highs) >> 2;
-        memcpy(text + i, &w, sizeof w);
-    }
-    for (; i < RL_ULID_LEN; i++)
-        if (text[i] >= 'a') text[i] = (char)(text[i] - 32);
-}
-
 static bool decode_lease_id(rl__json_scan *s, const char **out, uint32_t *rank,
                             const rl__json_path *path) {
     char *text;
     size_t len;
     if (!rl__read_string_or_skip(s, &text, &len)) return false;
-    if (text == NULL || !rl_ulid_is_valid(text, len)) {
+    if (!rl__lease_id_ok(text, len)) {
         rl__json_note(rank, RL__RANK_LEASE_ID, path, "lease_id",
                       "must be a ULID: 26 characters of Crockford base32, the first 0..7");
         return true;
     }
-    ulid_to_upper(text);
-    *out = text;
+    *out = text; /* as written: every case of a ULID is one lease (lease_rules.h) */
     return true;
 }
 
@@ -58,7 +36,7 @@ static bool decode_job_id(rl__json_scan *s, const char **out, uint32_t *rank,
     char *text;
     size_t len;
     if (!rl__read_string_or_skip(s, &text, &len)) return false;
-    if (text == NULL || len > RL_JOB_ID_MAX_LEN || !rl__text_is_clean(text, len)) {
+    if (!rl__job_id_ok(text, len)) {
         rl__json_note(rank, RL__RANK_JOB_ID, path, "job_id",
                       "must be null or a string of at most %d bytes without control characters",
                       RL_JOB_ID_MAX_LEN);
@@ -95,7 +73,7 @@ static bool decode_element(rl__json_scan *s, const rl__list_spec *spec, const ch
             seen_key = true;
             char *text;
             if (!rl__read_string_or_skip(s, &text, key_len)) return false;
-            key_ok = text != NULL && rl_key_is_valid(text, *key_len);
+            key_ok = rl__lease_key_ok(text, *key_len);
             *key = text;
             if (!key_ok)
                 rl__json_note(rank, RL__RANK_ELEMENT_KEY, path, "key",
@@ -111,8 +89,8 @@ static bool decode_element(rl__json_scan *s, const rl__list_spec *spec, const ch
                 continue;
             }
             seen_amount = true;
-            if (!rl__read_integer(s, spec->min_amount, RL_AMOUNT_MAX, amount, &amount_ok))
-                return false;
+            /* Read within the rule's range: exactly, however written (wire.h). */
+            if (!rl__read_integer(s, spec->min_amount, RL_AMOUNT_MAX, amount, &amount_ok)) return false;
             if (!amount_ok)
                 rl__json_note(rank, RL__RANK_ELEMENT_AMOUNT, path, spec->amount_name,
                               "must be an integer %llu..%llu",
@@ -166,19 +144,16 @@ static bool decode_list(rl__json_scan *s, const rl__list_spec *spec, rl__lease_f
         if (!decode_element(s, spec, &out->key[i], &key_len[i], &out->amount[i], &valid, rank,
                             &element_path))
             return false;
-        /* A lease names each limit once; a repeat is most likely a client
-         * bug, and summing would hide it. */
-        for (size_t j = 0; valid && j < i; j++) {
-            if (key_len[j] == key_len[i] && memcmp(out->key[j], out->key[i], key_len[i]) == 0) {
-                rl__json_note(rank, RL__RANK_ELEMENT_REPEAT, &element_path, "key",
-                              "repeats %s[%zu].key: %s", spec->name, j, spec->repeat_note);
-                valid = false;
-            }
+        size_t earlier = valid ? rl__lease_key_repeats(out->key, i) : i;
+        if (earlier != i) {
+            rl__json_note(rank, RL__RANK_ELEMENT_REPEAT, &element_path, "key", "repeats %s[%zu].key: %s",
+                          spec->name, earlier, spec->repeat_note);
+            valid = false;
         }
         failed = !valid;
     }
     if (more < 0) return false;
-    if (i < spec->min_count || i > RL_MAX_REQUIREMENTS) note_list_shape(spec, rank, path);
+    if (!rl__lease_count_ok(i, spec->min_count)) note_list_shape(spec, rank, path);
     out->count = failed ? 0 : i;
     return true;
 }

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/lease_rules.h"
 #include "ratelimiter/types.h"
 #include "wire/decode_common.h"
 #include "wire/json_scan.h"
@@ -51,7 +52,7 @@ typedef struct rl__list_spec {
 } rl__list_spec;
 
 typedef struct rl__lease_fields {
-    const char *lease_id; /* upper case (the canonical ULID form) */
+    const char *lease_id; /* as written: any case (lease_rules.h) */
     const char *job_id;   /* NULL if absent or null */
     size_t count;         /* list elements */
     const char *key[RL_MAX_REQUIREMENTS];

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "ratelimiter/keys.h"
-#include "wire/text.h"
+#include "core/text.h"
 #include "wire/wire.h"
 
 #define STRINGIFY(x) #x

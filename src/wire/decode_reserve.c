@@ -11,8 +11,8 @@ static const rl__list_spec requirements_spec = {
     .name_len = sizeof("requirements") - 1,
     .amount_name = "amount",
     .amount_name_len = sizeof("amount") - 1,
-    .min_amount = 1,
-    .min_count = 1,
+    .min_amount = RL__REQUIREMENT_AMOUNT_MIN,
+    .min_count = RL__REQUIREMENTS_MIN_COUNT,
     .optional = false,
     .repeat_note = "a lease names each key once",
 };

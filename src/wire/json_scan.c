@@ -8,7 +8,7 @@
 #include <emmintrin.h>
 #endif
 
-#include "wire/text.h"
+#include "core/text.h"
 
 void rl__scan_init(rl__json_scan *s, char *text, size_t len) {
     s->text = text;

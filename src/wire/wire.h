@@ -1,9 +1,9 @@
 /* wire/wire.h — the JSON of spec/api.md: request decoders, response encoders.
  *
  * Decoders take a body that need not be NUL-terminated, validate everything
- * DESIGN.md asks (ULID lease ids, keys, integer amounts 1..2^53, counts, no
- * key twice in one lease, valid UTF-8, no field twice, nothing after the
- * value) and on failure return RL_INVALID_REQUEST with a human sentence in
+ * DESIGN.md asks (the lease rules of core/lease_rules.h: ULID lease ids in
+ * any case, keys, integer amounts 1..2^53, counts, no key twice in one
+ * lease; and valid UTF-8, no field twice, nothing after the value) and on failure return RL_INVALID_REQUEST with a human sentence in
  * `detail`. Unknown fields are ignored. A decoded message owns its memory
  * (the strings its requests point to): free it with its _free function.
  *

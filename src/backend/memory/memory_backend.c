@@ -5,6 +5,7 @@
  * touched, a few due leases are forgotten on every reserve, and an optional
  * sweeper thread does the rest, so memory stays bounded under any load.
  */
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -14,7 +15,7 @@
 #include "backend/memory/lease.h"
 #include "backend/memory/limit.h"
 #include "core/lease_fingerprint.h"
-#include "ratelimiter/limiter.h"
+#include "core/lease_rules.h"
 #include "ratelimiter/memory.h"
 #include "ratelimiter/ulid.h"
 
@@ -122,17 +123,10 @@ static void decide(memory_backend *backend, const rl_reserve_request *request,
 
 static void reserve_one(memory_backend *backend, const rl_reserve_request *request, uint64_t now_ms,
                         uint64_t now_unix_ms, rl_reserve_result *result) {
-    /* api.md's rules, in their one place (core/request_check.c): backend.h
-     * says requests arrive valid, and whoever calls a backend directly
-     * still gets a refusal rather than a half-checked lease. */
-    char why[RL_LIMITER_ERR_SIZE];
-    if (!rl_reserve_request_check(request, why)) {
-        deny(result, RL_INVALID_REQUEST, NULL, 0);
-        return;
-    }
+    assert(rl__reserve_request_is_valid(request)); /* backend.h: checked by whoever decoded it */
     uint64_t id_hi, id_lo;
     size_t count = request->requirement_count;
-    (void)rl_ulid_decode(request->lease_id, strlen(request->lease_id), &id_hi, &id_lo); /* checked */
+    (void)rl_ulid_decode(request->lease_id, strlen(request->lease_id), &id_hi, &id_lo); /* valid */
     rl_mem_lease *lease = rl_mem_lease_find(&backend->leases, id_hi, id_lo);
     if (lease != NULL) {
         if (lease->fingerprint != rl__lease_fingerprint(request->requirements, count))
@@ -241,13 +235,11 @@ static void reconcile(rl_mem_lease *lease, const rl_mem_limit *limit, uint64_t a
     }
 }
 
-/* RL_INVALID_REQUEST for a request that breaks api.md's rules (nothing
- * changes), else RL_OK, whatever the lease was. */
+/* RL_OK whatever the lease was. */
 static rl_status complete_one(memory_backend *backend, const rl_complete_request *request, uint64_t now_ms) {
-    char why[RL_LIMITER_ERR_SIZE];
-    if (!rl_complete_request_check(request, why)) return RL_INVALID_REQUEST;
+    assert(rl__complete_request_is_valid(request)); /* backend.h: checked by whoever decoded it */
     uint64_t id_hi, id_lo;
-    (void)rl_ulid_decode(request->lease_id, strlen(request->lease_id), &id_hi, &id_lo); /* checked */
+    (void)rl_ulid_decode(request->lease_id, strlen(request->lease_id), &id_hi, &id_lo); /* valid */
     rl_mem_lease *lease = rl_mem_lease_find(&backend->leases, id_hi, id_lo);
     /* Unknown, denied or already completed: nothing to release (idempotent). */
     if (lease == NULL || !lease->allowed || lease->completed) return RL_OK;

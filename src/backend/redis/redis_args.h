@@ -40,7 +40,9 @@ void rl_redis_args_free(rl_redis_args *a);
 void rl_redis_args_push(rl_redis_args *a, const char *text, size_t len);
 void rl_redis_args_push_str(rl_redis_args *a, const char *text);
 void rl_redis_args_push_u64(rl_redis_args *a, uint64_t value);
-/* Lease ids go in upper case: "01j..." and "01J..." are one lease. */
+/* Lease ids go in upper case: "01j..." and "01J..." are one lease. The one
+ * place a lease id is normalized (core/lease_rules.h): Redis keeps it as
+ * text; the memory backend keys leases by the ULID's value. */
 void rl_redis_args_push_lease_id(rl_redis_args *a, const char *lease_id);
 /* A lease's fingerprint as text (core/lease_fingerprint.h). */
 void rl_redis_args_push_fingerprint(rl_redis_args *a, uint64_t fingerprint);

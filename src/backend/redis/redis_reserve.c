@@ -1,7 +1,8 @@
 /* redis_reserve.c — reserves through reserve.lua (redis_backend_internal.h):
- * requests checked, laid out as the script's ARGV with each lease's
+ * requests laid out as the script's ARGV with each lease's
  * fingerprint, the answers mapped back; a key the store lost is defined
  * again from what this daemon knows, and the lease decided again. */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,15 +10,9 @@
 #include "backend/redis/redis_args.h"
 #include "backend/redis/redis_backend_internal.h"
 #include "core/lease_fingerprint.h"
-#include "ratelimiter/limiter.h"
+#include "core/lease_rules.h"
 
 #define ERR_SIZE 256
-
-/* api.md's rules, in their one place (core/request_check.c). */
-static bool reserve_ok(const rl_reserve_request *r) {
-    char why[RL_LIMITER_ERR_SIZE];
-    return rl_reserve_request_check(r, why);
-}
 
 static void fail_result(rl_reserve_result *result, rl_status status) {
     memset(result, 0, sizeof *result);
@@ -70,21 +65,15 @@ static rl_status status_of_code(uint64_t code) {
     }
 }
 
+/* Requests are valid (backend.h; asserted in debug builds). */
 static void run_reserves(redis_backend *backend, const rl_reserve_request *requests, size_t count,
                          uint64_t deadline_ms, rl_reserve_result *results) {
-    /* Checked once: results[i].status is RL_INVALID_REQUEST for a request
-     * left out, RL_OK (for now) for one sent. */
-    size_t valid = 0, argc = 5;
+    if (count == 0) return;
+    size_t argc = 5;
     for (size_t i = 0; i < count; i++) {
-        if (reserve_ok(&requests[i])) {
-            fail_result(&results[i], RL_OK);
-            valid++;
-            argc += 3 + 2 * requests[i].requirement_count;
-        } else {
-            fail_result(&results[i], RL_INVALID_REQUEST);
-        }
+        assert(rl__reserve_request_is_valid(&requests[i]));
+        argc += 3 + 2 * requests[i].requirement_count;
     }
-    if (valid == 0) return;
     rl_redis_args a;
     char err[ERR_SIZE];
     redisReply *reply = NULL;
@@ -92,9 +81,8 @@ static void run_reserves(redis_backend *backend, const rl_reserve_request *reque
     if (rl_redis_args_init(&a, (int)argc)) {
         rl_redis_args_push_header(&a, backend->prefix, backend->clock);
         rl_redis_args_push_u64(&a, backend->lease_memory_ms);
-        rl_redis_args_push_u64(&a, valid);
+        rl_redis_args_push_u64(&a, count);
         for (size_t i = 0; i < count; i++) {
-            if (results[i].status == RL_INVALID_REQUEST) continue;
             rl_redis_args_push_lease_id(&a, requests[i].lease_id);
             rl_redis_args_push_u64(&a, requests[i].requirement_count);
             rl_redis_args_push_fingerprint(
@@ -108,10 +96,8 @@ static void run_reserves(redis_backend *backend, const rl_reserve_request *reque
                                sizeof err);
     }
     rl_redis_args_free(&a);
-    if (status == RL_OK && (reply->type != REDIS_REPLY_ARRAY || reply->elements != 5 * valid)) status = RL_BACKEND_ERROR;
-    size_t at = 0;
-    for (size_t i = 0; i < count; i++) {
-        if (results[i].status == RL_INVALID_REQUEST) continue;
+    if (status == RL_OK && (reply->type != REDIS_REPLY_ARRAY || reply->elements != 5 * count)) status = RL_BACKEND_ERROR;
+    for (size_t i = 0, at = 0; i < count; i++, at += 5) {
         rl_reserve_result *r = &results[i];
         if (status != RL_OK) {
             fail_result(r, RL_BACKEND_ERROR); /* fail closed: nothing admitted without the store */
@@ -122,7 +108,6 @@ static void run_reserves(redis_backend *backend, const rl_reserve_request *reque
         r->reserved_at_unix_ms = rl__redis_number(reply->element[at + 2]);
         r->status = status_of_code(rl__redis_number(reply->element[at + 3]));
         r->status_key = status_key_of(backend, &requests[i], reply->element[at + 4]);
-        at += 5;
     }
     if (reply != NULL) freeReplyObject(reply);
 }

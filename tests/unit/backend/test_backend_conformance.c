@@ -378,23 +378,6 @@ static void unknown_keys_are_reported_and_not_remembered(void **state) {
     assert_int_equal(rl_backend_limit_usage(f->backend, "other", &u), RL_UNKNOWN_LIMIT_KEY);
 }
 
-static void invalid_requests_change_nothing(void **state) {
-    fixture *f = *state;
-    define(f, "rpm", RL_KIND_ROLLING, 5, 60, RL_OVERAGE_DEBT);
-    rl_requirement twice[] = {{"rpm", 1}, {"rpm", 1}};
-    assert_int_equal(reserve_n(f, 1, twice, 2).status, RL_INVALID_REQUEST);
-    rl_requirement zero = {"rpm", 0};
-    assert_int_equal(reserve_n(f, 2, &zero, 1).status, RL_INVALID_REQUEST);
-    rl_requirement one = {"rpm", 1};
-    rl_reserve_request bad_id = {"not-a-ulid", NULL, &one, 1};
-    rl_reserve_result r;
-    rl_backend_reserve(f->backend, &bad_id, &r);
-    assert_int_equal(r.status, RL_INVALID_REQUEST);
-    assert_int_equal(usage_of(f, "rpm").used, 0);
-    /* and those leases were not remembered as denied */
-    assert_true(reserve1(f, 1, "rpm", 1).allowed);
-}
-
 static void complete_is_idempotent_and_tolerates_unknown_leases(void **state) {
     fixture *f = *state;
     define(f, "tpm", RL_KIND_ROLLING, 100, 60, RL_OVERAGE_DEBT);
@@ -586,7 +569,6 @@ static void threads_never_over_admit(void **state) {
     cmocka_unit_test_setup_teardown(a_retried_lease_gets_its_first_outcome, setup, teardown),             \
     cmocka_unit_test_setup_teardown(a_reused_lease_id_with_other_requirements_conflicts, setup, teardown),             \
     cmocka_unit_test_setup_teardown(unknown_keys_are_reported_and_not_remembered, setup, teardown),       \
-    cmocka_unit_test_setup_teardown(invalid_requests_change_nothing, setup, teardown),                    \
     cmocka_unit_test_setup_teardown(complete_is_idempotent_and_tolerates_unknown_leases, setup, teardown), \
     cmocka_unit_test_setup_teardown(leases_are_forgotten_after_their_memory, setup, teardown),            \
     cmocka_unit_test_setup_teardown(batches_decide_in_order, setup, teardown),                            \

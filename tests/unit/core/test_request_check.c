@@ -49,6 +49,21 @@ static void reserve_rules(void **state) {
     rl_reserve_request job = ok;
     job.job_id = long_job;
     assert_false(rl_reserve_request_check(&job, err));
+    /* The wire's rule for a job_id too (lease_rules.h): no control
+     * characters, valid UTF-8; any other text up to 128 bytes. */
+    job.job_id = "line\nbreak";
+    assert_false(rl_reserve_request_check(&job, err));
+    assert_string_equal(err, "job_id must be at most 128 bytes of UTF-8 without control characters");
+    job.job_id = "\xc3\x28";
+    assert_false(rl_reserve_request_check(&job, err));
+    job.job_id = "caf\xc3\xa9 #1";
+    assert_true(rl_reserve_request_check(&job, err));
+    long_job[RL_JOB_ID_MAX_LEN] = '\0';
+    job.job_id = long_job;
+    assert_true(rl_reserve_request_check(&job, err));
+    /* Any case of a ULID. */
+    job.lease_id = "01jd5z8q6x4w8n1v0m9r7t3k2a";
+    assert_true(rl_reserve_request_check(&job, err));
 }
 
 static void complete_rules(void **state) {

@@ -1,11 +1,11 @@
-/* wire/text.h — private: UTF-8 checks for JSON bodies and decoded strings.
+/* core/text.h — private: UTF-8 checks for JSON bodies and decoded strings.
  *
- * The sequence check serves the scanner (json_scan.h); the clean-text check
- * the decoded job_id, unit and description. All functions are pure and
+ * The sequence check serves the wire layer's scanner (json_scan.h); the
+ * clean-text check a job_id (lease_rules.h), a unit and a description. All functions are pure and
  * thread-safe.
  */
-#ifndef RL_WIRE_TEXT_H
-#define RL_WIRE_TEXT_H
+#ifndef RL_CORE_TEXT_H
+#define RL_CORE_TEXT_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -8,7 +8,7 @@
 
 #include <cmocka.h>
 
-#include "wire/text.h"
+#include "core/text.h"
 
 static size_t seq(const char *bytes, size_t avail) {
     return rl__utf8_sequence_len((const unsigned char *)bytes, avail);

@@ -1,5 +1,5 @@
 /* text.c — UTF-8 validation (text.h). */
-#include "wire/text.h"
+#include "core/text.h"
 
 #include <stdint.h>
 #include <string.h>
