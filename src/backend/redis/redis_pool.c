@@ -38,6 +38,11 @@ struct rl_redis_pool {
      * (an outage fails every call), with how many were not said since. */
     atomic_uint_fast64_t last_said_ms;
     atomic_uint_fast64_t failures_unsaid;
+    /* The last failed script call, for /healthz (rl_redis_pool_recent_failure). */
+    pthread_mutex_t failure_lock;
+    uint64_t last_failure_ms; /* 0: none yet */
+    uint64_t failures_total;
+    char last_failure[320];   /* "reserve.lua: <Redis's sentence>" */
     pthread_mutex_t lock;
     pthread_cond_t freed; /* CLOCK_MONOTONIC: acquire waits until a deadline */
     slot *slots;
@@ -295,9 +300,19 @@ static const char *const script_names[RL_SCRIPT_COUNT] = {
 };
 
 /* Why a script call failed, for the operator: the callers answer their
- * clients backend_error and keep no sentence. */
-static void say_failure(rl_redis_pool *pool, rl_redis_script script, const char *err) {
+ * clients backend_error and keep no sentence. Said on stderr at most once a
+ * second, and kept for /healthz unless it was an OOM answer (which /healthz
+ * tells from Redis's memory, and forgets once Redis has room again). */
+static void say_failure(rl_redis_pool *pool, rl_redis_script script, const char *err, bool oom) {
     uint64_t now_ms = monotonic_ms(), last_ms = atomic_load(&pool->last_said_ms);
+    if (!oom) {
+        pthread_mutex_lock(&pool->failure_lock);
+        pool->last_failure_ms = now_ms;
+        pool->failures_total++;
+        snprintf(pool->last_failure, sizeof pool->last_failure, "%s: %s", script_names[script],
+                 err[0] != '\0' ? err : "no reason given");
+        pthread_mutex_unlock(&pool->failure_lock);
+    }
     if (last_ms != 0 && now_ms - last_ms < 1000u) {
         atomic_fetch_add(&pool->failures_unsaid, 1);
         return;
@@ -327,6 +342,7 @@ rl_status rl_redis_eval(rl_redis_pool *pool, uint64_t deadline_ms, rl_redis_scri
     }
     char sha[SHA_LEN + 1];
     rl_status status = RL_BACKEND_ERROR;
+    uint64_t oom_before_ms = atomic_load(&pool->last_oom_ms);
     for (int attempt_no = 0; attempt_no < 2; attempt_no++) {
         pthread_mutex_lock(&pool->lock);
         memcpy(sha, pool->sha[script], sizeof sha);
@@ -356,11 +372,24 @@ rl_status rl_redis_eval(rl_redis_pool *pool, uint64_t deadline_ms, rl_redis_scri
     }
     free(full);
     free(full_len);
-    if (status != RL_OK) say_failure(pool, script, err);
+    if (status != RL_OK) say_failure(pool, script, err, atomic_load(&pool->last_oom_ms) != oom_before_ms);
     return status;
 }
 
 uint64_t rl_redis_pool_last_oom_ms(rl_redis_pool *pool) { return atomic_load(&pool->last_oom_ms); }
+
+bool rl_redis_pool_recent_failure(rl_redis_pool *pool, uint64_t recent_ms, char *out, size_t out_size) {
+    uint64_t now_ms = monotonic_ms();
+    pthread_mutex_lock(&pool->failure_lock);
+    bool recent = pool->last_failure_ms != 0 && now_ms - pool->last_failure_ms < recent_ms;
+    if (recent)
+        rl_error_text(out, out_size, "a Redis script call failed %llu.%llu s ago (%llu such failures since start): %s",
+                      (unsigned long long)((now_ms - pool->last_failure_ms) / 1000u),
+                      (unsigned long long)((now_ms - pool->last_failure_ms) % 1000u / 100u),
+                      (unsigned long long)pool->failures_total, pool->last_failure);
+    pthread_mutex_unlock(&pool->failure_lock);
+    return recent;
+}
 
 const char *rl_redis_pool_address(const rl_redis_pool *pool) { return pool->address; }
 
@@ -385,6 +414,7 @@ rl_status rl_redis_pool_create(const rl_redis_options *options, rl_redis_pool **
     pool->slot_count = options->connections != 0 ? options->connections : 4;
     pool->slots = calloc(pool->slot_count, sizeof *pool->slots);
     pthread_mutex_init(&pool->lock, NULL);
+    pthread_mutex_init(&pool->failure_lock, NULL);
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
@@ -415,6 +445,7 @@ void rl_redis_pool_destroy(rl_redis_pool *pool) {
     free(pool->slots);
     pthread_cond_destroy(&pool->freed);
     pthread_mutex_destroy(&pool->lock);
+    pthread_mutex_destroy(&pool->failure_lock);
     free(pool->host);
     free(pool->password);
     free(pool);

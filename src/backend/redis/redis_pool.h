@@ -55,8 +55,9 @@ rl_status rl_redis_command(rl_redis_pool *pool, uint64_t deadline_ms, int argc, 
 
 /* EVALSHA script 0 args... by deadline_ms: argv holds only the script's ARGV.
  * A failure is also said on stderr with its sentence and the script's name,
- * at most one line a second (counting the calls not said), so that the
- * operator learns why clients got backend_error. */
+ * at most one line a second (counting the calls not said), and kept for
+ * /healthz (rl_redis_pool_recent_failure), so that the operator learns why
+ * clients got backend_error. */
 rl_status rl_redis_eval(rl_redis_pool *pool, uint64_t deadline_ms, rl_redis_script script, int argc,
                         const char **argv, const size_t *argv_len, redisReply **reply, char *err,
                         size_t err_size);
@@ -64,6 +65,13 @@ rl_status rl_redis_eval(rl_redis_pool *pool, uint64_t deadline_ms, rl_redis_scri
 /* CLOCK_MONOTONIC ms of the last OOM error Redis answered (a write refused
  * at maxmemory), or 0 if none. */
 uint64_t rl_redis_pool_last_oom_ms(rl_redis_pool *pool);
+
+/* The last failed script call if it is less than recent_ms old: a
+ * sentence with its age, the count of failed calls since the pool was made (OOM answers left out:
+ * rl_redis_pool_last_oom_ms tells those),
+ * the script's name and Redis's own words, into out; false (out untouched)
+ * when there is none that recent. Thread-safe. */
+bool rl_redis_pool_recent_failure(rl_redis_pool *pool, uint64_t recent_ms, char *out, size_t out_size);
 
 /* "HOST:PORT" of the pool's Redis, for messages. Valid for the pool's life. */
 const char *rl_redis_pool_address(const rl_redis_pool *pool);

@@ -11,6 +11,8 @@
 
 #define ERR_SIZE 256
 #define SWEEP_LIMITS_PER_CALL "100"
+/* A failed script call this recent makes /healthz say degraded, with why. */
+#define FAILURE_RECENT_MS 60000u
 /* An OOM answer this recent still makes /healthz say Redis refuses writes. */
 #define OOM_RECENT_MS 10000u
 
@@ -121,7 +123,17 @@ rl_status rl__redis_health(rl_backend *base, char *detail, size_t detail_size) {
                       (unsigned long long)memory.max_bytes);
         verdict = RL_REDIS_MEMORY_FULL;
     }
-    return verdict == RL_REDIS_MEMORY_FULL ? RL_BACKEND_ERROR : RL_OK;
+    if (verdict == RL_REDIS_MEMORY_FULL) return RL_BACKEND_ERROR;
+    /* Redis answers, but a script call failed lately (a bad key, a script
+     * error, a timeout): still serving, so degraded, with Redis's sentence.
+     * A memory warning comes first. */
+    char failure[512];
+    if (rl_redis_pool_recent_failure(backend->pool, FAILURE_RECENT_MS, failure, sizeof failure)) {
+        size_t used = detail_size > 0 ? strlen(detail) : 0;
+        if (used + 2 < detail_size)
+            rl_error_text(detail + used, detail_size - used, "%s%s", used > 0 ? "; " : "", failure);
+    }
+    return RL_OK;
 }
 
 /* The background thread's step (complete_retry.h): the definitions

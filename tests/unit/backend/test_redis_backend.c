@@ -406,6 +406,28 @@ static void health_tells_a_redis_near_or_at_its_maxmemory(void **state) {
     rl_backend_destroy(backend);
 }
 
+/* Issue 10 (5): a failed script call keeps Redis's sentence up to
+ * /healthz: degraded (the daemon still serves), with the script's name and
+ * Redis's words, so that an operator learns why clients got backend_error. */
+static void health_tells_a_failed_script_call(void **state) {
+    (void)state;
+    rl_backend *backend = open_backend("broken:");
+    define(backend, "ok:rpm", RL_KIND_ROLLING, 10);
+    char detail[512];
+    assert_int_equal(rl_backend_health(backend, detail, sizeof detail), RL_OK);
+    assert_string_equal(detail, "");
+
+    redis_do("SET broken:l:bad:rpm not-a-limit"); /* a key of the wrong type */
+    assert_int_equal(reserve(backend, 1, "bad:rpm").status, RL_BACKEND_ERROR);
+    assert_int_equal(rl_backend_health(backend, detail, sizeof detail), RL_OK);
+    if (strstr(detail, "reserve.lua") == NULL || strstr(detail, "WRONGTYPE") == NULL)
+        fail_msg("health does not say why the script failed: \"%s\"", detail);
+    assert_non_null(strstr(detail, "(1 such failures since start)"));
+    assert_true(reserve(backend, 2, "ok:rpm").allowed); /* the rest serves */
+    redis_do("DEL broken:l:bad:rpm");
+    rl_backend_destroy(backend);
+}
+
 static void unreachable_redis_is_a_clear_error_at_create(void **state) {
     (void)state;
     rl_redis_options options;
@@ -442,6 +464,7 @@ int main(void) {
         cmocka_unit_test(a_stuck_redis_fails_a_call_by_one_deadline),
         cmocka_unit_test(an_evicting_redis_is_refused_unless_allowed),
         cmocka_unit_test(health_tells_a_redis_near_or_at_its_maxmemory),
+        cmocka_unit_test(health_tells_a_failed_script_call),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
