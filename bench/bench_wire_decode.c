@@ -58,16 +58,16 @@ static size_t decode_once(kind k, const char *body, size_t len) {
     size_t count = 0;
     if (k == RESERVE || k == RESERVE_BATCH) {
         rl_wire_reserves msg;
-        rl_status status = k == RESERVE ? rl_wire_decode_reserve(body, len, &msg, detail)
-                                        : rl_wire_decode_reserve_batch(body, len, BATCH, &msg, detail);
+        rl_status status = k == RESERVE ? rl__wire_decode_reserve(body, len, &msg, detail)
+                                        : rl__wire_decode_reserve_batch(body, len, BATCH, &msg, detail);
         if (status == RL_OK) count = msg.count;
-        rl_wire_reserves_free(&msg);
+        rl__wire_reserves_free(&msg);
     } else {
         rl_wire_completes msg;
-        rl_status status = k == COMPLETE ? rl_wire_decode_complete(body, len, &msg, detail)
-                                         : rl_wire_decode_complete_batch(body, len, BATCH, &msg, detail);
+        rl_status status = k == COMPLETE ? rl__wire_decode_complete(body, len, &msg, detail)
+                                         : rl__wire_decode_complete_batch(body, len, BATCH, &msg, detail);
         if (status == RL_OK) count = msg.count;
-        rl_wire_completes_free(&msg);
+        rl__wire_completes_free(&msg);
     }
     if (count == 0) {
         fprintf(stderr, "bench_wire_decode: body refused: %s\n", detail);

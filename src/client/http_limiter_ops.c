@@ -41,9 +41,9 @@ static rl__http_verdict read_reserve(void *ctx, long http_status, rl_buf *body, 
         return rl__http_verdict_of_failure(http_status, status);
     rl_status decoded = RL_INVALID_REQUEST;
     if (body->len > 0)
-        decoded = single ? rl_wire_decode_reserve_answer(body->data, body->len, &c->answers[0])
-                         : rl_wire_decode_reserve_batch_answer(body->data, body->len, c->answers,
-                                                               c->count);
+        decoded = single ? rl__wire_decode_reserve_answer(body->data, body->len, &c->answers[0])
+                         : rl__wire_decode_reserve_batch_answer(body->data, body->len, c->answers,
+                                                                c->count);
     if (decoded != RL_OK) {
         if (http_status == 200) return RL__HTTP_RETRY; /* cut short or garbled on the way */
         *status = RL_BACKEND_ERROR; /* a 404 or 409 that is no reserve answer: not a ratelimiterd path */
@@ -72,20 +72,20 @@ static rl_status reserve_batch(rl_limiter *base, const rl_reserve_request *reque
     uint64_t deadline_ms = rl__http_monotonic_ms() + limiter->options.deadline_ms;
     rl_wire_reserve_answer *answers = malloc(count * sizeof *answers);
     rl_buf request, response;
-    rl_buf_init(&request);
-    rl_buf_init(&response);
+    rl__buf_init(&request);
+    rl__buf_init(&response);
     if (count == 1)
-        rl_wire_encode_reserve_request(&request, &requests[0]);
+        rl__wire_encode_reserve_request(&request, &requests[0]);
     else
-        rl_wire_encode_reserve_batch_request(&request, requests, count);
+        rl__wire_encode_reserve_batch_request(&request, requests, count);
     rl_status status = RL_NO_MEMORY;
     if (answers != NULL && !request.failed) {
         reserve_call call = {requests, results, count, answers};
         status = rl__http_call(limiter, count == 1 ? "/v1/reserve" : "/v1/reserve/batch", &request,
                                deadline_ms, &response, read_reserve, &call);
     }
-    rl_buf_free(&request);
-    rl_buf_free(&response);
+    rl__buf_free(&request);
+    rl__buf_free(&response);
     free(answers);
     return status;
 }
@@ -101,9 +101,9 @@ static rl__http_verdict read_complete(void *ctx, long http_status, rl_buf *body,
     rl_status decoded = RL_INVALID_REQUEST;
     if (body->len > 0)
         decoded = c->count == 1
-                      ? rl_wire_decode_complete_answer(body->data, body->len, &c->statuses[0])
-                      : rl_wire_decode_complete_batch_answer(body->data, body->len, c->statuses,
-                                                             c->count);
+                      ? rl__wire_decode_complete_answer(body->data, body->len, &c->statuses[0])
+                      : rl__wire_decode_complete_batch_answer(body->data, body->len, c->statuses,
+                                                              c->count);
     if (decoded != RL_OK) return RL__HTTP_RETRY;
     *status = RL_OK;
     return RL__HTTP_DONE;
@@ -118,20 +118,20 @@ static rl_status complete_batch(rl_limiter *base, const rl_complete_request *req
 
     uint64_t deadline_ms = rl__http_monotonic_ms() + limiter->options.deadline_ms;
     rl_buf request, response;
-    rl_buf_init(&request);
-    rl_buf_init(&response);
+    rl__buf_init(&request);
+    rl__buf_init(&response);
     if (count == 1)
-        rl_wire_encode_complete_request(&request, &requests[0]);
+        rl__wire_encode_complete_request(&request, &requests[0]);
     else
-        rl_wire_encode_complete_batch_request(&request, requests, count);
+        rl__wire_encode_complete_batch_request(&request, requests, count);
     rl_status status = RL_NO_MEMORY;
     if (!request.failed) {
         complete_call call = {statuses, count};
         status = rl__http_call(limiter, count == 1 ? "/v1/complete" : "/v1/complete/batch",
                                &request, deadline_ms, &response, read_complete, &call);
     }
-    rl_buf_free(&request);
-    rl_buf_free(&response);
+    rl__buf_free(&request);
+    rl__buf_free(&response);
     return status;
 }
 

@@ -35,7 +35,7 @@ static size_t on_body(char *data, size_t size, size_t count, void *user) {
     rl_buf *buf = user;
     size_t n = size * count;
     if (buf->len + n > RL__HTTP_MAX_RESPONSE_BYTES) return 0; /* curl aborts: CURLE_WRITE_ERROR */
-    rl_buf_append(buf, data, n);
+    rl__buf_append(buf, data, n);
     return buf->failed ? 0 : n;
 }
 
@@ -153,7 +153,7 @@ rl__http_outcome rl__http_post(rl__http_transport *t, const char *path, const ch
                                size_t body_len, uint64_t deadline_mono_ms, rl_buf *response,
                                long *http_status) {
     *http_status = 0;
-    rl_buf_reset(response);
+    rl__buf_reset(response);
     uint64_t now_ms = rl__http_monotonic_ms();
     if (now_ms >= deadline_mono_ms) return RL__HTTP_NO_HANDLE;
     bool no_memory;

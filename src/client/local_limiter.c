@@ -77,7 +77,8 @@ static rl_status load_limits(const char *path, rl_backend *backend, char *err) {
     status = rl_registry_list(registry, &defs, &count);
     for (size_t i = 0; i < count && status == RL_OK; i++) {
         status = rl_backend_apply_definition(backend, &defs[i], NULL);
-        if (status != RL_OK) rl_error_text(err, RL_LIMITER_ERR_SIZE, "%s: cannot apply limit \"%s\"", path, defs[i].key);
+        if (status != RL_OK) rl__error_text(err, RL_LIMITER_ERR_SIZE,
+                                            "%s: cannot apply limit \"%s\"", path, defs[i].key);
     }
     free(defs);
     rl_registry_close(registry);
@@ -91,7 +92,8 @@ rl_status rl_limiter_local_open(const char *limits_path, const rl_memory_options
     /* The registry starts empty when its file is missing; a limiter
      * configured from a file that is not there is a mistake. */
     if (limits_path == NULL || access(limits_path, R_OK) != 0) {
-        rl_error_text(err, RL_LIMITER_ERR_SIZE, "%s: cannot read the limits file", limits_path ? limits_path : "(null)");
+        rl__error_text(err, RL_LIMITER_ERR_SIZE,
+                       "%s: cannot read the limits file", limits_path ? limits_path : "(null)");
         return RL_IO_ERROR;
     }
     local_limiter *limiter = calloc(1, sizeof *limiter);
@@ -100,7 +102,7 @@ rl_status rl_limiter_local_open(const char *limits_path, const rl_memory_options
     rl_status status = rl_memory_backend_create(options, &limiter->backend);
     if (status == RL_OK) status = load_limits(limits_path, limiter->backend, err);
     if (status != RL_OK) {
-        if (err[0] == '\0') rl_error_text(err, RL_LIMITER_ERR_SIZE, "cannot create the memory backend");
+        if (err[0] == '\0') rl__error_text(err, RL_LIMITER_ERR_SIZE, "cannot create the memory backend");
         local_destroy(&limiter->base);
         return status;
     }

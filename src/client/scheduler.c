@@ -15,13 +15,13 @@
 
 #include "client/scheduler_internal.h"
 
-uint64_t rl_sched_now_ms(void) {
+uint64_t rl__sched_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-void rl_sched_cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *mutex, uint64_t deadline_ms) {
+void rl__sched_cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *mutex, uint64_t deadline_ms) {
     if (deadline_ms == UINT64_MAX) {
         pthread_cond_wait(cond, mutex);
         return;
@@ -76,7 +76,7 @@ static void stop_workers(rl_scheduler *s, uint32_t count) {
 }
 
 static void free_scheduler(rl_scheduler *s) {
-    rl_sched_queues_free(&s->queues);
+    rl__sched_queues_free(&s->queues);
     pthread_cond_destroy(&s->idle_cond);
     pthread_cond_destroy(&s->work_cond);
     pthread_mutex_destroy(&s->mutex);
@@ -128,10 +128,10 @@ rl_status rl_scheduler_create(rl_limiter *limiter, const rl_scheduler_options *o
     }
     s->limiter = limiter;
     s->options = *options;
-    rl_sched_queues_init(&s->queues);
+    rl__sched_queues_init(&s->queues);
     s->accepting = true;
     for (uint32_t i = 0; i < options->worker_count; i++) {
-        if (pthread_create(&s->threads[i], NULL, rl_sched_worker_main, s) != 0) {
+        if (pthread_create(&s->threads[i], NULL, rl__sched_worker_main, s) != 0) {
             stop_workers(s, i);
             free_scheduler(s);
             set_err(err, "cannot start a worker thread");
@@ -151,7 +151,7 @@ rl_status rl_scheduler_submit(rl_scheduler *s, const rl_job *job, char err[RL_SC
     rl_status status;
     char why[RL_SCHEDULER_ERR_SIZE];
     /* Copy and build outside the lock: submit from many threads stays parallel. */
-    rl_sched_job *copy = rl_sched_job_new(job, &status, why, sizeof why);
+    rl_sched_job *copy = rl__sched_job_new(job, &status, why, sizeof why);
     if (copy == NULL) {
         set_err(err, why);
         return status;
@@ -167,14 +167,14 @@ rl_status rl_scheduler_submit(rl_scheduler *s, const rl_job *job, char err[RL_SC
         refused = "max_jobs reached";
         status = RL_NO_MEMORY;
     } else {
-        queue = rl_sched_queues_find(&s->queues, copy->provider, copy->model, s->options.max_work_classes);
+        queue = rl__sched_queues_find(&s->queues, copy->provider, copy->model, s->options.max_work_classes);
         if (queue == NULL) {
             refused = "max_work_classes reached, or out of memory";
             status = RL_NO_MEMORY;
         }
     }
     if (refused == NULL) {
-        rl_sched_queues_push_ready(&s->queues, queue, copy);
+        rl__sched_queues_push_ready(&s->queues, queue, copy);
         s->jobs_held++;
         s->stats.submitted++;
         s->stats.work_classes = s->queues.class_count;
@@ -182,7 +182,7 @@ rl_status rl_scheduler_submit(rl_scheduler *s, const rl_job *job, char err[RL_SC
     }
     pthread_mutex_unlock(&s->mutex);
     if (refused != NULL) {
-        rl_sched_job_free(copy);
+        rl__sched_job_free(copy);
         set_err(err, refused);
     }
     return status;
@@ -202,7 +202,7 @@ void rl_scheduler_stats_get(rl_scheduler *s, rl_scheduler_stats *out) {
     pthread_mutex_unlock(&s->mutex);
 }
 
-void rl_sched_job_finished_locked(rl_scheduler *s, rl_job_outcome outcome) {
+void rl__sched_job_finished_locked(rl_scheduler *s, rl_job_outcome outcome) {
     s->stats.outcomes[outcome]++;
     s->jobs_held--;
     if (s->jobs_held == 0) pthread_cond_broadcast(&s->idle_cond);
@@ -218,12 +218,12 @@ uint64_t rl_scheduler_shutdown(rl_scheduler *s, uint32_t deadline_ms, rl_schedul
     s->shut_down = true;
     s->accepting = false;
     /* Drain: workers go on as usual until nothing is held or the deadline. */
-    uint64_t drain_until_ms = rl_sched_now_ms() + deadline_ms;
-    while (s->jobs_held > 0 && rl_sched_now_ms() < drain_until_ms) {
-        rl_sched_cond_wait_until(&s->idle_cond, &s->mutex, drain_until_ms);
+    uint64_t drain_until_ms = rl__sched_now_ms() + deadline_ms;
+    while (s->jobs_held > 0 && rl__sched_now_ms() < drain_until_ms) {
+        rl__sched_cond_wait_until(&s->idle_cond, &s->mutex, drain_until_ms);
     }
     s->stopping = true;
-    rl_sched_job *left = rl_sched_queues_take_all(&s->queues);
+    rl_sched_job *left = rl__sched_queues_take_all(&s->queues);
     pthread_cond_broadcast(&s->work_cond);
     pthread_mutex_unlock(&s->mutex);
 
@@ -231,10 +231,10 @@ uint64_t rl_scheduler_shutdown(rl_scheduler *s, uint32_t deadline_ms, rl_schedul
     while (left != NULL) {
         rl_sched_job *job = left;
         left = job->next;
-        rl_sched_job_report(job, RL_JOB_NOT_RUN, NULL, RL_OK);
-        rl_sched_job_free(job);
+        rl__sched_job_report(job, RL_JOB_NOT_RUN, NULL, RL_OK);
+        rl__sched_job_free(job);
         pthread_mutex_lock(&s->mutex);
-        rl_sched_job_finished_locked(s, RL_JOB_NOT_RUN);
+        rl__sched_job_finished_locked(s, RL_JOB_NOT_RUN);
         pthread_mutex_unlock(&s->mutex);
     }
     /* Running jobs finish on their workers; a worker exits once it holds none. */

@@ -88,44 +88,44 @@ struct rl_scheduler {
 /* ---- scheduler_job.c ---- */
 
 /* Validates and copies job into a new rl_sched_job. NULL on error (err says why, *status the code). */
-rl_sched_job *rl_sched_job_new(const rl_job *job, rl_status *status, char *err, size_t err_size);
-void rl_sched_job_free(rl_sched_job *job);
+rl_sched_job *rl__sched_job_new(const rl_job *job, rl_status *status, char *err, size_t err_size);
+void rl__sched_job_free(rl_sched_job *job);
 
 /* Calls the job's on_result (if any) with outcome and its counters; then the job may be freed. */
-void rl_sched_job_report(const rl_sched_job *job, rl_job_outcome outcome, const rl_execute_result *execute,
-                         rl_status complete_status);
+void rl__sched_job_report(const rl_sched_job *job, rl_job_outcome outcome, const rl_execute_result *execute,
+                          rl_status complete_status);
 
 /* ---- scheduler_queue.c (caller holds the mutex) ---- */
 
-void rl_sched_queues_init(rl_sched_queues *queues);
+void rl__sched_queues_init(rl_sched_queues *queues);
 /* Frees every queue; they must hold no job. */
-void rl_sched_queues_free(rl_sched_queues *queues);
+void rl__sched_queues_free(rl_sched_queues *queues);
 /* The queue of (provider, model), created when missing; NULL if max_classes are taken or no memory. */
-rl_sched_queue *rl_sched_queues_find(rl_sched_queues *queues, const char *provider, const char *model,
-                                     uint64_t max_classes);
-void rl_sched_queues_push_ready(rl_sched_queues *queues, rl_sched_queue *queue, rl_sched_job *job);
-void rl_sched_queues_push_blocked(rl_sched_queues *queues, rl_sched_queue *queue, rl_sched_job *job);
+rl_sched_queue *rl__sched_queues_find(rl_sched_queues *queues, const char *provider, const char *model,
+                                      uint64_t max_classes);
+void rl__sched_queues_push_ready(rl_sched_queues *queues, rl_sched_queue *queue, rl_sched_job *job);
+void rl__sched_queues_push_blocked(rl_sched_queues *queues, rl_sched_queue *queue, rl_sched_job *job);
 /* Moves every blocked job with not_before_ms <= now_ms to its queue's ready list. */
-void rl_sched_queues_promote_due(rl_sched_queues *queues, uint64_t now_ms);
+void rl__sched_queues_promote_due(rl_sched_queues *queues, uint64_t now_ms);
 /* The earliest not_before_ms of a blocked job, UINT64_MAX when none. */
-uint64_t rl_sched_queues_earliest_ms(const rl_sched_queues *queues);
+uint64_t rl__sched_queues_earliest_ms(const rl_sched_queues *queues);
 /* The next job round-robin across queues with ready work, or NULL. */
-rl_sched_job *rl_sched_queues_pop_ready(rl_sched_queues *queues);
+rl_sched_job *rl__sched_queues_pop_ready(rl_sched_queues *queues);
 /* Unlinks every queued job (ready and blocked) into one list, for shutdown. */
-rl_sched_job *rl_sched_queues_take_all(rl_sched_queues *queues);
+rl_sched_job *rl__sched_queues_take_all(rl_sched_queues *queues);
 
 /* ---- scheduler_worker.c ---- */
 
 /* The worker thread's body; arg is the rl_scheduler. */
-void *rl_sched_worker_main(void *arg);
+void *rl__sched_worker_main(void *arg);
 
 /* ---- scheduler.c ---- */
 
 /* CLOCK_MONOTONIC in ms: the clock of not_before_ms and of the condition variables. */
-uint64_t rl_sched_now_ms(void);
+uint64_t rl__sched_now_ms(void);
 /* Waits on cond until woken or until the monotonic deadline_ms (UINT64_MAX: no deadline). */
-void rl_sched_cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *mutex, uint64_t deadline_ms);
+void rl__sched_cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *mutex, uint64_t deadline_ms);
 /* Bookkeeping of a finished job (caller holds the mutex): counts the outcome, wakes shutdown. */
-void rl_sched_job_finished_locked(rl_scheduler *scheduler, rl_job_outcome outcome);
+void rl__sched_job_finished_locked(rl_scheduler *scheduler, rl_job_outcome outcome);
 
 #endif

@@ -29,13 +29,13 @@ static bool copy_text(char *dst, size_t size, const char *src) {
 }
 
 static rl_sched_job *refuse(rl_sched_job *job, rl_status *status, char *err, size_t err_size, const char *why) {
-    rl_sched_job_free(job);
+    rl__sched_job_free(job);
     *status = RL_INVALID_REQUEST;
     if (err != NULL && err_size > 0) snprintf(err, err_size, "%s", why);
     return NULL;
 }
 
-rl_sched_job *rl_sched_job_new(const rl_job *job, rl_status *status, char *err, size_t err_size) {
+rl_sched_job *rl__sched_job_new(const rl_job *job, rl_status *status, char *err, size_t err_size) {
     if (job == NULL || job->execute == NULL) return refuse(NULL, status, err, err_size, "job has no execute callback");
     rl_sched_job *copy = calloc(1, sizeof *copy);
     if (copy == NULL) {
@@ -54,7 +54,7 @@ rl_sched_job *rl_sched_job_new(const rl_job *job, rl_status *status, char *err, 
     if (job->call.prompt != NULL) {
         copy->prompt = strdup(job->call.prompt);
         if (copy->prompt == NULL) {
-            rl_sched_job_free(copy);
+            rl__sched_job_free(copy);
             *status = RL_NO_MEMORY;
             if (err != NULL && err_size > 0) snprintf(err, err_size, "out of memory");
             return NULL;
@@ -78,14 +78,14 @@ rl_sched_job *rl_sched_job_new(const rl_job *job, rl_status *status, char *err, 
     return copy;
 }
 
-void rl_sched_job_free(rl_sched_job *job) {
+void rl__sched_job_free(rl_sched_job *job) {
     if (job == NULL) return;
     free(job->prompt);
     free(job);
 }
 
-void rl_sched_job_report(const rl_sched_job *job, rl_job_outcome outcome, const rl_execute_result *execute,
-                         rl_status complete_status) {
+void rl__sched_job_report(const rl_sched_job *job, rl_job_outcome outcome, const rl_execute_result *execute,
+                          rl_status complete_status) {
     if (job->on_result == NULL) return;
     rl_job_report report;
     memset(&report, 0, sizeof report);

@@ -53,20 +53,20 @@ static void activate(rl_sched_queues *queues, rl_sched_queue *queue) {
     queues->active_tail = queue;
 }
 
-void rl_sched_queues_init(rl_sched_queues *queues) { memset(queues, 0, sizeof *queues); }
+void rl__sched_queues_init(rl_sched_queues *queues) { memset(queues, 0, sizeof *queues); }
 
-void rl_sched_queues_free(rl_sched_queues *queues) {
+void rl__sched_queues_free(rl_sched_queues *queues) {
     rl_sched_queue *queue = queues->classes;
     while (queue != NULL) {
         rl_sched_queue *next = queue->next_class;
         free(queue);
         queue = next;
     }
-    rl_sched_queues_init(queues);
+    rl__sched_queues_init(queues);
 }
 
-rl_sched_queue *rl_sched_queues_find(rl_sched_queues *queues, const char *provider, const char *model,
-                                     uint64_t max_classes) {
+rl_sched_queue *rl__sched_queues_find(rl_sched_queues *queues, const char *provider, const char *model,
+                                      uint64_t max_classes) {
     for (rl_sched_queue *queue = queues->classes; queue != NULL; queue = queue->next_class) {
         if (strcmp(queue->provider, provider) == 0 && strcmp(queue->model, model) == 0) return queue;
     }
@@ -82,31 +82,31 @@ rl_sched_queue *rl_sched_queues_find(rl_sched_queues *queues, const char *provid
     return queue;
 }
 
-void rl_sched_queues_push_ready(rl_sched_queues *queues, rl_sched_queue *queue, rl_sched_job *job) {
+void rl__sched_queues_push_ready(rl_sched_queues *queues, rl_sched_queue *queue, rl_sched_job *job) {
     job->queue = queue;
     list_push_tail(&queue->ready, job);
     queues->ready_count++;
     activate(queues, queue);
 }
 
-void rl_sched_queues_push_blocked(rl_sched_queues *queues, rl_sched_queue *queue, rl_sched_job *job) {
+void rl__sched_queues_push_blocked(rl_sched_queues *queues, rl_sched_queue *queue, rl_sched_job *job) {
     job->queue = queue;
     list_insert_sorted(&queue->blocked, job);
     queues->blocked_count++;
 }
 
-void rl_sched_queues_promote_due(rl_sched_queues *queues, uint64_t now_ms) {
+void rl__sched_queues_promote_due(rl_sched_queues *queues, uint64_t now_ms) {
     if (queues->blocked_count == 0) return;
     for (rl_sched_queue *queue = queues->classes; queue != NULL; queue = queue->next_class) {
         while (queue->blocked.head != NULL && queue->blocked.head->not_before_ms <= now_ms) {
             rl_sched_job *job = list_pop_head(&queue->blocked);
             queues->blocked_count--;
-            rl_sched_queues_push_ready(queues, queue, job);
+            rl__sched_queues_push_ready(queues, queue, job);
         }
     }
 }
 
-uint64_t rl_sched_queues_earliest_ms(const rl_sched_queues *queues) {
+uint64_t rl__sched_queues_earliest_ms(const rl_sched_queues *queues) {
     uint64_t earliest = UINT64_MAX;
     if (queues->blocked_count == 0) return earliest;
     for (const rl_sched_queue *queue = queues->classes; queue != NULL; queue = queue->next_class) {
@@ -120,7 +120,7 @@ uint64_t rl_sched_queues_earliest_ms(const rl_sched_queues *queues) {
 /* Takes the head job of the first queue in the ring, then sends that queue to
  * the back of the ring if it still has ready work: each work class gets one
  * job per turn, however many it has queued. */
-rl_sched_job *rl_sched_queues_pop_ready(rl_sched_queues *queues) {
+rl_sched_job *rl__sched_queues_pop_ready(rl_sched_queues *queues) {
     rl_sched_queue *queue = queues->active_head;
     if (queue == NULL) return NULL;
     queues->active_head = queue->next_active;
@@ -133,7 +133,7 @@ rl_sched_job *rl_sched_queues_pop_ready(rl_sched_queues *queues) {
     return job;
 }
 
-rl_sched_job *rl_sched_queues_take_all(rl_sched_queues *queues) {
+rl_sched_job *rl__sched_queues_take_all(rl_sched_queues *queues) {
     rl_sched_job *all = NULL;
     for (rl_sched_queue *queue = queues->classes; queue != NULL; queue = queue->next_class) {
         rl_sched_list *lists[2] = {&queue->ready, &queue->blocked};

@@ -77,7 +77,7 @@ static void execute_and_complete(rl_scheduler *s, rl_sched_job *job, turn *t) {
 
 static void block_for(rl_sched_job *job, turn *t, uint64_t delay_ms) {
     t->final = false;
-    t->not_before_ms = rl_sched_now_ms() + delay_ms;
+    t->not_before_ms = rl__sched_now_ms() + delay_ms;
     job->not_before_ms = t->not_before_ms;
 }
 
@@ -160,11 +160,11 @@ static void run_turn(rl_scheduler *s, rl_sched_job *job, turn *t, uint64_t *rng)
  * released around the callback (jobs_held drops only after it returned). */
 static void finish_locked(rl_scheduler *s, rl_sched_job *job, rl_job_outcome outcome, const turn *t) {
     pthread_mutex_unlock(&s->mutex);
-    rl_sched_job_report(job, outcome, t != NULL && t->executed ? &t->execute : NULL,
-                        t != NULL && t->executed ? t->complete_status : RL_OK);
-    rl_sched_job_free(job);
+    rl__sched_job_report(job, outcome, t != NULL && t->executed ? &t->execute : NULL,
+                         t != NULL && t->executed ? t->complete_status : RL_OK);
+    rl__sched_job_free(job);
     pthread_mutex_lock(&s->mutex);
-    rl_sched_job_finished_locked(s, outcome);
+    rl__sched_job_finished_locked(s, outcome);
 }
 
 /* Back under the mutex after a turn: count it, then finish or block the job. */
@@ -185,30 +185,30 @@ static void settle_locked(rl_scheduler *s, rl_sched_job *job, const turn *t, boo
         finish_locked(s, job, RL_JOB_NOT_RUN, t);
         return;
     }
-    uint64_t earliest_ms = rl_sched_queues_earliest_ms(&s->queues);
-    rl_sched_queues_push_blocked(&s->queues, job->queue, job);
+    uint64_t earliest_ms = rl__sched_queues_earliest_ms(&s->queues);
+    rl__sched_queues_push_blocked(&s->queues, job->queue, job);
     /* Idle workers may sleep toward a later time (or none): wake them to
      * recompute, so that this job is not late by another job's whole call. */
     if (job->not_before_ms < earliest_ms) pthread_cond_broadcast(&s->work_cond);
 }
 
 static uint64_t seed_for(const rl_scheduler *s) {
-    uint64_t seed = rl_sched_now_ms();
+    uint64_t seed = rl__sched_now_ms();
     const void *self = &seed; /* each thread's stack differs */
     seed ^= (uint64_t)(uintptr_t)self * UINT64_C(0x9E3779B97F4A7C15);
     seed ^= (uint64_t)(uintptr_t)s;
     return seed;
 }
 
-void *rl_sched_worker_main(void *arg) {
+void *rl__sched_worker_main(void *arg) {
     rl_scheduler *s = arg;
     uint64_t rng = seed_for(s);
     pthread_mutex_lock(&s->mutex);
     while (!s->stopping) {
-        rl_sched_queues_promote_due(&s->queues, rl_sched_now_ms());
-        rl_sched_job *job = rl_sched_queues_pop_ready(&s->queues);
+        rl__sched_queues_promote_due(&s->queues, rl__sched_now_ms());
+        rl_sched_job *job = rl__sched_queues_pop_ready(&s->queues);
         if (job == NULL) {
-            rl_sched_cond_wait_until(&s->work_cond, &s->mutex, rl_sched_queues_earliest_ms(&s->queues));
+            rl__sched_cond_wait_until(&s->work_cond, &s->mutex, rl__sched_queues_earliest_ms(&s->queues));
             continue;
         }
         s->running++;

@@ -4,7 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
-void rl_error_text(char *err, size_t err_size, const char *format, ...) {
+void rl__error_text(char *err, size_t err_size, const char *format, ...) {
     if (err == NULL || err_size == 0) return;
     va_list args;
     va_start(args, format);

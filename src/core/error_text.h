@@ -7,6 +7,6 @@
 
 /* printf into err (err_size bytes, always NUL-terminated); err may be NULL or
  * err_size 0, then nothing is written. Thread-safe. */
-void rl_error_text(char *err, size_t err_size, const char *format, ...) __attribute__((format(printf, 3, 4)));
+void rl__error_text(char *err, size_t err_size, const char *format, ...) __attribute__((format(printf, 3, 4)));
 
 #endif

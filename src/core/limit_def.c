@@ -38,7 +38,7 @@ bool rl_overage_parse(const char *name, rl_overage *out) {
 }
 
 /* Says why in err and returns false. */
-#define fail(err, err_size, ...) (rl_error_text((err), (err_size), __VA_ARGS__), false)
+#define fail(err, err_size, ...) (rl__error_text((err), (err_size), __VA_ARGS__), false)
 
 bool rl_limit_def_validate(const rl_limit_def *def, char *err, size_t err_size) {
     size_t key_len = strnlen(def->key, sizeof def->key);

@@ -24,7 +24,7 @@ struct rl_registry {
 };
 
 /* Says why in err and returns status: "return fail(RL_IO_ERROR, err, ...)". */
-#define fail(status, err, err_size, ...) (rl_error_text((err), (err_size), __VA_ARGS__), (status))
+#define fail(status, err, err_size, ...) (rl__error_text((err), (err_size), __VA_ARGS__), (status))
 
 /* Index of key, or where it would go; *found says which. Caller holds the mutex. */
 static size_t find(const rl_registry *registry, const char *key, bool *found) {

@@ -18,7 +18,7 @@
 #include "wire/wire.h"
 
 /* Says why in err and returns status: "return fail(RL_IO_ERROR, err, ...)". */
-#define fail(status, err, err_size, ...) (rl_error_text((err), (err_size), __VA_ARGS__), (status))
+#define fail(status, err, err_size, ...) (rl__error_text((err), (err_size), __VA_ARGS__), (status))
 
 /* ---- loading ---------------------------------------------------------- */
 
@@ -270,13 +270,13 @@ rl_status rl__registry_file_load(const char *path, size_t max_limits, rl_limit_d
 /* ---- saving ----------------------------------------------------------- */
 
 static rl_status encode_file(rl_limit_def *const *defs, size_t count, rl_buf *buf) {
-    rl_buf_append_str(buf, "[\n");
+    rl__buf_append_str(buf, "[\n");
     for (size_t i = 0; i < count; i++) {
-        rl_buf_append_str(buf, "  ");
-        rl_wire_encode_limit_def(buf, defs[i]);
-        rl_buf_append_str(buf, i + 1 < count ? ",\n" : "\n");
+        rl__buf_append_str(buf, "  ");
+        rl__wire_encode_limit_def(buf, defs[i]);
+        rl__buf_append_str(buf, i + 1 < count ? ",\n" : "\n");
     }
-    rl_buf_append_str(buf, "]\n");
+    rl__buf_append_str(buf, "]\n");
     return buf->failed ? RL_NO_MEMORY : RL_OK;
 }
 
@@ -355,7 +355,7 @@ rl_status rl__registry_file_save(const char *path, rl_limit_def *const *defs, si
                                  bool *replaced, char *err, size_t err_size) {
     *replaced = false;
     rl_buf buf;
-    rl_buf_init(&buf);
+    rl__buf_init(&buf);
     char *tmp_path = NULL;
     char *dir = directory_of(path);
     rl_status status = encode_file(defs, count, &buf);
@@ -364,7 +364,7 @@ rl_status rl__registry_file_save(const char *path, rl_limit_def *const *defs, si
         status = RL_NO_MEMORY;
     }
     if (status != RL_OK) {
-        rl_error_text(err, err_size, "%s: out of memory", path);
+        rl__error_text(err, err_size, "%s: out of memory", path);
         goto done;
     }
     status = write_tmp(tmp_path, dir, &buf, err, err_size);
@@ -398,6 +398,6 @@ rl_status rl__registry_file_save(const char *path, rl_limit_def *const *defs, si
 done:
     free(tmp_path);
     free(dir);
-    rl_buf_free(&buf);
+    rl__buf_free(&buf);
     return status;
 }

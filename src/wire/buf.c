@@ -13,19 +13,19 @@ static char empty_string[1];
 
 #define BUF_MIN_CAP 256u
 
-void rl_buf_init(rl_buf *buf) {
+void rl__buf_init(rl_buf *buf) {
     buf->data = empty_string;
     buf->len = 0;
     buf->cap = 0;
     buf->failed = false;
 }
 
-void rl_buf_free(rl_buf *buf) {
+void rl__buf_free(rl_buf *buf) {
     if (buf->cap > 0) free(buf->data);
-    rl_buf_init(buf);
+    rl__buf_init(buf);
 }
 
-void rl_buf_reset(rl_buf *buf) {
+void rl__buf_reset(rl_buf *buf) {
     buf->len = 0;
     buf->failed = false;
     if (buf->cap > 0) buf->data[0] = '\0';
@@ -53,23 +53,23 @@ static bool reserve(rl_buf *buf, size_t extra) {
     return true;
 }
 
-void rl_buf_append(rl_buf *buf, const char *bytes, size_t len) {
+void rl__buf_append(rl_buf *buf, const char *bytes, size_t len) {
     if (!reserve(buf, len)) return;
     memcpy(buf->data + buf->len, bytes, len);
     buf->len += len;
     buf->data[buf->len] = '\0';
 }
 
-void rl_buf_append_str(rl_buf *buf, const char *text) { rl_buf_append(buf, text, strlen(text)); }
+void rl__buf_append_str(rl_buf *buf, const char *text) { rl__buf_append(buf, text, strlen(text)); }
 
-void rl_buf_append_u64(rl_buf *buf, uint64_t value) {
+void rl__buf_append_u64(rl_buf *buf, uint64_t value) {
     char digits[20]; /* 2^64-1 has 20 digits */
     size_t start = sizeof digits;
     do {
         digits[--start] = (char)('0' + value % 10u);
         value /= 10u;
     } while (value != 0);
-    rl_buf_append(buf, digits + start, sizeof digits - start);
+    rl__buf_append(buf, digits + start, sizeof digits - start);
 }
 
 /* 0: copy as is; otherwise the letter after the backslash ('u' for \u00XX). */
@@ -89,23 +89,23 @@ void rl__buf_append_json_escaped(rl_buf *buf, const char *text, size_t len) {
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)text[i];
         if (c >= 128 || escape_letter[c] == 0) continue;
-        rl_buf_append(buf, text + run_start, i - run_start);
+        rl__buf_append(buf, text + run_start, i - run_start);
         run_start = i + 1;
         if (escape_letter[c] == 'u') {
             static const char hex[] = "0123456789abcdef";
             char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-            rl_buf_append(buf, esc, sizeof esc);
+            rl__buf_append(buf, esc, sizeof esc);
         } else {
             char esc[2] = {'\\', escape_letter[c]};
-            rl_buf_append(buf, esc, sizeof esc);
+            rl__buf_append(buf, esc, sizeof esc);
         }
     }
-    rl_buf_append(buf, text + run_start, len - run_start);
+    rl__buf_append(buf, text + run_start, len - run_start);
 }
 
-void rl_buf_append_json_string(rl_buf *buf, const char *text, size_t len) {
+void rl__buf_append_json_string(rl_buf *buf, const char *text, size_t len) {
     if (!reserve(buf, len + 2)) return;
-    rl_buf_append(buf, "\"", 1);
+    rl__buf_append(buf, "\"", 1);
     rl__buf_append_json_escaped(buf, text, len);
-    rl_buf_append(buf, "\"", 1);
+    rl__buf_append(buf, "\"", 1);
 }

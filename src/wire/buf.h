@@ -18,14 +18,14 @@ typedef struct rl_buf {
     bool failed;
 } rl_buf;
 
-void rl_buf_init(rl_buf *buf);
-void rl_buf_free(rl_buf *buf);
-void rl_buf_reset(rl_buf *buf); /* len = 0, keeps the memory */
-void rl_buf_append(rl_buf *buf, const char *bytes, size_t len);
-void rl_buf_append_str(rl_buf *buf, const char *text);
-void rl_buf_append_u64(rl_buf *buf, uint64_t value);
+void rl__buf_init(rl_buf *buf);
+void rl__buf_free(rl_buf *buf);
+void rl__buf_reset(rl_buf *buf); /* len = 0, keeps the memory */
+void rl__buf_append(rl_buf *buf, const char *bytes, size_t len);
+void rl__buf_append_str(rl_buf *buf, const char *text);
+void rl__buf_append_u64(rl_buf *buf, uint64_t value);
 /* Appends text as a JSON string literal with its quotes, escaping '"', '\\'
  * and control characters (the text is assumed to be valid UTF-8). */
-void rl_buf_append_json_string(rl_buf *buf, const char *text, size_t len);
+void rl__buf_append_json_string(rl_buf *buf, const char *text, size_t len);
 
 #endif

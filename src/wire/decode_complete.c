@@ -49,28 +49,28 @@ static void to_completes(const rl__message *m, rl_wire_completes *out) {
     out->storage_ = m->storage;
 }
 
-rl_status rl_wire_decode_complete(const char *body, size_t len, rl_wire_completes *out,
-                                  char detail[RL_WIRE_DETAIL_SIZE]) {
+rl_status rl__wire_decode_complete(const char *body, size_t len, rl_wire_completes *out,
+                                   char detail[RL_WIRE_DETAIL_SIZE]) {
     rl__message m;
     rl_status status = rl__decode_single(body, len, &complete_codec, &m, detail);
     to_completes(&m, out);
     return status;
 }
 
-rl_status rl_wire_decode_complete_batch(const char *body, size_t len, size_t max_batch,
-                                        rl_wire_completes *out, char detail[RL_WIRE_DETAIL_SIZE]) {
+rl_status rl__wire_decode_complete_batch(const char *body, size_t len, size_t max_batch,
+                                         rl_wire_completes *out, char detail[RL_WIRE_DETAIL_SIZE]) {
     rl__message m;
     rl_status status = rl__decode_batch(body, len, max_batch, &complete_codec, &m, detail);
     to_completes(&m, out);
     return status;
 }
 
-void rl_wire_completes_free(rl_wire_completes *msg) {
+void rl__wire_completes_free(rl_wire_completes *msg) {
     if (msg == NULL) return;
     rl__message_free(msg->storage_);
     memset(msg, 0, sizeof *msg);
 }
 
-const char *rl_wire_completes_item_detail(const rl_wire_completes *msg, size_t index) {
+const char *rl__wire_completes_item_detail(const rl_wire_completes *msg, size_t index) {
     return rl__message_item_detail(msg->storage_, index);
 }

@@ -163,8 +163,8 @@ bool rl__decode_limit_def(rl__json_scan *s, const char *not_object, rl_limit_def
     return true;
 }
 
-rl_status rl_wire_decode_limit_def(const char *body, size_t len, rl_limit_def *out,
-                                   char detail[RL_WIRE_DETAIL_SIZE]) {
+rl_status rl__wire_decode_limit_def(const char *body, size_t len, rl_limit_def *out,
+                                    char detail[RL_WIRE_DETAIL_SIZE]) {
     detail[0] = '\0';
     if (body == NULL || len == 0) {
         snprintf(detail, RL_WIRE_DETAIL_SIZE, "body is empty");

@@ -2,7 +2,7 @@
  * json_scan.h scanner.
  *
  * One decoder for every place a definition is read: the body of PUT
- * /v1/admin/limits (rl_wire_decode_limit_def), each item of the registry
+ * /v1/admin/limits (rl__wire_decode_limit_def), each item of the registry
  * file (registry_file.c walks the array) and the JSON the redis backend
  * keeps of each limit. Every integer member is read exactly, as the lease
  * decoders read amounts (decode_common.h: rl__read_integer), so a number is

@@ -47,28 +47,28 @@ static void to_reserves(const rl__message *m, rl_wire_reserves *out) {
     out->storage_ = m->storage;
 }
 
-rl_status rl_wire_decode_reserve(const char *body, size_t len, rl_wire_reserves *out,
-                                 char detail[RL_WIRE_DETAIL_SIZE]) {
+rl_status rl__wire_decode_reserve(const char *body, size_t len, rl_wire_reserves *out,
+                                  char detail[RL_WIRE_DETAIL_SIZE]) {
     rl__message m;
     rl_status status = rl__decode_single(body, len, &reserve_codec, &m, detail);
     to_reserves(&m, out);
     return status;
 }
 
-rl_status rl_wire_decode_reserve_batch(const char *body, size_t len, size_t max_batch,
-                                       rl_wire_reserves *out, char detail[RL_WIRE_DETAIL_SIZE]) {
+rl_status rl__wire_decode_reserve_batch(const char *body, size_t len, size_t max_batch,
+                                        rl_wire_reserves *out, char detail[RL_WIRE_DETAIL_SIZE]) {
     rl__message m;
     rl_status status = rl__decode_batch(body, len, max_batch, &reserve_codec, &m, detail);
     to_reserves(&m, out);
     return status;
 }
 
-void rl_wire_reserves_free(rl_wire_reserves *msg) {
+void rl__wire_reserves_free(rl_wire_reserves *msg) {
     if (msg == NULL) return;
     rl__message_free(msg->storage_);
     memset(msg, 0, sizeof *msg);
 }
 
-const char *rl_wire_reserves_item_detail(const rl_wire_reserves *msg, size_t index) {
+const char *rl__wire_reserves_item_detail(const rl_wire_reserves *msg, size_t index) {
     return rl__message_item_detail(msg->storage_, index);
 }

@@ -16,7 +16,7 @@
 static const rl_status keyed_statuses[] = {RL_UNKNOWN_LIMIT_KEY, RL_LIMIT_DECREASING,
                                            RL_EXCEEDS_CAPACITY};
 
-bool rl_wire_parse_error_string(const char *text, rl_status *status, const char **key) {
+bool rl__wire_parse_error_string(const char *text, rl_status *status, const char **key) {
     *key = NULL;
     if (text[0] == '\0') {
         *status = RL_OK;
@@ -74,7 +74,7 @@ static bool read_error(rl__json_scan *s, rl_status *status, const char **key) {
     char *text;
     size_t len;
     if (!rl__scan_string(s, &text, &len)) return false;
-    if (!rl_wire_parse_error_string(text, status, key)) return rl__scan_fail(s, RL__JSON_SYNTAX, at);
+    if (!rl__wire_parse_error_string(text, status, key)) return rl__scan_fail(s, RL__JSON_SYNTAX, at);
     return true;
 }
 
@@ -167,30 +167,30 @@ static bool read_results(rl__json_scan *s, read_item_fn read_item, void *items, 
     return ok && more == 0 && have_results;
 }
 
-rl_status rl_wire_decode_reserve_answer(char *body, size_t len, rl_wire_reserve_answer *out) {
+rl_status rl__wire_decode_reserve_answer(char *body, size_t len, rl_wire_reserve_answer *out) {
     rl__json_scan s;
     rl__scan_init(&s, body, len);
     if (read_reserve_result(&s, out) && rl__scan_end(&s)) return RL_OK;
     return RL_INVALID_REQUEST;
 }
 
-rl_status rl_wire_decode_reserve_batch_answer(char *body, size_t len, rl_wire_reserve_answer *out,
-                                              size_t count) {
+rl_status rl__wire_decode_reserve_batch_answer(char *body, size_t len, rl_wire_reserve_answer *out,
+                                               size_t count) {
     rl__json_scan s;
     rl__scan_init(&s, body, len);
     if (read_results(&s, read_reserve_item, out, count) && rl__scan_end(&s)) return RL_OK;
     return RL_INVALID_REQUEST;
 }
 
-rl_status rl_wire_decode_complete_answer(char *body, size_t len, rl_status *status) {
+rl_status rl__wire_decode_complete_answer(char *body, size_t len, rl_status *status) {
     rl__json_scan s;
     rl__scan_init(&s, body, len);
     if (read_complete_result(&s, status) && rl__scan_end(&s)) return RL_OK;
     return RL_INVALID_REQUEST;
 }
 
-rl_status rl_wire_decode_complete_batch_answer(char *body, size_t len, rl_status *statuses,
-                                               size_t count) {
+rl_status rl__wire_decode_complete_batch_answer(char *body, size_t len, rl_status *statuses,
+                                                size_t count) {
     rl__json_scan s;
     rl__scan_init(&s, body, len);
     if (read_results(&s, read_complete_item, statuses, count) && rl__scan_end(&s)) return RL_OK;

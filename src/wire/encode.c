@@ -8,7 +8,7 @@
 #include "wire/buf_escape.h"
 #include "wire/wire.h"
 
-#define LIT(buf, text) rl_buf_append((buf), (text), sizeof(text) - 1)
+#define LIT(buf, text) rl__buf_append((buf), (text), sizeof(text) - 1)
 
 /* Statuses whose wire string is followed by ":<key>" (DESIGN.md). */
 static bool names_a_key(rl_status status) {
@@ -16,42 +16,42 @@ static bool names_a_key(rl_status status) {
            status == RL_EXCEEDS_CAPACITY;
 }
 
-void rl_wire_encode_error_string(rl_buf *buf, rl_status status, const char *status_key) {
+void rl__wire_encode_error_string(rl_buf *buf, rl_status status, const char *status_key) {
     const char *wire = rl_status_wire(status);
     if (!names_a_key(status) || status_key == NULL) {
-        rl_buf_append_json_string(buf, wire, strlen(wire));
+        rl__buf_append_json_string(buf, wire, strlen(wire));
         return;
     }
     /* "<wire>:<key>" as one JSON string; keys may hold '"' and '\\'. */
-    rl_buf_append(buf, "\"", 1);
-    rl_buf_append_str(buf, wire);
-    rl_buf_append(buf, ":", 1);
+    rl__buf_append(buf, "\"", 1);
+    rl__buf_append_str(buf, wire);
+    rl__buf_append(buf, ":", 1);
     rl__buf_append_json_escaped(buf, status_key, strnlen(status_key, RL_KEY_MAX_LEN));
-    rl_buf_append(buf, "\"", 1);
+    rl__buf_append(buf, "\"", 1);
 }
 
-void rl_wire_encode_reserve_result(rl_buf *buf, const rl_reserve_result *result) {
+void rl__wire_encode_reserve_result(rl_buf *buf, const rl_reserve_result *result) {
     if (result->allowed) {
         LIT(buf, "{\"allowed\":true,\"retry_after_ms\":");
     } else {
         LIT(buf, "{\"allowed\":false,\"retry_after_ms\":");
     }
-    rl_buf_append_u64(buf, result->retry_after_ms);
+    rl__buf_append_u64(buf, result->retry_after_ms);
     LIT(buf, ",\"reserved_at_unix_ms\":");
     /* api.md: reserved_at_unix_ms is 0 on a denial, whatever the backend left there. */
-    rl_buf_append_u64(buf, result->allowed ? result->reserved_at_unix_ms : 0);
+    rl__buf_append_u64(buf, result->allowed ? result->reserved_at_unix_ms : 0);
     LIT(buf, ",\"error\":");
-    rl_wire_encode_error_string(buf, result->status, result->status_key);
+    rl__wire_encode_error_string(buf, result->status, result->status_key);
     if (result->status == RL_LEASE_ID_CONFLICT) LIT(buf, ",\"detail\":\"" RL_WIRE_LEASE_ID_CONFLICT_DETAIL "\"");
     LIT(buf, "}");
 }
 
-void rl_wire_encode_complete_result(rl_buf *buf, rl_status status) {
+void rl__wire_encode_complete_result(rl_buf *buf, rl_status status) {
     if (status == RL_OK) {
         LIT(buf, "{\"ok\":true,\"error\":\"\"}");
         return;
     }
     LIT(buf, "{\"ok\":false,\"error\":");
-    rl_wire_encode_error_string(buf, status, NULL);
+    rl__wire_encode_error_string(buf, status, NULL);
     LIT(buf, "}");
 }

@@ -4,59 +4,59 @@
 
 #include "wire/wire.h"
 
-#define LIT(buf, text) rl_buf_append((buf), (text), sizeof(text) - 1)
+#define LIT(buf, text) rl__buf_append((buf), (text), sizeof(text) - 1)
 
 /* Appends a string field of a definition, which may lack its NUL if corrupt. */
 static void append_field_string(rl_buf *buf, const char *text, size_t size) {
-    rl_buf_append_json_string(buf, text, strnlen(text, size));
+    rl__buf_append_json_string(buf, text, strnlen(text, size));
 }
 
-void rl_wire_encode_limit_def(rl_buf *buf, const rl_limit_def *def) {
+void rl__wire_encode_limit_def(rl_buf *buf, const rl_limit_def *def) {
     LIT(buf, "{\"key\":");
     append_field_string(buf, def->key, sizeof def->key);
     LIT(buf, ",\"kind\":\"");
-    rl_buf_append_str(buf, rl_kind_name(def->kind));
+    rl__buf_append_str(buf, rl_kind_name(def->kind));
     LIT(buf, "\",\"capacity\":");
-    rl_buf_append_u64(buf, def->capacity);
+    rl__buf_append_u64(buf, def->capacity);
     LIT(buf, ",\"window_seconds\":");
-    rl_buf_append_u64(buf, def->window_seconds);
+    rl__buf_append_u64(buf, def->window_seconds);
     LIT(buf, ",\"timeout_seconds\":");
-    rl_buf_append_u64(buf, def->timeout_seconds);
+    rl__buf_append_u64(buf, def->timeout_seconds);
     LIT(buf, ",\"unit\":");
     append_field_string(buf, def->unit, sizeof def->unit);
     LIT(buf, ",\"description\":");
     append_field_string(buf, def->description, sizeof def->description);
     LIT(buf, ",\"overage\":\"");
-    rl_buf_append_str(buf, rl_overage_name(def->overage));
+    rl__buf_append_str(buf, rl_overage_name(def->overage));
     LIT(buf, "\"}");
 }
 
-void rl_wire_encode_limit_info(rl_buf *buf, const rl_limit_def *def, const rl_limit_usage *usage) {
+void rl__wire_encode_limit_info(rl_buf *buf, const rl_limit_def *def, const rl_limit_usage *usage) {
     LIT(buf, "{\"definition\":");
-    rl_wire_encode_limit_def(buf, def);
+    rl__wire_encode_limit_def(buf, def);
     if (usage == NULL) {
         /* No live state to show (e.g. the backend has not seen the limit). */
         LIT(buf, ",\"status\":\"active\",\"pending_decrease_to\":0}");
         return;
     }
     LIT(buf, ",\"status\":\"");
-    rl_buf_append_str(buf, rl_limit_status_name(usage->status));
+    rl__buf_append_str(buf, rl_limit_status_name(usage->status));
     LIT(buf, "\",\"pending_decrease_to\":");
     /* api.md: set only while decreasing. */
-    rl_buf_append_u64(buf, usage->status == RL_LIMIT_STATUS_DECREASING ? usage->pending_decrease_to : 0);
+    rl__buf_append_u64(buf, usage->status == RL_LIMIT_STATUS_DECREASING ? usage->pending_decrease_to : 0);
     LIT(buf, ",\"usage\":{\"capacity\":");
-    rl_buf_append_u64(buf, usage->capacity);
+    rl__buf_append_u64(buf, usage->capacity);
     LIT(buf, ",\"used\":");
-    rl_buf_append_u64(buf, usage->used);
+    rl__buf_append_u64(buf, usage->used);
     LIT(buf, ",\"available\":");
-    rl_buf_append_u64(buf, usage->available);
+    rl__buf_append_u64(buf, usage->available);
     LIT(buf, ",\"active\":");
-    rl_buf_append_u64(buf, usage->active);
+    rl__buf_append_u64(buf, usage->active);
     LIT(buf, ",\"debt\":");
-    rl_buf_append_u64(buf, usage->debt);
+    rl__buf_append_u64(buf, usage->debt);
     LIT(buf, ",\"debt_total\":");
-    rl_buf_append_u64(buf, usage->debt_total);
+    rl__buf_append_u64(buf, usage->debt_total);
     LIT(buf, ",\"overage_denied_total\":");
-    rl_buf_append_u64(buf, usage->overage_denied_total);
+    rl__buf_append_u64(buf, usage->overage_denied_total);
     LIT(buf, "}}");
 }

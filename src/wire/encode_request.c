@@ -8,10 +8,10 @@
 
 #include "wire/wire.h"
 
-#define LIT(buf, text) rl_buf_append((buf), (text), sizeof(text) - 1)
+#define LIT(buf, text) rl__buf_append((buf), (text), sizeof(text) - 1)
 
 static void append_string(rl_buf *buf, const char *text) {
-    rl_buf_append_json_string(buf, text, strlen(text));
+    rl__buf_append_json_string(buf, text, strlen(text));
 }
 
 /* "lease_id":..[,"job_id":..] — the fields both requests open with. */
@@ -24,7 +24,7 @@ static void append_ids(rl_buf *buf, const char *lease_id, const char *job_id) {
     }
 }
 
-void rl_wire_encode_reserve_request(rl_buf *buf, const rl_reserve_request *request) {
+void rl__wire_encode_reserve_request(rl_buf *buf, const rl_reserve_request *request) {
     append_ids(buf, request->lease_id, request->job_id);
     LIT(buf, ",\"requirements\":[");
     for (size_t i = 0; i < request->requirement_count; i++) {
@@ -32,23 +32,23 @@ void rl_wire_encode_reserve_request(rl_buf *buf, const rl_reserve_request *reque
         LIT(buf, "{\"key\":");
         append_string(buf, request->requirements[i].key);
         LIT(buf, ",\"amount\":");
-        rl_buf_append_u64(buf, request->requirements[i].amount);
+        rl__buf_append_u64(buf, request->requirements[i].amount);
         LIT(buf, "}");
     }
     LIT(buf, "]}");
 }
 
-void rl_wire_encode_reserve_batch_request(rl_buf *buf, const rl_reserve_request *requests,
-                                          size_t count) {
+void rl__wire_encode_reserve_batch_request(rl_buf *buf, const rl_reserve_request *requests,
+                                           size_t count) {
     LIT(buf, "{\"requests\":[");
     for (size_t i = 0; i < count; i++) {
         if (i > 0) LIT(buf, ",");
-        rl_wire_encode_reserve_request(buf, &requests[i]);
+        rl__wire_encode_reserve_request(buf, &requests[i]);
     }
     LIT(buf, "]}");
 }
 
-void rl_wire_encode_complete_request(rl_buf *buf, const rl_complete_request *request) {
+void rl__wire_encode_complete_request(rl_buf *buf, const rl_complete_request *request) {
     append_ids(buf, request->lease_id, request->job_id);
     LIT(buf, ",\"actuals\":[");
     for (size_t i = 0; i < request->actual_count; i++) {
@@ -56,18 +56,18 @@ void rl_wire_encode_complete_request(rl_buf *buf, const rl_complete_request *req
         LIT(buf, "{\"key\":");
         append_string(buf, request->actuals[i].key);
         LIT(buf, ",\"actual_amount\":");
-        rl_buf_append_u64(buf, request->actuals[i].actual_amount);
+        rl__buf_append_u64(buf, request->actuals[i].actual_amount);
         LIT(buf, "}");
     }
     LIT(buf, "]}");
 }
 
-void rl_wire_encode_complete_batch_request(rl_buf *buf, const rl_complete_request *requests,
-                                           size_t count) {
+void rl__wire_encode_complete_batch_request(rl_buf *buf, const rl_complete_request *requests,
+                                            size_t count) {
     LIT(buf, "{\"requests\":[");
     for (size_t i = 0; i < count; i++) {
         if (i > 0) LIT(buf, ",");
-        rl_wire_encode_complete_request(buf, &requests[i]);
+        rl__wire_encode_complete_request(buf, &requests[i]);
     }
     LIT(buf, "]}");
 }

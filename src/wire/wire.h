@@ -41,7 +41,7 @@
 
 /* One or many reserve requests. For a batch, an item that is itself invalid
  * does not fail the payload: item_status[i] is RL_INVALID_REQUEST (see
- * rl_wire_reserves_item_detail), requests[i] is zeroed and must not be
+ * rl__wire_reserves_item_detail), requests[i] is zeroed and must not be
  * passed to a backend. */
 typedef struct rl_wire_reserves {
     rl_reserve_request *requests;
@@ -58,25 +58,25 @@ typedef struct rl_wire_completes {
 } rl_wire_completes;
 
 /* POST /v1/reserve: exactly one request (count 1, item_status[0] RL_OK). */
-rl_status rl_wire_decode_reserve(const char *body, size_t len, rl_wire_reserves *out,
-                                 char detail[RL_WIRE_DETAIL_SIZE]);
+rl_status rl__wire_decode_reserve(const char *body, size_t len, rl_wire_reserves *out,
+                                  char detail[RL_WIRE_DETAIL_SIZE]);
 /* POST /v1/reserve/batch: {"requests":[...]} with 1..max_batch items. */
-rl_status rl_wire_decode_reserve_batch(const char *body, size_t len, size_t max_batch,
-                                       rl_wire_reserves *out, char detail[RL_WIRE_DETAIL_SIZE]);
-void rl_wire_reserves_free(rl_wire_reserves *msg);
+rl_status rl__wire_decode_reserve_batch(const char *body, size_t len, size_t max_batch,
+                                        rl_wire_reserves *out, char detail[RL_WIRE_DETAIL_SIZE]);
+void rl__wire_reserves_free(rl_wire_reserves *msg);
 
 /* Why batch item index was refused (item_status[index] RL_INVALID_REQUEST),
  * in the same kind of sentence as the call's detail: "requests[3].
  * requirements[1].amount must be ...". Lives as long as the message; "" for a
  * valid item or an index out of range. */
-const char *rl_wire_reserves_item_detail(const rl_wire_reserves *msg, size_t index);
+const char *rl__wire_reserves_item_detail(const rl_wire_reserves *msg, size_t index);
 
-rl_status rl_wire_decode_complete(const char *body, size_t len, rl_wire_completes *out,
-                                  char detail[RL_WIRE_DETAIL_SIZE]);
-rl_status rl_wire_decode_complete_batch(const char *body, size_t len, size_t max_batch,
-                                        rl_wire_completes *out, char detail[RL_WIRE_DETAIL_SIZE]);
-void rl_wire_completes_free(rl_wire_completes *msg);
-const char *rl_wire_completes_item_detail(const rl_wire_completes *msg, size_t index);
+rl_status rl__wire_decode_complete(const char *body, size_t len, rl_wire_completes *out,
+                                   char detail[RL_WIRE_DETAIL_SIZE]);
+rl_status rl__wire_decode_complete_batch(const char *body, size_t len, size_t max_batch,
+                                         rl_wire_completes *out, char detail[RL_WIRE_DETAIL_SIZE]);
+void rl__wire_completes_free(rl_wire_completes *msg);
+const char *rl__wire_completes_item_detail(const rl_wire_completes *msg, size_t index);
 
 /* PUT /v1/admin/limits body (and the JSON the redis backend keeps of each
  * limit): one definition, defaults applied (overage debt, unit and
@@ -84,8 +84,8 @@ const char *rl_wire_completes_item_detail(const rl_wire_completes *msg, size_t i
  * the same scanner and the same exact integers as the lease decoders:
  * capacity 1..2^53, window_seconds and timeout_seconds in range, however
  * written (60, 60.0, 6e1), never rounded. *out changes only on RL_OK. */
-rl_status rl_wire_decode_limit_def(const char *body, size_t len, rl_limit_def *out,
-                                   char detail[RL_WIRE_DETAIL_SIZE]);
+rl_status rl__wire_decode_limit_def(const char *body, size_t len, rl_limit_def *out,
+                                    char detail[RL_WIRE_DETAIL_SIZE]);
 
 /* Why a reserve got lease_id_conflict (a JSON string's contents). */
 #define RL_WIRE_LEASE_ID_CONFLICT_DETAIL                                                                  \
@@ -94,17 +94,17 @@ rl_status rl_wire_decode_limit_def(const char *body, size_t len, rl_limit_def *o
 
 /* {"allowed":..,"retry_after_ms":..,"reserved_at_unix_ms":..,"error":".."},
  * and for lease_id_conflict a "detail" after "error". */
-void rl_wire_encode_reserve_result(rl_buf *buf, const rl_reserve_result *result);
+void rl__wire_encode_reserve_result(rl_buf *buf, const rl_reserve_result *result);
 /* {"ok":true,"error":""} or {"ok":false,"error":"<status>"} */
-void rl_wire_encode_complete_result(rl_buf *buf, rl_status status);
+void rl__wire_encode_complete_result(rl_buf *buf, rl_status status);
 /* The error string of a status: "", "invalid_request", "<name>:<key>". */
-void rl_wire_encode_error_string(rl_buf *buf, rl_status status, const char *status_key);
+void rl__wire_encode_error_string(rl_buf *buf, rl_status status, const char *status_key);
 /* A LimitDefinition object: every field of api.md, in its order. */
-void rl_wire_encode_limit_def(rl_buf *buf, const rl_limit_def *def);
+void rl__wire_encode_limit_def(rl_buf *buf, const rl_limit_def *def);
 /* A LimitInfo object: {"definition":..,"status":..,"pending_decrease_to":..,
  * "usage":{"capacity","used","available","active","debt","debt_total",
  * "overage_denied_total"}}. */
-void rl_wire_encode_limit_info(rl_buf *buf, const rl_limit_def *def, const rl_limit_usage *usage);
+void rl__wire_encode_limit_info(rl_buf *buf, const rl_limit_def *def, const rl_limit_usage *usage);
 
 /* ==== Client side: request encoders, response decoders ====================
  * (issue 3: the http limiter speaks the same JSON from the other end.)
@@ -122,14 +122,14 @@ void rl_wire_encode_limit_info(rl_buf *buf, const rl_limit_def *def, const rl_li
 
 /* {"lease_id":..,"job_id":..,"requirements":[{"key":..,"amount":..}]};
  * job_id is left out when NULL. */
-void rl_wire_encode_reserve_request(rl_buf *buf, const rl_reserve_request *request);
+void rl__wire_encode_reserve_request(rl_buf *buf, const rl_reserve_request *request);
 /* {"requests":[<request>,...]} for requests[0..count). */
-void rl_wire_encode_reserve_batch_request(rl_buf *buf, const rl_reserve_request *requests,
-                                          size_t count);
-/* {"lease_id":..,"job_id":..,"actuals":[{"key":..,"actual_amount":..}]} */
-void rl_wire_encode_complete_request(rl_buf *buf, const rl_complete_request *request);
-void rl_wire_encode_complete_batch_request(rl_buf *buf, const rl_complete_request *requests,
+void rl__wire_encode_reserve_batch_request(rl_buf *buf, const rl_reserve_request *requests,
                                            size_t count);
+/* {"lease_id":..,"job_id":..,"actuals":[{"key":..,"actual_amount":..}]} */
+void rl__wire_encode_complete_request(rl_buf *buf, const rl_complete_request *request);
+void rl__wire_encode_complete_batch_request(rl_buf *buf, const rl_complete_request *requests,
+                                            size_t count);
 
 /* One reserve result as the daemon wrote it. status_key points into the
  * decoded body (NUL-terminated) or is NULL; the caller maps it to its own
@@ -146,18 +146,18 @@ typedef struct rl_wire_reserve_answer {
  * "backend_error", "<name>:<key>" for the statuses that name a key (the key
  * may be missing: *key NULL). Returns false for any other string. *key
  * points into text. */
-bool rl_wire_parse_error_string(const char *text, rl_status *status, const char **key);
+bool rl__wire_parse_error_string(const char *text, rl_status *status, const char **key);
 
 /* The body of POST /v1/reserve (200, or the 404 of an unknown key). */
-rl_status rl_wire_decode_reserve_answer(char *body, size_t len, rl_wire_reserve_answer *out);
+rl_status rl__wire_decode_reserve_answer(char *body, size_t len, rl_wire_reserve_answer *out);
 /* {"results":[..]} of POST /v1/reserve/batch with exactly count results. */
-rl_status rl_wire_decode_reserve_batch_answer(char *body, size_t len, rl_wire_reserve_answer *out,
-                                              size_t count);
+rl_status rl__wire_decode_reserve_batch_answer(char *body, size_t len, rl_wire_reserve_answer *out,
+                                               size_t count);
 /* {"ok":..,"error":..} of POST /v1/complete: *status is RL_OK for ok:true,
  * else the error string's status. */
-rl_status rl_wire_decode_complete_answer(char *body, size_t len, rl_status *status);
+rl_status rl__wire_decode_complete_answer(char *body, size_t len, rl_status *status);
 /* {"results":[{"ok":..,"error":..},..]} with exactly count results. */
-rl_status rl_wire_decode_complete_batch_answer(char *body, size_t len, rl_status *statuses,
-                                               size_t count);
+rl_status rl__wire_decode_complete_batch_answer(char *body, size_t len, rl_status *statuses,
+                                                size_t count);
 
 #endif

@@ -1,9 +1,9 @@
-/* fuzz_limit_def.c — PUT /v1/admin/limits bodies into rl_wire_decode_limit_def.
+/* fuzz_limit_def.c — PUT /v1/admin/limits bodies into rl__wire_decode_limit_def.
  *
  * Checks, beyond ASan/UBSan: a refusal is RL_INVALID_REQUEST with a sentence
  * and leaves *out as it was; an accepted definition passes
  * rl_limit_def_validate, its strings are NUL-terminated within their
- * arrays, and it survives a round trip through rl_wire_encode_limit_def
+ * arrays, and it survives a round trip through rl__wire_encode_limit_def
  * (what GET /v1/admin/limits and the registry file write) unchanged. The
  * registry file reads its items with the same decoder: the body as the one
  * item of a file gives the same definition, or the same sentence after
@@ -64,7 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     memset(&def, 0xA5, sizeof def);
     untouched = def;
     char detail[RL_WIRE_DETAIL_SIZE];
-    rl_status status = rl_wire_decode_limit_def(body, size, &def, detail);
+    rl_status status = rl__wire_decode_limit_def(body, size, &def, detail);
     free(body);
     FUZZ_CHECK_TEXT(detail);
     check_as_file_item(data, size, status, &def, detail);
@@ -82,12 +82,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FUZZ_CHECK(rl_limit_def_validate(&def, why, sizeof why));
 
     rl_buf encoded;
-    rl_buf_init(&encoded);
-    rl_wire_encode_limit_def(&encoded, &def);
+    rl__buf_init(&encoded);
+    rl__wire_encode_limit_def(&encoded, &def);
     FUZZ_CHECK(!encoded.failed);
     rl_limit_def again;
-    FUZZ_CHECK(rl_wire_decode_limit_def(encoded.data, encoded.len, &again, detail) == RL_OK);
+    FUZZ_CHECK(rl__wire_decode_limit_def(encoded.data, encoded.len, &again, detail) == RL_OK);
     check_same(&def, &again);
-    rl_buf_free(&encoded);
+    rl__buf_free(&encoded);
     return 0;
 }

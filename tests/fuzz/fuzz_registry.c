@@ -35,14 +35,14 @@ static void check_same(const rl_limit_def *a, const rl_limit_def *b) {
 /* The file's shape (registry_file.h): an array, one definition a line. */
 static void check_round_trip(rl_limit_def **defs, size_t count) {
     rl_buf text;
-    rl_buf_init(&text);
-    rl_buf_append_str(&text, "[\n");
+    rl__buf_init(&text);
+    rl__buf_append_str(&text, "[\n");
     for (size_t i = 0; i < count; i++) {
-        rl_buf_append_str(&text, "  ");
-        rl_wire_encode_limit_def(&text, defs[i]);
-        rl_buf_append_str(&text, i + 1 < count ? ",\n" : "\n");
+        rl__buf_append_str(&text, "  ");
+        rl__wire_encode_limit_def(&text, defs[i]);
+        rl__buf_append_str(&text, i + 1 < count ? ",\n" : "\n");
     }
-    rl_buf_append_str(&text, "]\n");
+    rl__buf_append_str(&text, "]\n");
     FUZZ_CHECK(!text.failed);
     rl_limit_def **again = NULL;
     size_t again_count = 0;
@@ -52,7 +52,7 @@ static void check_round_trip(rl_limit_def **defs, size_t count) {
     FUZZ_CHECK(again_count == count);
     for (size_t i = 0; i < count; i++) check_same(defs[i], again[i]);
     free_defs(again, again_count);
-    rl_buf_free(&text);
+    rl__buf_free(&text);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

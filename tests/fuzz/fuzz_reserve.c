@@ -1,10 +1,10 @@
-/* fuzz_reserve.c — POST /v1/reserve bodies into rl_wire_decode_reserve.
+/* fuzz_reserve.c — POST /v1/reserve bodies into rl__wire_decode_reserve.
  *
  * Checks, beyond ASan/UBSan: a refusal is RL_INVALID_REQUEST with a
  * sentence and a zeroed message; an accepted body is one request that
  * api.md's rules accept (rl_reserve_request_check), owns its strings (the
  * body is freed before they are read), and survives a round trip through
- * rl_wire_encode_reserve_request unchanged.
+ * rl__wire_encode_reserve_request unchanged.
  */
 #include <stddef.h>
 #include <stdint.h>

@@ -12,11 +12,11 @@
 #define LEASE_ITEM_COUNT actual_count
 #define LEASE_ITEM_AMOUNT actual_amount
 #define LEASE_CHECK rl_complete_request_check
-#define LEASE_DECODE rl_wire_decode_complete
-#define LEASE_DECODE_BATCH rl_wire_decode_complete_batch
-#define LEASE_ENCODE rl_wire_encode_complete_request
-#define LEASE_ENCODE_BATCH rl_wire_encode_complete_batch_request
-#define LEASE_ITEM_DETAIL rl_wire_completes_item_detail
-#define LEASE_FREE rl_wire_completes_free
+#define LEASE_DECODE rl__wire_decode_complete
+#define LEASE_DECODE_BATCH rl__wire_decode_complete_batch
+#define LEASE_ENCODE rl__wire_encode_complete_request
+#define LEASE_ENCODE_BATCH rl__wire_encode_complete_batch_request
+#define LEASE_ITEM_DETAIL rl__wire_completes_item_detail
+#define LEASE_FREE rl__wire_completes_free
 
 #endif

@@ -12,11 +12,11 @@
 #define LEASE_ITEM_COUNT requirement_count
 #define LEASE_ITEM_AMOUNT amount
 #define LEASE_CHECK rl_reserve_request_check
-#define LEASE_DECODE rl_wire_decode_reserve
-#define LEASE_DECODE_BATCH rl_wire_decode_reserve_batch
-#define LEASE_ENCODE rl_wire_encode_reserve_request
-#define LEASE_ENCODE_BATCH rl_wire_encode_reserve_batch_request
-#define LEASE_ITEM_DETAIL rl_wire_reserves_item_detail
-#define LEASE_FREE rl_wire_reserves_free
+#define LEASE_DECODE rl__wire_decode_reserve
+#define LEASE_DECODE_BATCH rl__wire_decode_reserve_batch
+#define LEASE_ENCODE rl__wire_encode_reserve_request
+#define LEASE_ENCODE_BATCH rl__wire_encode_reserve_batch_request
+#define LEASE_ITEM_DETAIL rl__wire_reserves_item_detail
+#define LEASE_FREE rl__wire_reserves_free
 
 #endif

@@ -47,6 +47,11 @@ if ! diff "$tmp/declared" "$tmp/exported" >"$tmp/export.diff"; then
   cat "$tmp/export.diff" >&2
   fail "libratelimiter.so exports (>) other than the headers declare RL_API (<)"
 fi
+# Inside, the rest is rl__: every other global name of the static library
+# (the same objects) says it is private, so a missing RL_API is seen.
+nm -g --defined-only "$libdir/libratelimiter.a" 2>/dev/null | awk 'NF == 3 && $2 ~ /[TDBR]/ {print $3}' |
+  sort -u | comm -23 - "$tmp/exported" | grep -v '^rl__' >"$tmp/unprefixed" || true
+[ ! -s "$tmp/unprefixed" ] || { cat "$tmp/unprefixed" >&2; fail "internal names without the rl__ prefix"; }
 unmarked=$(grep -nE '^[A-Za-z].*[^a-zA-Z0-9_]rl_[a-z0-9_]+ *\(' "$root/include/ratelimiter/"*.h |
   grep -vE ':(RL_API |static inline|typedef|#)' || true)
 [ -z "$unmarked" ] || { echo "$unmarked" >&2; fail "public functions declared without RL_API"; }

@@ -3,18 +3,18 @@
 
 #include <stdlib.h>
 
-void rl_due_heap_init(rl_due_heap *heap) {
+void rl__due_heap_init(rl_due_heap *heap) {
     heap->slots = NULL;
     heap->count = 0;
     heap->capacity = 0;
 }
 
-void rl_due_heap_free(rl_due_heap *heap) {
+void rl__due_heap_free(rl_due_heap *heap) {
     free(heap->slots);
-    rl_due_heap_init(heap);
+    rl__due_heap_init(heap);
 }
 
-bool rl_due_heap_reserve_one(rl_due_heap *heap) {
+bool rl__due_heap_reserve_one(rl_due_heap *heap) {
     if (heap->count < heap->capacity) return true;
     uint64_t capacity = heap->capacity == 0 ? 1024 : heap->capacity * 2;
     rl_due_slot *slots = realloc(heap->slots, capacity * sizeof *slots);
@@ -24,7 +24,7 @@ bool rl_due_heap_reserve_one(rl_due_heap *heap) {
     return true;
 }
 
-void rl_due_heap_push(rl_due_heap *heap, void *item, uint64_t hash, uint64_t at_ms) {
+void rl__due_heap_push(rl_due_heap *heap, void *item, uint64_t hash, uint64_t at_ms) {
     uint64_t at = heap->count++;
     while (at > 0) {
         uint64_t parent = (at - 1) / 2;
@@ -35,7 +35,7 @@ void rl_due_heap_push(rl_due_heap *heap, void *item, uint64_t hash, uint64_t at_
     heap->slots[at] = (rl_due_slot){at_ms, item, hash};
 }
 
-void rl_due_heap_pop(rl_due_heap *heap) {
+void rl__due_heap_pop(rl_due_heap *heap) {
     rl_due_slot last = heap->slots[--heap->count];
     uint64_t at = 0;
     for (;;) {

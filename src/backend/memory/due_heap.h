@@ -21,13 +21,13 @@ typedef struct rl_due_heap {
     uint64_t capacity;
 } rl_due_heap;
 
-void rl_due_heap_init(rl_due_heap *heap);
-void rl_due_heap_free(rl_due_heap *heap);
-bool rl_due_heap_reserve_one(rl_due_heap *heap); /* false on allocation failure */
-void rl_due_heap_push(rl_due_heap *heap, void *item, uint64_t hash, uint64_t at_ms); /* room reserved */
+void rl__due_heap_init(rl_due_heap *heap);
+void rl__due_heap_free(rl_due_heap *heap);
+bool rl__due_heap_reserve_one(rl_due_heap *heap); /* false on allocation failure */
+void rl__due_heap_push(rl_due_heap *heap, void *item, uint64_t hash, uint64_t at_ms); /* room reserved */
 static inline const rl_due_slot *rl_due_heap_top(const rl_due_heap *heap) {
     return heap->count > 0 ? &heap->slots[0] : 0;
 }
-void rl_due_heap_pop(rl_due_heap *heap);
+void rl__due_heap_pop(rl_due_heap *heap);
 
 #endif

@@ -3,17 +3,17 @@
 
 #include <stdlib.h>
 
-void rl_due_queue_init(rl_due_queue *queue) {
+void rl__due_queue_init(rl_due_queue *queue) {
     for (int r = 0; r < RL_DUE_QUEUE_RINGS; r++)
         queue->rings[r] = (rl_due_ring){0, NULL, 0, 0, 0};
     queue->rings_used = 0;
-    rl_due_heap_init(&queue->overflow);
+    rl__due_heap_init(&queue->overflow);
 }
 
-void rl_due_queue_free(rl_due_queue *queue) {
+void rl__due_queue_free(rl_due_queue *queue) {
     for (int r = 0; r < RL_DUE_QUEUE_RINGS; r++) free(queue->rings[r].slots);
-    rl_due_heap_free(&queue->overflow);
-    rl_due_queue_init(queue);
+    rl__due_heap_free(&queue->overflow);
+    rl__due_queue_init(queue);
 }
 
 static inline bool ring_empty(const rl_due_ring *ring) { return ring->head == ring->tail; }
@@ -42,25 +42,25 @@ static bool ring_resize(rl_due_ring *ring, uint64_t capacity) {
     return true;
 }
 
-bool rl_due_queue_reserve_one(rl_due_queue *queue, uint64_t lifetime_ms) {
+bool rl__due_queue_reserve_one(rl_due_queue *queue, uint64_t lifetime_ms) {
     rl_due_ring *ring = ring_for(queue, lifetime_ms);
-    if (ring == NULL) return rl_due_heap_reserve_one(&queue->overflow);
+    if (ring == NULL) return rl__due_heap_reserve_one(&queue->overflow);
     uint64_t capacity = ring->slots == NULL ? 0 : ring->mask + 1;
     if (ring->tail - ring->head < capacity) return true;
     return ring_resize(ring, capacity == 0 ? 1024 : capacity * 2);
 }
 
-void rl_due_queue_push(rl_due_queue *queue, void *item, uint64_t hash, uint64_t now_ms, uint64_t lifetime_ms) {
+void rl__due_queue_push(rl_due_queue *queue, void *item, uint64_t hash, uint64_t now_ms, uint64_t lifetime_ms) {
     uint64_t at_ms = now_ms + lifetime_ms;
     rl_due_ring *ring = ring_for(queue, lifetime_ms);
     if (ring == NULL) {
-        rl_due_heap_push(&queue->overflow, item, hash, at_ms);
+        rl__due_heap_push(&queue->overflow, item, hash, at_ms);
         return;
     }
     ring->slots[ring->tail++ & ring->mask] = (rl_due_slot){at_ms, item, hash};
 }
 
-const rl_due_slot *rl_due_queue_top(const rl_due_queue *queue) {
+const rl_due_slot *rl__due_queue_top(const rl_due_queue *queue) {
     const rl_due_slot *top = rl_due_heap_top(&queue->overflow);
     for (int r = 0; r < queue->rings_used; r++) {
         const rl_due_ring *ring = &queue->rings[r];
@@ -77,8 +77,8 @@ static void ring_pop(rl_due_ring *ring) {
     if (capacity > 4096 && ring->tail - ring->head < capacity / 8) ring_resize(ring, capacity / 4);
 }
 
-void rl_due_queue_pop(rl_due_queue *queue) {
-    const rl_due_slot *top = rl_due_queue_top(queue);
+void rl__due_queue_pop(rl_due_queue *queue) {
+    const rl_due_slot *top = rl__due_queue_top(queue);
     for (int r = 0; r < queue->rings_used; r++) {
         rl_due_ring *ring = &queue->rings[r];
         if (!ring_empty(ring) && top == &ring->slots[ring->head & ring->mask]) {
@@ -86,17 +86,17 @@ void rl_due_queue_pop(rl_due_queue *queue) {
             return;
         }
     }
-    rl_due_heap_pop(&queue->overflow);
+    rl__due_heap_pop(&queue->overflow);
 }
 
-const rl_due_slot *rl_due_queue_front(const rl_due_queue *queue, int index) {
+const rl_due_slot *rl__due_queue_front(const rl_due_queue *queue, int index) {
     if (index == RL_DUE_QUEUE_RINGS) return rl_due_heap_top(&queue->overflow);
     if (index < 0 || index >= queue->rings_used) return NULL;
     const rl_due_ring *ring = &queue->rings[index];
     return ring_empty(ring) ? NULL : &ring->slots[ring->head & ring->mask];
 }
 
-void rl_due_queue_pop_front(rl_due_queue *queue, int index) {
-    if (index == RL_DUE_QUEUE_RINGS) rl_due_heap_pop(&queue->overflow);
+void rl__due_queue_pop_front(rl_due_queue *queue, int index) {
+    if (index == RL_DUE_QUEUE_RINGS) rl__due_heap_pop(&queue->overflow);
     else ring_pop(&queue->rings[index]);
 }

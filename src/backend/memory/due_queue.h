@@ -28,31 +28,31 @@ typedef struct rl_due_queue {
     rl_due_heap overflow;
 } rl_due_queue;
 
-void rl_due_queue_init(rl_due_queue *queue);
-void rl_due_queue_free(rl_due_queue *queue);
+void rl__due_queue_init(rl_due_queue *queue);
+void rl__due_queue_free(rl_due_queue *queue);
 
 /* Makes room for one item of this lifetime, so that the next push of it
  * cannot fail. False on allocation failure. */
-bool rl_due_queue_reserve_one(rl_due_queue *queue, uint64_t lifetime_ms);
+bool rl__due_queue_reserve_one(rl_due_queue *queue, uint64_t lifetime_ms);
 
 /* Queues item, due at now_ms + lifetime_ms. now_ms must not go back between
  * pushes. Room must have been reserved for this lifetime. */
-void rl_due_queue_push(rl_due_queue *queue, void *item, uint64_t hash, uint64_t now_ms, uint64_t lifetime_ms);
+void rl__due_queue_push(rl_due_queue *queue, void *item, uint64_t hash, uint64_t now_ms, uint64_t lifetime_ms);
 
 /* The item due first, or NULL when empty. */
-const rl_due_slot *rl_due_queue_top(const rl_due_queue *queue);
+const rl_due_slot *rl__due_queue_top(const rl_due_queue *queue);
 
-/* Removes the item rl_due_queue_top returned. */
-void rl_due_queue_pop(rl_due_queue *queue);
+/* Removes the item rl__due_queue_top returned. */
+void rl__due_queue_pop(rl_due_queue *queue);
 
 /* The items that can leave without waiting for others: the front of each
  * ring and the heap's top, index 0..RL_DUE_QUEUE_FRONTS-1 (NULL for an empty
- * one). rl_due_queue_top is the earliest of them; a caller that must take
+ * one). rl__due_queue_top is the earliest of them; a caller that must take
  * one out early (and cannot take the top) looks at the others. */
 #define RL_DUE_QUEUE_FRONTS (RL_DUE_QUEUE_RINGS + 1)
-const rl_due_slot *rl_due_queue_front(const rl_due_queue *queue, int index);
+const rl_due_slot *rl__due_queue_front(const rl_due_queue *queue, int index);
 
-/* Removes the item rl_due_queue_front(queue, index) returned. */
-void rl_due_queue_pop_front(rl_due_queue *queue, int index);
+/* Removes the item rl__due_queue_front(queue, index) returned. */
+void rl__due_queue_pop_front(rl_due_queue *queue, int index);
 
 #endif

@@ -5,7 +5,7 @@
 
 #define MIN_CAPACITY 16u
 
-void rl_expiry_ring_init(rl_expiry_ring *ring) {
+void rl__expiry_ring_init(rl_expiry_ring *ring) {
     ring->slots = NULL;
     ring->mask = 0;
     ring->head_seq = 0;
@@ -13,9 +13,9 @@ void rl_expiry_ring_init(rl_expiry_ring *ring) {
     ring->live = 0;
 }
 
-void rl_expiry_ring_free(rl_expiry_ring *ring) {
+void rl__expiry_ring_free(rl_expiry_ring *ring) {
     free(ring->slots);
-    rl_expiry_ring_init(ring);
+    rl__expiry_ring_init(ring);
 }
 
 static uint64_t capacity_of(const rl_expiry_ring *ring) { return ring->slots == NULL ? 0 : ring->mask + 1; }
@@ -33,19 +33,19 @@ static bool resize(rl_expiry_ring *ring, uint64_t capacity) {
     return true;
 }
 
-bool rl_expiry_ring_reserve_one(rl_expiry_ring *ring) {
+bool rl__expiry_ring_reserve_one(rl_expiry_ring *ring) {
     uint64_t queued = ring->tail_seq - ring->head_seq;
     uint64_t capacity = capacity_of(ring);
     if (queued < capacity) return true;
     return resize(ring, capacity == 0 ? MIN_CAPACITY : capacity * 2);
 }
 
-uint64_t rl_expiry_ring_tail_ms(const rl_expiry_ring *ring) {
+uint64_t rl__expiry_ring_tail_ms(const rl_expiry_ring *ring) {
     if (ring->tail_seq == ring->head_seq) return 0;
     return ring->slots[(ring->tail_seq - 1) & ring->mask].at_ms;
 }
 
-uint64_t rl_expiry_ring_push(rl_expiry_ring *ring, uint64_t amount, uint64_t at_ms) {
+uint64_t rl__expiry_ring_push(rl_expiry_ring *ring, uint64_t amount, uint64_t at_ms) {
     uint64_t seq = ring->tail_seq++;
     rl_expiry_slot *slot = &ring->slots[seq & ring->mask];
     slot->at_ms = at_ms;
@@ -54,7 +54,7 @@ uint64_t rl_expiry_ring_push(rl_expiry_ring *ring, uint64_t amount, uint64_t at_
     return seq;
 }
 
-void rl_expiry_ring_remove(rl_expiry_ring *ring, uint64_t seq) {
+void rl__expiry_ring_remove(rl_expiry_ring *ring, uint64_t seq) {
     ring->slots[seq & ring->mask].amount = 0;
     ring->live--;
 }
@@ -67,7 +67,7 @@ static void drop_head(rl_expiry_ring *ring) {
     if (capacity > 1024 && queued < capacity / 8) resize(ring, capacity / 4);
 }
 
-const rl_expiry_slot *rl_expiry_ring_front(rl_expiry_ring *ring) {
+const rl_expiry_slot *rl__expiry_ring_front(rl_expiry_ring *ring) {
     while (ring->head_seq < ring->tail_seq) {
         const rl_expiry_slot *slot = &ring->slots[ring->head_seq & ring->mask];
         if (slot->amount != 0) return slot;
@@ -76,7 +76,7 @@ const rl_expiry_slot *rl_expiry_ring_front(rl_expiry_ring *ring) {
     return NULL;
 }
 
-void rl_expiry_ring_pop(rl_expiry_ring *ring) {
+void rl__expiry_ring_pop(rl_expiry_ring *ring) {
     ring->live--;
     drop_head(ring);
 }

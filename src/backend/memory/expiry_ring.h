@@ -7,7 +7,7 @@
  * amount itself, so expiring never touches the reservation it stands for.
  * The rare entry that leaves early (Complete with actual 0) becomes a
  * tombstone (amount 0), addressed by the sequence number it was given. The caller keeps expiries
- * non-decreasing (see rl_expiry_ring_tail_ms). Not thread-safe.
+ * non-decreasing (see rl__expiry_ring_tail_ms). Not thread-safe.
  */
 #ifndef RL_MEMORY_EXPIRY_RING_H
 #define RL_MEMORY_EXPIRY_RING_H
@@ -28,30 +28,30 @@ typedef struct rl_expiry_ring {
     uint64_t live;     /* slots that are not tombstones */
 } rl_expiry_ring;
 
-void rl_expiry_ring_init(rl_expiry_ring *ring);
-void rl_expiry_ring_free(rl_expiry_ring *ring);
+void rl__expiry_ring_init(rl_expiry_ring *ring);
+void rl__expiry_ring_free(rl_expiry_ring *ring);
 
 /* Makes room so that the next push cannot fail; false on allocation failure. */
-bool rl_expiry_ring_reserve_one(rl_expiry_ring *ring);
+bool rl__expiry_ring_reserve_one(rl_expiry_ring *ring);
 
 /* The latest expiry queued (0 if empty): a push must not go below it. */
-uint64_t rl_expiry_ring_tail_ms(const rl_expiry_ring *ring);
+uint64_t rl__expiry_ring_tail_ms(const rl_expiry_ring *ring);
 
 /* Appends amount (>= 1) expiring at at_ms (>= tail). Room must have been
  * reserved. Returns the slot's sequence number. */
-uint64_t rl_expiry_ring_push(rl_expiry_ring *ring, uint64_t amount, uint64_t at_ms);
+uint64_t rl__expiry_ring_push(rl_expiry_ring *ring, uint64_t amount, uint64_t at_ms);
 
 /* True while the slot of seq has neither expired out nor been removed. */
 static inline bool rl_expiry_ring_holds(const rl_expiry_ring *ring, uint64_t seq);
 
 /* Turns a held slot into a tombstone. */
-void rl_expiry_ring_remove(rl_expiry_ring *ring, uint64_t seq);
+void rl__expiry_ring_remove(rl_expiry_ring *ring, uint64_t seq);
 
 /* The oldest live slot, dropping tombstones in front of it; NULL if none. */
-const rl_expiry_slot *rl_expiry_ring_front(rl_expiry_ring *ring);
+const rl_expiry_slot *rl__expiry_ring_front(rl_expiry_ring *ring);
 
-/* Drops the front slot (after rl_expiry_ring_front returned it). */
-void rl_expiry_ring_pop(rl_expiry_ring *ring);
+/* Drops the front slot (after rl__expiry_ring_front returned it). */
+void rl__expiry_ring_pop(rl_expiry_ring *ring);
 
 /* The slot at a sequence number in [head_seq, tail_seq). */
 static inline rl_expiry_slot *rl_expiry_ring_at(const rl_expiry_ring *ring, uint64_t seq) {

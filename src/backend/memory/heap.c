@@ -3,18 +3,18 @@
 
 #include <stdlib.h>
 
-void rl_heap_init(rl_heap *heap) {
+void rl__heap_init(rl_heap *heap) {
     heap->nodes = NULL;
     heap->count = 0;
     heap->capacity = 0;
 }
 
-void rl_heap_free(rl_heap *heap) {
+void rl__heap_free(rl_heap *heap) {
     free(heap->nodes);
-    rl_heap_init(heap);
+    rl__heap_init(heap);
 }
 
-bool rl_heap_reserve_one(rl_heap *heap) {
+bool rl__heap_reserve_one(rl_heap *heap) {
     if (heap->count < heap->capacity) return true;
     if (heap->capacity >= UINT32_MAX / 2) return false;
     uint32_t capacity = heap->capacity == 0 ? 16 : heap->capacity * 2;
@@ -55,14 +55,14 @@ static void sift_down(rl_heap *heap, uint32_t index) {
     place(heap, index, node);
 }
 
-bool rl_heap_push(rl_heap *heap, rl_heap_node *node) {
-    if (!rl_heap_reserve_one(heap)) return false;
+bool rl__heap_push(rl_heap *heap, rl_heap_node *node) {
+    if (!rl__heap_reserve_one(heap)) return false;
     place(heap, heap->count++, node);
     sift_up(heap, node->index);
     return true;
 }
 
-void rl_heap_remove(rl_heap *heap, rl_heap_node *node) {
+void rl__heap_remove(rl_heap *heap, rl_heap_node *node) {
     uint32_t index = node->index;
     node->index = RL_HEAP_NOT_QUEUED;
     rl_heap_node *last = heap->nodes[--heap->count];
@@ -114,8 +114,8 @@ static uint32_t scratch_pop(const rl_heap *heap, uint32_t *items, uint32_t *coun
     return top;
 }
 
-const rl_heap_node *rl_heap_walk(const rl_heap *heap, rl_heap_visit_fn visit, void *context,
-                                 uint32_t **scratch, uint32_t *scratch_capacity) {
+const rl_heap_node *rl__heap_walk(const rl_heap *heap, rl_heap_visit_fn visit, void *context,
+                                  uint32_t **scratch, uint32_t *scratch_capacity) {
     uint32_t count = 0;
     if (heap->count == 0 || !scratch_push(heap, scratch, scratch_capacity, &count, 0)) return NULL;
     while (count > 0) {

@@ -25,29 +25,29 @@ typedef struct rl_heap {
     uint32_t capacity;
 } rl_heap;
 
-void rl_heap_init(rl_heap *heap);
-void rl_heap_free(rl_heap *heap); /* frees the array, not the nodes */
+void rl__heap_init(rl_heap *heap);
+void rl__heap_free(rl_heap *heap); /* frees the array, not the nodes */
 
 /* Makes room for one more node so that the next push cannot fail.
  * Returns false on allocation failure (the heap is unchanged). */
-bool rl_heap_reserve_one(rl_heap *heap);
+bool rl__heap_reserve_one(rl_heap *heap);
 
 /* Inserts node (not already queued). Returns false on allocation failure. */
-bool rl_heap_push(rl_heap *heap, rl_heap_node *node);
+bool rl__heap_push(rl_heap *heap, rl_heap_node *node);
 
 static inline rl_heap_node *rl_heap_top(const rl_heap *heap) {
     return heap->count > 0 ? heap->nodes[0] : NULL;
 }
 
 /* Removes a queued node from anywhere in the heap. */
-void rl_heap_remove(rl_heap *heap, rl_heap_node *node);
+void rl__heap_remove(rl_heap *heap, rl_heap_node *node);
 
 /* Visits nodes in ascending at_ms order, best-first without modifying the
  * heap, until visit returns true; returns the node that stopped the walk, or
  * NULL if all were visited. scratch is a caller-kept index buffer (grown as
  * needed, free with free()). Costs O(k log k) for the k nodes visited. */
 typedef bool (*rl_heap_visit_fn)(const rl_heap_node *node, void *context);
-const rl_heap_node *rl_heap_walk(const rl_heap *heap, rl_heap_visit_fn visit, void *context,
-                                 uint32_t **scratch, uint32_t *scratch_capacity);
+const rl_heap_node *rl__heap_walk(const rl_heap *heap, rl_heap_visit_fn visit, void *context,
+                                  uint32_t **scratch, uint32_t *scratch_capacity);
 
 #endif

@@ -37,16 +37,16 @@ static void lease_free(rl_mem_lease_table *table, rl_mem_lease *lease) {
     }
 }
 
-bool rl_mem_lease_table_init(rl_mem_lease_table *table) {
+bool rl__mem_lease_table_init(rl_mem_lease_table *table) {
     memset(&table->recycler, 0, sizeof table->recycler);
     table->count = 0;
     table->mask = INITIAL_SLOTS - 1;
-    rl_due_queue_init(&table->by_forget_at);
+    rl__due_queue_init(&table->by_forget_at);
     table->slots = calloc(INITIAL_SLOTS, sizeof *table->slots);
     return table->slots != NULL;
 }
 
-void rl_mem_lease_table_free(rl_mem_lease_table *table) {
+void rl__mem_lease_table_free(rl_mem_lease_table *table) {
     if (table->slots != NULL) {
         for (uint64_t i = 0; i <= table->mask; i++) free(table->slots[i].lease);
     }
@@ -59,11 +59,11 @@ void rl_mem_lease_table_free(rl_mem_lease_table *table) {
             table->recycler.lists[n] = next;
         }
     }
-    rl_due_queue_free(&table->by_forget_at);
+    rl__due_queue_free(&table->by_forget_at);
     table->count = 0;
 }
 
-rl_mem_lease *rl_mem_lease_find(const rl_mem_lease_table *table, uint64_t id_hi, uint64_t id_lo) {
+rl_mem_lease *rl__mem_lease_find(const rl_mem_lease_table *table, uint64_t id_hi, uint64_t id_lo) {
     uint64_t hash = hash_of(id_hi, id_lo);
     for (uint64_t i = hash & table->mask;; i = (i + 1) & table->mask) {
         const rl_mem_lease_slot *slot = &table->slots[i];
@@ -106,10 +106,10 @@ static void remove_slot(rl_mem_lease_table *table, uint64_t hash, const rl_mem_l
     table->slots[hole] = (rl_mem_lease_slot){0, NULL};
 }
 
-rl_mem_lease *rl_mem_lease_add(rl_mem_lease_table *table, uint64_t id_hi, uint64_t id_lo,
-                               uint16_t entry_count, uint64_t now_ms, uint64_t lifetime_ms) {
+rl_mem_lease *rl__mem_lease_add(rl_mem_lease_table *table, uint64_t id_hi, uint64_t id_lo,
+                                uint16_t entry_count, uint64_t now_ms, uint64_t lifetime_ms) {
     if ((table->count + 1) * 2 > table->mask + 1 && !resize(table, (table->mask + 1) * 2)) return NULL;
-    if (!rl_due_queue_reserve_one(&table->by_forget_at, lifetime_ms)) return NULL;
+    if (!rl__due_queue_reserve_one(&table->by_forget_at, lifetime_ms)) return NULL;
     rl_mem_lease *lease = lease_alloc(table, entry_count);
     if (lease == NULL) return NULL;
     lease->id_hi = id_hi;
@@ -124,26 +124,26 @@ rl_mem_lease *rl_mem_lease_add(rl_mem_lease_table *table, uint64_t id_hi, uint64
     for (uint16_t i = 0; i < entry_count; i++) lease->entries[i].limit = NULL; /* nothing held yet */
     uint64_t hash = hash_of(id_hi, id_lo);
     insert_slot(table, hash, lease);
-    rl_due_queue_push(&table->by_forget_at, lease, hash, now_ms, lifetime_ms);
+    rl__due_queue_push(&table->by_forget_at, lease, hash, now_ms, lifetime_ms);
     table->count++;
     return lease;
 }
 
 /* Forgets the lease of due: by_forget_at's top (front -1) or one of its
- * fronts (rl_due_queue_front). */
+ * fronts (rl__due_queue_front). */
 static void forget(rl_mem_lease_table *table, const rl_due_slot *due, int front) {
     rl_mem_lease *lease = due->item;
     uint64_t hash = due->hash;
-    if (front < 0) rl_due_queue_pop(&table->by_forget_at);
-    else rl_due_queue_pop_front(&table->by_forget_at, front);
+    if (front < 0) rl__due_queue_pop(&table->by_forget_at);
+    else rl__due_queue_pop_front(&table->by_forget_at, front);
     /* The next lease to forget was made long ago and is out of cache, and
      * so is its slot: ask for both now, the next reserve finds them there. */
-    const rl_due_slot *next = rl_due_queue_top(&table->by_forget_at);
+    const rl_due_slot *next = rl__due_queue_top(&table->by_forget_at);
     if (next != NULL) {
         __builtin_prefetch(next->item, 1);
         __builtin_prefetch(&table->slots[next->hash & table->mask], 1);
     }
-    for (uint16_t i = 0; i < lease->entry_count; i++) rl_mem_limit_release(&lease->entries[i]);
+    for (uint16_t i = 0; i < lease->entry_count; i++) rl__mem_limit_release(&lease->entries[i]);
     remove_slot(table, hash, lease);
     table->count--;
     /* Shrink after a burst so that memory follows the live load. */
@@ -152,10 +152,10 @@ static void forget(rl_mem_lease_table *table, const rl_due_slot *due, int front)
     lease_free(table, lease);
 }
 
-size_t rl_mem_lease_forget_due(rl_mem_lease_table *table, uint64_t now_ms, size_t max_count) {
+size_t rl__mem_lease_forget_due(rl_mem_lease_table *table, uint64_t now_ms, size_t max_count) {
     size_t forgotten = 0;
     const rl_due_slot *top;
-    while ((max_count == 0 || forgotten < max_count) && (top = rl_due_queue_top(&table->by_forget_at)) != NULL &&
+    while ((max_count == 0 || forgotten < max_count) && (top = rl__due_queue_top(&table->by_forget_at)) != NULL &&
            top->at_ms <= now_ms) {
         forget(table, top, -1);
         forgotten++;
@@ -166,7 +166,7 @@ size_t rl_mem_lease_forget_due(rl_mem_lease_table *table, uint64_t now_ms, size_
 static bool holds_live_entries(const rl_mem_lease *lease, uint64_t now_ms) {
     for (uint16_t i = 0; i < lease->entry_count; i++) {
         const rl_mem_entry *entry = &lease->entries[i];
-        if (entry->expiry.at_ms > now_ms && rl_mem_entry_is_live(entry)) return true;
+        if (entry->expiry.at_ms > now_ms && rl__mem_entry_is_live(entry)) return true;
     }
     return false;
 }
@@ -174,10 +174,10 @@ static bool holds_live_entries(const rl_mem_lease *lease, uint64_t now_ms) {
 /* Any front will do, not only the earliest: the lease due first may still
  * hold a reservation while the front of another lifetime (denied leases,
  * lifetime 0, are all in one ring) holds nothing. */
-bool rl_mem_lease_make_room(rl_mem_lease_table *table, uint64_t max_leases, uint64_t now_ms) {
+bool rl__mem_lease_make_room(rl_mem_lease_table *table, uint64_t max_leases, uint64_t now_ms) {
     if (table->count < max_leases) return true;
     for (int front = 0; front < RL_DUE_QUEUE_FRONTS; front++) {
-        const rl_due_slot *due = rl_due_queue_front(&table->by_forget_at, front);
+        const rl_due_slot *due = rl__due_queue_front(&table->by_forget_at, front);
         if (due == NULL || holds_live_entries(due->item, now_ms)) continue;
         forget(table, due, front);
         return true;

@@ -51,25 +51,25 @@ typedef struct rl_mem_lease_table {
     rl_due_queue by_forget_at;
 } rl_mem_lease_table;
 
-bool rl_mem_lease_table_init(rl_mem_lease_table *table);
+bool rl__mem_lease_table_init(rl_mem_lease_table *table);
 /* Frees every lease without touching limits (they are freed too). */
-void rl_mem_lease_table_free(rl_mem_lease_table *table);
+void rl__mem_lease_table_free(rl_mem_lease_table *table);
 
-rl_mem_lease *rl_mem_lease_find(const rl_mem_lease_table *table, uint64_t id_hi, uint64_t id_lo);
+rl_mem_lease *rl__mem_lease_find(const rl_mem_lease_table *table, uint64_t id_hi, uint64_t id_lo);
 
 /* Allocates a lease with room for entry_count entries (holding nothing), to be
  * forgotten lifetime_ms after now_ms (which must not go back between calls),
  * and links it in. NULL on allocation failure (nothing changed). */
-rl_mem_lease *rl_mem_lease_add(rl_mem_lease_table *table, uint64_t id_hi, uint64_t id_lo,
-                               uint16_t entry_count, uint64_t now_ms, uint64_t lifetime_ms);
+rl_mem_lease *rl__mem_lease_add(rl_mem_lease_table *table, uint64_t id_hi, uint64_t id_lo,
+                                uint16_t entry_count, uint64_t now_ms, uint64_t lifetime_ms);
 
 /* Forgets leases due at or before now_ms, at most max_count (0: all); each
  * releases whatever it still holds. Returns how many were forgotten. */
-size_t rl_mem_lease_forget_due(rl_mem_lease_table *table, uint64_t now_ms, size_t max_count);
+size_t rl__mem_lease_forget_due(rl_mem_lease_table *table, uint64_t now_ms, size_t max_count);
 
 /* Makes room for one more lease under max_leases by forgetting early a
  * lease that holds nothing live at now_ms: the one due first of some
  * lifetime. Returns false if every such lease still holds capacity. */
-bool rl_mem_lease_make_room(rl_mem_lease_table *table, uint64_t max_leases, uint64_t now_ms);
+bool rl__mem_lease_make_room(rl_mem_lease_table *table, uint64_t max_leases, uint64_t now_ms);
 
 #endif

@@ -11,59 +11,59 @@ static uint64_t lifetime_ms(const rl_limit_def *def) {
     return (uint64_t)(def->kind == RL_KIND_ROLLING ? def->window_seconds : def->timeout_seconds) * 1000u;
 }
 
-bool rl_mem_limit_reserve_room(rl_mem_limit *limit) {
-    return limit->def.kind == RL_KIND_ROLLING ? rl_expiry_ring_reserve_one(&limit->reservations)
-                                              : rl_heap_reserve_one(&limit->holds);
+bool rl__mem_limit_reserve_room(rl_mem_limit *limit) {
+    return limit->def.kind == RL_KIND_ROLLING ? rl__expiry_ring_reserve_one(&limit->reservations)
+                                              : rl__heap_reserve_one(&limit->holds);
 }
 
-uint64_t rl_mem_limit_next_expiry_ms(const rl_mem_limit *limit, uint64_t now_ms) {
+uint64_t rl__mem_limit_next_expiry_ms(const rl_mem_limit *limit, uint64_t now_ms) {
     uint64_t at_ms = now_ms + lifetime_ms(&limit->def);
     if (limit->def.kind == RL_KIND_ROLLING) {
-        uint64_t tail_ms = rl_expiry_ring_tail_ms(&limit->reservations);
+        uint64_t tail_ms = rl__expiry_ring_tail_ms(&limit->reservations);
         if (at_ms < tail_ms) at_ms = tail_ms;
     }
     return at_ms;
 }
 
-void rl_mem_limit_hold(rl_mem_limit *limit, rl_mem_entry *entry, uint64_t amount, uint64_t at_ms) {
+void rl__mem_limit_hold(rl_mem_limit *limit, rl_mem_entry *entry, uint64_t amount, uint64_t at_ms) {
     entry->limit = limit;
     entry->kind = limit->def.kind;
     entry->amount = amount;
     entry->expiry.at_ms = at_ms;
     if (entry->kind == RL_KIND_ROLLING)
-        entry->ring_seq = rl_expiry_ring_push(&limit->reservations, amount, entry->expiry.at_ms);
+        entry->ring_seq = rl__expiry_ring_push(&limit->reservations, amount, entry->expiry.at_ms);
     else
-        rl_heap_push(&limit->holds, &entry->expiry);
+        rl__heap_push(&limit->holds, &entry->expiry);
     limit->used += amount;
 }
 
-bool rl_mem_entry_is_live(const rl_mem_entry *entry) {
+bool rl__mem_entry_is_live(const rl_mem_entry *entry) {
     if (entry->limit == NULL) return false;
     return entry->kind != RL_KIND_ROLLING || rl_expiry_ring_holds(&entry->limit->reservations, entry->ring_seq);
 }
 
-uint64_t rl_mem_entry_amount(const rl_mem_entry *entry) {
+uint64_t rl__mem_entry_amount(const rl_mem_entry *entry) {
     if (entry->kind == RL_KIND_ROLLING) return rl_expiry_ring_at(&entry->limit->reservations, entry->ring_seq)->amount;
     return entry->amount;
 }
 
-void rl_mem_limit_release(rl_mem_entry *entry) {
-    if (!rl_mem_entry_is_live(entry)) {
+void rl__mem_limit_release(rl_mem_entry *entry) {
+    if (!rl__mem_entry_is_live(entry)) {
         entry->limit = NULL;
         return;
     }
     rl_mem_limit *limit = entry->limit;
-    limit->used -= rl_mem_entry_amount(entry);
+    limit->used -= rl__mem_entry_amount(entry);
     if (entry->kind == RL_KIND_ROLLING)
-        rl_expiry_ring_remove(&limit->reservations, entry->ring_seq);
+        rl__expiry_ring_remove(&limit->reservations, entry->ring_seq);
     else
-        rl_heap_remove(&limit->holds, &entry->expiry);
+        rl__heap_remove(&limit->holds, &entry->expiry);
     entry->limit = NULL;
 }
 
-void rl_mem_limit_resize(rl_mem_entry *entry, uint64_t amount) {
+void rl__mem_limit_resize(rl_mem_entry *entry, uint64_t amount) {
     if (amount == 0) {
-        rl_mem_limit_release(entry);
+        rl__mem_limit_release(entry);
         return;
     }
     rl_expiry_slot *slot = rl_expiry_ring_at(&entry->limit->reservations, entry->ring_seq);
@@ -71,23 +71,23 @@ void rl_mem_limit_resize(rl_mem_entry *entry, uint64_t amount) {
     slot->amount = amount;
 }
 
-void rl_mem_limit_try_decrease(rl_mem_limit *limit) {
+void rl__mem_limit_try_decrease(rl_mem_limit *limit) {
     if (limit->pending_decrease_to != 0 && limit->used <= limit->pending_decrease_to) {
         limit->capacity_enforced = limit->pending_decrease_to;
         limit->pending_decrease_to = 0;
     }
 }
 
-void rl_mem_limit_expire(rl_mem_limit *limit, uint64_t now_ms) {
+void rl__mem_limit_expire(rl_mem_limit *limit, uint64_t now_ms) {
     const rl_expiry_slot *slot;
-    while ((slot = rl_expiry_ring_front(&limit->reservations)) != NULL && slot->at_ms <= now_ms) {
-        limit->used -= slot->amount; /* the entry learns it through rl_mem_entry_is_live */
-        rl_expiry_ring_pop(&limit->reservations);
+    while ((slot = rl__expiry_ring_front(&limit->reservations)) != NULL && slot->at_ms <= now_ms) {
+        limit->used -= slot->amount; /* the entry learns it through rl__mem_entry_is_live */
+        rl__expiry_ring_pop(&limit->reservations);
     }
     rl_heap_node *top;
     while ((top = rl_heap_top(&limit->holds)) != NULL && top->at_ms <= now_ms)
-        rl_mem_limit_release(ENTRY_OF(top));
-    rl_mem_limit_try_decrease(limit);
+        rl__mem_limit_release(ENTRY_OF(top));
+    rl__mem_limit_try_decrease(limit);
 }
 
 /* ---- retry_after: walk expiries in order until enough is freed ---- */
@@ -106,8 +106,8 @@ static bool visit_until_enough(const rl_heap_node *node, void *context) {
     return take(context, ENTRY_OF(node)->amount);
 }
 
-uint64_t rl_mem_limit_retry_after_ms(const rl_mem_limit *limit, uint64_t amount, uint64_t now_ms,
-                                     uint32_t **scratch, uint32_t *scratch_capacity) {
+uint64_t rl__mem_limit_retry_after_ms(const rl_mem_limit *limit, uint64_t amount, uint64_t now_ms,
+                                      uint32_t **scratch, uint32_t *scratch_capacity) {
     /* used may exceed capacity by debt: all of that has to expire too. */
     uint64_t capacity = limit->capacity_enforced;
     if (limit->used + amount <= capacity) return 1;
@@ -115,7 +115,7 @@ uint64_t rl_mem_limit_retry_after_ms(const rl_mem_limit *limit, uint64_t amount,
     uint64_t at_ms = 0;
     const rl_expiry_ring *ring = &limit->reservations;
     /* One queue at most holds live entries: a limit changes kind only while
-     * it holds nothing (rl_mem_limit_apply). */
+     * it holds nothing (rl__mem_limit_apply). */
     if (limit->holds.count == 0) {
         for (uint64_t seq = ring->head_seq; seq < ring->tail_seq; seq++) {
             const rl_expiry_slot *slot = rl_expiry_ring_at(ring, seq);
@@ -126,21 +126,21 @@ uint64_t rl_mem_limit_retry_after_ms(const rl_mem_limit *limit, uint64_t amount,
         }
     } else {
         const rl_heap_node *enough =
-            rl_heap_walk(&limit->holds, visit_until_enough, &walk, scratch, scratch_capacity);
+            rl__heap_walk(&limit->holds, visit_until_enough, &walk, scratch, scratch_capacity);
         if (enough != NULL) at_ms = enough->at_ms;
     }
     if (at_ms == 0) {
         /* Only on allocation failure: the latest expiry frees everything. */
-        at_ms = rl_expiry_ring_tail_ms(ring);
+        at_ms = rl__expiry_ring_tail_ms(ring);
         for (uint32_t i = 0; i < limit->holds.count; i++)
             if (limit->holds.nodes[i]->at_ms > at_ms) at_ms = limit->holds.nodes[i]->at_ms;
     }
     return at_ms > now_ms ? at_ms - now_ms : 1;
 }
 
-rl_status rl_mem_limit_apply(rl_mem_limit *limit, const rl_limit_def *def, uint64_t now_ms,
-                             rl_limit_status *out_status) {
-    rl_mem_limit_expire(limit, now_ms);
+rl_status rl__mem_limit_apply(rl_mem_limit *limit, const rl_limit_def *def, uint64_t now_ms,
+                              rl_limit_status *out_status) {
+    rl__mem_limit_expire(limit, now_ms);
     *out_status = limit->pending_decrease_to != 0 ? RL_LIMIT_STATUS_DECREASING : RL_LIMIT_STATUS_ACTIVE;
     if (def->kind != limit->def.kind && rl_mem_limit_active(limit) > 0) return RL_LIMIT_IN_USE;
     limit->def = *def;
@@ -149,13 +149,13 @@ rl_status rl_mem_limit_apply(rl_mem_limit *limit, const rl_limit_def *def, uint6
         limit->pending_decrease_to = 0;
     } else {
         limit->pending_decrease_to = def->capacity;
-        rl_mem_limit_try_decrease(limit);
+        rl__mem_limit_try_decrease(limit);
     }
     *out_status = limit->pending_decrease_to != 0 ? RL_LIMIT_STATUS_DECREASING : RL_LIMIT_STATUS_ACTIVE;
     return RL_OK;
 }
 
-void rl_mem_limit_usage(const rl_mem_limit *limit, rl_limit_usage *out) {
+void rl__mem_limit_usage(const rl_mem_limit *limit, rl_limit_usage *out) {
     memset(out, 0, sizeof *out);
     out->status = limit->pending_decrease_to != 0 ? RL_LIMIT_STATUS_DECREASING : RL_LIMIT_STATUS_ACTIVE;
     out->capacity = limit->capacity_enforced;
@@ -190,21 +190,21 @@ static uint64_t hash_key(const char *key, size_t *len_out) {
     return h;
 }
 
-bool rl_mem_limit_table_init(rl_mem_limit_table *table) {
+bool rl__mem_limit_table_init(rl_mem_limit_table *table) {
     table->bucket_count = 64;
     table->count = 0;
     table->buckets = calloc(table->bucket_count, sizeof *table->buckets);
     return table->buckets != NULL;
 }
 
-void rl_mem_limit_table_free(rl_mem_limit_table *table) {
+void rl__mem_limit_table_free(rl_mem_limit_table *table) {
     if (table->buckets == NULL) return;
     for (size_t b = 0; b < table->bucket_count; b++) {
         rl_mem_limit *limit = table->buckets[b];
         while (limit != NULL) {
             rl_mem_limit *next = limit->next_in_bucket;
-            rl_expiry_ring_free(&limit->reservations);
-            rl_heap_free(&limit->holds);
+            rl__expiry_ring_free(&limit->reservations);
+            rl__heap_free(&limit->holds);
             free(limit);
             limit = next;
         }
@@ -215,7 +215,7 @@ void rl_mem_limit_table_free(rl_mem_limit_table *table) {
     table->count = 0;
 }
 
-rl_mem_limit *rl_mem_limit_table_find(const rl_mem_limit_table *table, const char *key) {
+rl_mem_limit *rl__mem_limit_table_find(const rl_mem_limit_table *table, const char *key) {
     size_t len;
     uint64_t hash = hash_key(key, &len);
     for (rl_mem_limit *limit = table->buckets[hash & (table->bucket_count - 1)]; limit != NULL;
@@ -244,15 +244,15 @@ static void grow(rl_mem_limit_table *table) {
     table->bucket_count = bucket_count;
 }
 
-rl_mem_limit *rl_mem_limit_table_add(rl_mem_limit_table *table, const rl_limit_def *def) {
+rl_mem_limit *rl__mem_limit_table_add(rl_mem_limit_table *table, const rl_limit_def *def) {
     rl_mem_limit *limit = calloc(1, sizeof *limit);
     if (limit == NULL) return NULL;
     size_t len;
     limit->key_hash = hash_key(def->key, &len);
     limit->def = *def;
     limit->capacity_enforced = def->capacity;
-    rl_expiry_ring_init(&limit->reservations);
-    rl_heap_init(&limit->holds);
+    rl__expiry_ring_init(&limit->reservations);
+    rl__heap_init(&limit->holds);
     if (table->count + 1 > table->bucket_count) grow(table);
     size_t at = limit->key_hash & (table->bucket_count - 1);
     limit->next_in_bucket = table->buckets[at];

@@ -42,21 +42,21 @@ typedef struct rl_mem_limit {
 
 /* Frees every entry whose expiry is <= now_ms (used drops by their amount),
  * then applies a pending decrease if usage now allows it. */
-void rl_mem_limit_expire(rl_mem_limit *limit, uint64_t now_ms);
+void rl__mem_limit_expire(rl_mem_limit *limit, uint64_t now_ms);
 
 /* Makes room for one more entry of the limit's current kind, so that
- * rl_mem_limit_hold cannot fail. False on allocation failure. */
-bool rl_mem_limit_reserve_room(rl_mem_limit *limit);
+ * rl__mem_limit_hold cannot fail. False on allocation failure. */
+bool rl__mem_limit_reserve_room(rl_mem_limit *limit);
 
 /* When an entry queued now would expire: now + window (or timeout), or with
  * the latest queued reservation if that is later (only after a window was
  * shortened: erring long never over-admits, and it keeps the ring in order). */
-uint64_t rl_mem_limit_next_expiry_ms(const rl_mem_limit *limit, uint64_t now_ms);
+uint64_t rl__mem_limit_next_expiry_ms(const rl_mem_limit *limit, uint64_t now_ms);
 
 /* Queues entry, holding amount, for the limit's current kind, to expire at
- * at_ms, which must be what rl_mem_limit_next_expiry_ms said for this same
+ * at_ms, which must be what rl__mem_limit_next_expiry_ms said for this same
  * now (so that the ring stays in order). Room must be reserved. */
-void rl_mem_limit_hold(rl_mem_limit *limit, rl_mem_entry *entry, uint64_t amount, uint64_t at_ms);
+void rl__mem_limit_hold(rl_mem_limit *limit, rl_mem_entry *entry, uint64_t amount, uint64_t at_ms);
 
 /* Live entries (reservations + holds). */
 static inline uint64_t rl_mem_limit_active(const rl_mem_limit *limit) {
@@ -64,26 +64,26 @@ static inline uint64_t rl_mem_limit_active(const rl_mem_limit *limit) {
 }
 
 /* True while the entry still counts in its limit's usage. */
-bool rl_mem_entry_is_live(const rl_mem_entry *entry);
+bool rl__mem_entry_is_live(const rl_mem_entry *entry);
 
 /* Takes an entry out of its limit now, if still live (Complete, or
  * forgetting a lease). */
-void rl_mem_limit_release(rl_mem_entry *entry);
+void rl__mem_limit_release(rl_mem_entry *entry);
 
 /* Changes a live rolling reservation's amount (Complete's reconcile and
  * overage); 0 releases it. */
-void rl_mem_limit_resize(rl_mem_entry *entry, uint64_t amount);
+void rl__mem_limit_resize(rl_mem_entry *entry, uint64_t amount);
 
 /* The amount a live entry holds. */
-uint64_t rl_mem_entry_amount(const rl_mem_entry *entry);
+uint64_t rl__mem_entry_amount(const rl_mem_entry *entry);
 
 /* Applies a pending decrease if used <= the new capacity. */
-void rl_mem_limit_try_decrease(rl_mem_limit *limit);
+void rl__mem_limit_try_decrease(rl_mem_limit *limit);
 
 /* Milliseconds from now_ms until `amount` more would fit, walking expiries in
- * order (DESIGN.md "retry_after_ms"); at least 1. scratch as in rl_heap_walk. */
-uint64_t rl_mem_limit_retry_after_ms(const rl_mem_limit *limit, uint64_t amount, uint64_t now_ms,
-                                     uint32_t **scratch, uint32_t *scratch_capacity);
+ * order (DESIGN.md "retry_after_ms"); at least 1. scratch as in rl__heap_walk. */
+uint64_t rl__mem_limit_retry_after_ms(const rl_mem_limit *limit, uint64_t amount, uint64_t now_ms,
+                                      uint32_t **scratch, uint32_t *scratch_capacity);
 
 /* Installs a definition on a limit (new or existing): an increase applies at
  * once and cancels a pending decrease; a decrease applies at once only if
@@ -93,10 +93,10 @@ uint64_t rl_mem_limit_retry_after_ms(const rl_mem_limit *limit, uint64_t amount,
  * reservation on a limit whose holds time out in 5 s, which no Complete
  * releases), so while it holds any the answer is RL_LIMIT_IN_USE and
  * nothing changes. */
-rl_status rl_mem_limit_apply(rl_mem_limit *limit, const rl_limit_def *def, uint64_t now_ms,
-                             rl_limit_status *out_status);
+rl_status rl__mem_limit_apply(rl_mem_limit *limit, const rl_limit_def *def, uint64_t now_ms,
+                              rl_limit_status *out_status);
 
-void rl_mem_limit_usage(const rl_mem_limit *limit, rl_limit_usage *out);
+void rl__mem_limit_usage(const rl_mem_limit *limit, rl_limit_usage *out);
 
 /* key -> limit. Limits are never removed, so pointers stay valid for the
  * table's life. */
@@ -106,11 +106,11 @@ typedef struct rl_mem_limit_table {
     size_t count;
 } rl_mem_limit_table;
 
-bool rl_mem_limit_table_init(rl_mem_limit_table *table);
-void rl_mem_limit_table_free(rl_mem_limit_table *table); /* frees the limits too */
-rl_mem_limit *rl_mem_limit_table_find(const rl_mem_limit_table *table, const char *key);
+bool rl__mem_limit_table_init(rl_mem_limit_table *table);
+void rl__mem_limit_table_free(rl_mem_limit_table *table); /* frees the limits too */
+rl_mem_limit *rl__mem_limit_table_find(const rl_mem_limit_table *table, const char *key);
 /* Creates the limit for def->key (which must not exist yet). NULL on OOM. */
-rl_mem_limit *rl_mem_limit_table_add(rl_mem_limit_table *table, const rl_limit_def *def);
+rl_mem_limit *rl__mem_limit_table_add(rl_mem_limit_table *table, const rl_limit_def *def);
 
 #define RL_MEM_FOR_EACH_LIMIT(table, var)                               \
     for (size_t var##_bucket = 0; var##_bucket < (table)->bucket_count; var##_bucket++) \

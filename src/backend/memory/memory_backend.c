@@ -56,11 +56,11 @@ static rl_status apply_definition(rl_backend *base, const rl_limit_def *def,
     rl_status result = RL_OK;
     rl_limit_status status = RL_LIMIT_STATUS_ACTIVE;
     pthread_mutex_lock(&backend->lock);
-    rl_mem_limit *limit = rl_mem_limit_table_find(&backend->limits, def->key);
+    rl_mem_limit *limit = rl__mem_limit_table_find(&backend->limits, def->key);
     if (limit == NULL) {
-        if (rl_mem_limit_table_add(&backend->limits, def) == NULL) result = RL_NO_MEMORY;
+        if (rl__mem_limit_table_add(&backend->limits, def) == NULL) result = RL_NO_MEMORY;
     } else {
-        result = rl_mem_limit_apply(limit, def, backend->clock->monotonic_ms(backend->clock), &status);
+        result = rl__mem_limit_apply(limit, def, backend->clock->monotonic_ms(backend->clock), &status);
     }
     pthread_mutex_unlock(&backend->lock);
     if (out_status != NULL) *out_status = status;
@@ -104,8 +104,8 @@ static void decide(memory_backend *backend, const rl_reserve_request *request,
         }
         if (limit->used + amount > limit->capacity_enforced) {
             fits = false;
-            uint64_t wait_ms = rl_mem_limit_retry_after_ms(limit, amount, now_ms, &backend->walk_scratch,
-                                                           &backend->walk_scratch_capacity);
+            uint64_t wait_ms = rl__mem_limit_retry_after_ms(limit, amount, now_ms, &backend->walk_scratch,
+                                                            &backend->walk_scratch_capacity);
             if (wait_ms > retry_after_ms) retry_after_ms = wait_ms;
         }
     }
@@ -127,7 +127,7 @@ static void reserve_one(memory_backend *backend, const rl_reserve_request *reque
     uint64_t id_hi, id_lo;
     size_t count = request->requirement_count;
     (void)rl_ulid_decode(request->lease_id, strlen(request->lease_id), &id_hi, &id_lo); /* valid */
-    rl_mem_lease *lease = rl_mem_lease_find(&backend->leases, id_hi, id_lo);
+    rl_mem_lease *lease = rl__mem_lease_find(&backend->leases, id_hi, id_lo);
     if (lease != NULL) {
         if (lease->fingerprint != rl__lease_fingerprint(request->requirements, count))
             deny(result, RL_LEASE_ID_CONFLICT, NULL, 0);
@@ -140,21 +140,21 @@ static void reserve_one(memory_backend *backend, const rl_reserve_request *reque
     uint64_t expires_at_ms[RL_MAX_REQUIREMENTS];
     uint64_t forget_at_ms = now_ms;
     for (size_t i = 0; i < count; i++) {
-        rl_mem_limit *limit = rl_mem_limit_table_find(&backend->limits, request->requirements[i].key);
+        rl_mem_limit *limit = rl__mem_limit_table_find(&backend->limits, request->requirements[i].key);
         if (limit == NULL) {
             /* Not remembered: the key may be defined before the retry. */
             deny(result, RL_UNKNOWN_LIMIT_KEY, request->requirements[i].key, 0);
             return;
         }
         limits[i] = limit;
-        rl_mem_limit_expire(limit, now_ms);
-        expires_at_ms[i] = rl_mem_limit_next_expiry_ms(limit, now_ms);
+        rl__mem_limit_expire(limit, now_ms);
+        expires_at_ms[i] = rl__mem_limit_next_expiry_ms(limit, now_ms);
         if (expires_at_ms[i] > forget_at_ms) forget_at_ms = expires_at_ms[i];
     }
 
     decide(backend, request, limits, now_ms, result);
-    rl_mem_lease_forget_due(&backend->leases, now_ms, FORGET_PER_RESERVE);
-    if (!rl_mem_lease_make_room(&backend->leases, backend->max_leases, now_ms)) {
+    rl__mem_lease_forget_due(&backend->leases, now_ms, FORGET_PER_RESERVE);
+    if (!rl__mem_lease_make_room(&backend->leases, backend->max_leases, now_ms)) {
         /* Full of leases that hold capacity: admitting without remembering
          * would break idempotency, so fail closed. */
         deny(result, RL_BACKEND_ERROR, NULL, 0);
@@ -163,7 +163,7 @@ static void reserve_one(memory_backend *backend, const rl_reserve_request *reque
     if (result->allowed) {
         /* Grow every queue first, so that nothing below can fail half-way. */
         for (size_t i = 0; i < count; i++) {
-            if (!rl_mem_limit_reserve_room(limits[i])) {
+            if (!rl__mem_limit_reserve_room(limits[i])) {
                 deny(result, RL_NO_MEMORY, NULL, 0);
                 return;
             }
@@ -174,15 +174,15 @@ static void reserve_one(memory_backend *backend, const rl_reserve_request *reque
      * room for new leases however long the windows they were denied on. */
     uint16_t entry_count = result->allowed ? (uint16_t)count : 0;
     uint64_t lifetime_ms = result->allowed ? forget_at_ms - now_ms : 0;
-    lease = rl_mem_lease_add(&backend->leases, id_hi, id_lo, entry_count, now_ms,
-                             lifetime_ms + backend->lease_memory_ms);
+    lease = rl__mem_lease_add(&backend->leases, id_hi, id_lo, entry_count, now_ms,
+                              lifetime_ms + backend->lease_memory_ms);
     if (lease == NULL) {
         deny(result, RL_NO_MEMORY, NULL, 0);
         return;
     }
     if (result->allowed) {
         for (size_t i = 0; i < count; i++)
-            rl_mem_limit_hold(limits[i], &lease->entries[i], request->requirements[i].amount, expires_at_ms[i]);
+            rl__mem_limit_hold(limits[i], &lease->entries[i], request->requirements[i].amount, expires_at_ms[i]);
         result->reserved_at_unix_ms = now_unix_ms;
     }
     lease->allowed = result->allowed;
@@ -210,13 +210,13 @@ static void charge_overage(rl_mem_entry *entry, uint64_t reserved, uint64_t extr
     uint64_t capacity = limit->capacity_enforced;
     if (limit->def.overage == RL_OVERAGE_DEBT) {
         uint64_t above_before = limit->used > capacity ? limit->used - capacity : 0;
-        rl_mem_limit_resize(entry, reserved + extra);
+        rl__mem_limit_resize(entry, reserved + extra);
         uint64_t above_after = limit->used > capacity ? limit->used - capacity : 0;
         limit->debt_total += above_after - above_before;
     } else {
         uint64_t room = limit->used < capacity ? capacity - limit->used : 0;
         uint64_t charged = extra < room ? extra : room;
-        rl_mem_limit_resize(entry, reserved + charged);
+        rl__mem_limit_resize(entry, reserved + charged);
         limit->overage_denied_total += extra - charged;
     }
 }
@@ -225,10 +225,10 @@ static void reconcile(rl_mem_lease *lease, const rl_mem_limit *limit, uint64_t a
     for (uint16_t i = 0; i < lease->entry_count; i++) {
         rl_mem_entry *entry = &lease->entries[i];
         if (entry->limit != limit || entry->kind != RL_KIND_ROLLING) continue;
-        if (!rl_mem_entry_is_live(entry)) return; /* its window is over: nothing left to adjust */
-        uint64_t reserved = rl_mem_entry_amount(entry);
+        if (!rl__mem_entry_is_live(entry)) return; /* its window is over: nothing left to adjust */
+        uint64_t reserved = rl__mem_entry_amount(entry);
         if (actual_amount < reserved)
-            rl_mem_limit_resize(entry, actual_amount);
+            rl__mem_limit_resize(entry, actual_amount);
         else if (actual_amount > reserved)
             charge_overage(entry, reserved, actual_amount - reserved);
         return;
@@ -240,7 +240,7 @@ static rl_status complete_one(memory_backend *backend, const rl_complete_request
     assert(rl__complete_request_is_valid(request)); /* backend.h: checked by whoever decoded it */
     uint64_t id_hi, id_lo;
     (void)rl_ulid_decode(request->lease_id, strlen(request->lease_id), &id_hi, &id_lo); /* valid */
-    rl_mem_lease *lease = rl_mem_lease_find(&backend->leases, id_hi, id_lo);
+    rl_mem_lease *lease = rl__mem_lease_find(&backend->leases, id_hi, id_lo);
     /* Unknown, denied or already completed: nothing to release (idempotent). */
     if (lease == NULL || !lease->allowed || lease->completed) return RL_OK;
     lease->completed = true;
@@ -251,15 +251,15 @@ static rl_status complete_one(memory_backend *backend, const rl_complete_request
         rl_mem_entry *entry = &lease->entries[i];
         if (entry->limit == NULL) continue;
         touched[touched_count++] = entry->limit;
-        rl_mem_limit_expire(entry->limit, now_ms);
-        if (entry->kind == RL_KIND_CONCURRENCY) rl_mem_limit_release(entry);
+        rl__mem_limit_expire(entry->limit, now_ms);
+        if (entry->kind == RL_KIND_CONCURRENCY) rl__mem_limit_release(entry);
     }
     for (size_t a = 0; a < request->actual_count; a++) {
-        const rl_mem_limit *limit = rl_mem_limit_table_find(&backend->limits, request->actuals[a].key);
+        const rl_mem_limit *limit = rl__mem_limit_table_find(&backend->limits, request->actuals[a].key);
         if (limit != NULL) reconcile(lease, limit, request->actuals[a].actual_amount);
     }
     /* Released capacity may let a pending decrease through. */
-    for (size_t i = 0; i < touched_count; i++) rl_mem_limit_try_decrease(touched[i]);
+    for (size_t i = 0; i < touched_count; i++) rl__mem_limit_try_decrease(touched[i]);
     return RL_OK;
 }
 
@@ -278,12 +278,12 @@ static rl_status limit_usage(rl_backend *base, const char *key, rl_limit_usage *
     memory_backend *backend = from_base(base);
     rl_status status = RL_OK;
     pthread_mutex_lock(&backend->lock);
-    rl_mem_limit *limit = rl_mem_limit_table_find(&backend->limits, key);
+    rl_mem_limit *limit = rl__mem_limit_table_find(&backend->limits, key);
     if (limit == NULL) {
         status = RL_UNKNOWN_LIMIT_KEY;
     } else {
-        rl_mem_limit_expire(limit, backend->clock->monotonic_ms(backend->clock));
-        rl_mem_limit_usage(limit, out);
+        rl__mem_limit_expire(limit, backend->clock->monotonic_ms(backend->clock));
+        rl__mem_limit_usage(limit, out);
     }
     pthread_mutex_unlock(&backend->lock);
     return status;
@@ -291,8 +291,8 @@ static rl_status limit_usage(rl_backend *base, const char *key, rl_limit_usage *
 
 static void sweep_locked(memory_backend *backend) {
     uint64_t now_ms = backend->clock->monotonic_ms(backend->clock);
-    rl_mem_lease_forget_due(&backend->leases, now_ms, 0);
-    RL_MEM_FOR_EACH_LIMIT(&backend->limits, limit) rl_mem_limit_expire(limit, now_ms);
+    rl__mem_lease_forget_due(&backend->leases, now_ms, 0);
+    RL_MEM_FOR_EACH_LIMIT(&backend->limits, limit) rl__mem_limit_expire(limit, now_ms);
 }
 
 static void sweep(rl_backend *base) {
@@ -329,8 +329,8 @@ static void destroy(rl_backend *base) {
     }
     pthread_cond_destroy(&backend->sweeper_wake);
     pthread_mutex_destroy(&backend->lock);
-    rl_mem_lease_table_free(&backend->leases);
-    rl_mem_limit_table_free(&backend->limits);
+    rl__mem_lease_table_free(&backend->leases);
+    rl__mem_limit_table_free(&backend->limits);
     free(backend->walk_scratch);
     free(backend);
 }
@@ -364,7 +364,7 @@ rl_status rl_memory_backend_create(const rl_memory_options *options, rl_backend 
     pthread_condattr_setclock(&cond_attr, CLOCK_MONOTONIC);
     pthread_cond_init(&backend->sweeper_wake, &cond_attr);
     pthread_condattr_destroy(&cond_attr);
-    if (!rl_mem_limit_table_init(&backend->limits) || !rl_mem_lease_table_init(&backend->leases)) {
+    if (!rl__mem_limit_table_init(&backend->limits) || !rl__mem_lease_table_init(&backend->leases)) {
         destroy(&backend->base);
         return RL_NO_MEMORY;
     }

@@ -23,12 +23,12 @@
  * decoded, or that it encoded itself, so this cannot fail but for memory. */
 static bool decode_cached(const char *json, rl_limit_def *out) {
     char detail[RL_WIRE_DETAIL_SIZE];
-    return rl_wire_decode_limit_def(json, strlen(json), out, detail) == RL_OK;
+    return rl__wire_decode_limit_def(json, strlen(json), out, detail) == RL_OK;
 }
 
 /* A definition's JSON as Redis holds it (remembered in the definition
  * cache, to define it again should Redis lose it). Every build writes it
- * with rl_wire_encode_limit_def, so one that does not decode was edited by
+ * with rl__wire_encode_limit_def, so one that does not decode was edited by
  * hand, damaged, or written by a build that knows more than this one: an
  * error (RL_BACKEND_ERROR, and a line on stderr saying which and why), not
  * an absence. Left out, the limit would still be enforced by the scripts
@@ -36,7 +36,7 @@ static bool decode_cached(const char *json, rl_limit_def *out) {
  * the key again from its own registry file, over what Redis holds. */
 static rl_status decode_stored(redis_backend *backend, const char *json, size_t len, rl_limit_def *out) {
     char detail[RL_WIRE_DETAIL_SIZE];
-    if (rl_wire_decode_limit_def(json, len, out, detail) != RL_OK) {
+    if (rl__wire_decode_limit_def(json, len, out, detail) != RL_OK) {
         fprintf(stderr,
                 "ratelimiterd: a limit definition in Redis cannot be read (%s); PUT the limit "
                 "again to replace it: %.*s\n",
@@ -88,10 +88,10 @@ static rl_status define(redis_backend *backend, const rl_clock *clock, const cha
 rl_status rl_redis_apply_definition(rl_backend *base, const rl_limit_def *def, rl_limit_status *out_status) {
     redis_backend *backend = rl_redis_backend_of(base);
     rl_buf json;
-    rl_buf_init(&json);
-    rl_wire_encode_limit_def(&json, def);
+    rl__buf_init(&json);
+    rl__wire_encode_limit_def(&json, def);
     if (json.failed) {
-        rl_buf_free(&json);
+        rl__buf_free(&json);
         return RL_NO_MEMORY;
     }
     const char *jsons[] = {json.data};
@@ -100,7 +100,7 @@ rl_status rl_redis_apply_definition(rl_backend *base, const rl_limit_def *def, r
         define(backend, backend->clock, "put", def, jsons, 1, rl_redis_operation_deadline_ms(backend), &code);
     if (status == RL_OK && code == 2) status = RL_LIMIT_IN_USE; /* nothing was written */
     if (status == RL_OK) rl_definition_cache_put(backend->definitions, def->key, json.data, json.len);
-    rl_buf_free(&json);
+    rl__buf_free(&json);
     if (status == RL_OK && out_status != NULL)
         *out_status = code == 1 ? RL_LIMIT_STATUS_DECREASING : RL_LIMIT_STATUS_ACTIVE;
     return status;

@@ -59,32 +59,32 @@ bool rl_redis_memory_evicts(const rl_redis_memory *memory) { return strcmp(memor
 
 void rl_redis_memory_eviction_refusal(const rl_redis_memory *memory, const char *address, char *out,
                                       size_t out_size) {
-    rl_error_text(out, out_size,
-                  "Redis at %s has maxmemory-policy %s, so it may evict lease records and reservations (a "
-                  "retried lease admitted twice, usage past capacity); set maxmemory-policy noeviction in "
-                  "Redis, or redis.allow_eviction: true to accept that",
-                  address, memory->policy);
+    rl__error_text(out, out_size,
+                   "Redis at %s has maxmemory-policy %s, so it may evict lease records and reservations (a "
+                   "retried lease admitted twice, usage past capacity); set maxmemory-policy noeviction in "
+                   "Redis, or redis.allow_eviction: true to accept that",
+                   address, memory->policy);
 }
 
 rl_redis_memory_verdict rl_redis_memory_judge(const rl_redis_memory *memory, char *detail, size_t detail_size) {
     if (memory->max_bytes == 0) return RL_REDIS_MEMORY_OK;
     if (memory->used_bytes >= memory->max_bytes) {
-        rl_error_text(detail, detail_size,
-                      "Redis refuses writes: it uses %llu bytes of its maxmemory %llu (policy %s), so no "
-                      "lease can be recorded; give it more memory or shorten redis.lease_memory_ms",
-                      (unsigned long long)memory->used_bytes, (unsigned long long)memory->max_bytes,
-                      memory->policy);
+        rl__error_text(detail, detail_size,
+                       "Redis refuses writes: it uses %llu bytes of its maxmemory %llu (policy %s), so no "
+                       "lease can be recorded; give it more memory or shorten redis.lease_memory_ms",
+                       (unsigned long long)memory->used_bytes, (unsigned long long)memory->max_bytes,
+                       memory->policy);
         return RL_REDIS_MEMORY_FULL;
     }
     /* Per mille of maxmemory, without overflow (used < max here). */
     uint64_t per_mille = memory->max_bytes >= 1000 ? memory->used_bytes / (memory->max_bytes / 1000)
                                                     : memory->used_bytes * 1000 / memory->max_bytes;
     if (per_mille >= RL_REDIS_MEMORY_DEGRADED_PERCENT * 10u) {
-        rl_error_text(detail, detail_size,
-                      "Redis memory is at %llu.%llu%% of maxmemory (%llu of %llu bytes): at 100%% it refuses "
-                      "every reserve",
-                      (unsigned long long)(per_mille / 10), (unsigned long long)(per_mille % 10),
-                      (unsigned long long)memory->used_bytes, (unsigned long long)memory->max_bytes);
+        rl__error_text(detail, detail_size,
+                       "Redis memory is at %llu.%llu%% of maxmemory (%llu of %llu bytes): at 100%% it refuses "
+                       "every reserve",
+                       (unsigned long long)(per_mille / 10), (unsigned long long)(per_mille % 10),
+                       (unsigned long long)memory->used_bytes, (unsigned long long)memory->max_bytes);
         return RL_REDIS_MEMORY_NEAR;
     }
     return RL_REDIS_MEMORY_OK;

@@ -87,13 +87,13 @@ static rl_status reply_status(rl_redis_pool *pool, redisContext *ctx, redisReply
     if (reply == NULL) {
         /* hiredis says strerror(EAGAIN) for a socket timeout: say it plainly. */
         bool timed_out = ctx->err == REDIS_ERR_IO && strcmp(ctx->errstr, strerror(EAGAIN)) == 0;
-        rl_error_text(err, err_size, "redis %s: %s", pool->address,
-                      timed_out ? "no answer before the deadline" : ctx->errstr[0] ? ctx->errstr : "no reply");
+        rl__error_text(err, err_size, "redis %s: %s", pool->address,
+                       timed_out ? "no answer before the deadline" : ctx->errstr[0] ? ctx->errstr : "no reply");
         return RL_BACKEND_ERROR;
     }
     if (reply->type == REDIS_REPLY_ERROR) {
         if (strncmp(reply->str, "OOM", 3) == 0) atomic_store(&pool->last_oom_ms, monotonic_ms());
-        rl_error_text(err, err_size, "redis %s: %s", pool->address, reply->str);
+        rl__error_text(err, err_size, "redis %s: %s", pool->address, reply->str);
         return RL_BACKEND_ERROR;
     }
     return RL_OK;
@@ -117,7 +117,7 @@ static rl_status load_scripts(rl_redis_pool *pool, redisContext *ctx, char *err,
         free(text);
         rl_status status = reply_status(pool, ctx, reply, err, err_size);
         if (status == RL_OK && (reply->type != REDIS_REPLY_STRING || reply->len != SHA_LEN)) {
-            rl_error_text(err, err_size, "redis %s: SCRIPT LOAD gave no SHA", pool->address);
+            rl__error_text(err, err_size, "redis %s: SCRIPT LOAD gave no SHA", pool->address);
             status = RL_BACKEND_ERROR;
         }
         if (status == RL_OK) {
@@ -148,7 +148,7 @@ static bool memory_policy_ok(rl_redis_pool *pool, redisContext *ctx, char *err, 
     rl_redis_memory memory;
     bool ok = reply->type == REDIS_REPLY_STRING && rl_redis_memory_parse(reply->str, reply->len, &memory);
     if (!ok)
-        rl_error_text(err, err_size, "redis %s: INFO memory does not say maxmemory_policy", pool->address);
+        rl__error_text(err, err_size, "redis %s: INFO memory does not say maxmemory_policy", pool->address);
     else if (rl_redis_memory_evicts(&memory) && !pool->allow_eviction) {
         rl_redis_memory_eviction_refusal(&memory, pool->address, err, err_size);
         ok = false;
@@ -163,13 +163,13 @@ static bool memory_policy_ok(rl_redis_pool *pool, redisContext *ctx, char *err, 
 static redisContext *connect_one(rl_redis_pool *pool, uint64_t deadline_ms, char *err, size_t err_size) {
     uint64_t left = left_ms(deadline_ms);
     if (left < MIN_ATTEMPT_MS) {
-        rl_error_text(err, err_size, "redis %s: no time left to connect", pool->address);
+        rl__error_text(err, err_size, "redis %s: no time left to connect", pool->address);
         return NULL;
     }
     redisContext *ctx =
         redisConnectWithTimeout(pool->host, pool->port, timeval_of(at_most(pool->connect_timeout_ms, left)));
     if (ctx == NULL || ctx->err) {
-        rl_error_text(err, err_size, "redis %s: %s", pool->address, ctx != NULL ? ctx->errstr : "out of memory");
+        rl__error_text(err, err_size, "redis %s: %s", pool->address, ctx != NULL ? ctx->errstr : "out of memory");
         if (ctx != NULL) redisFree(ctx);
         return NULL;
     }
@@ -248,7 +248,7 @@ static rl_status attempt(rl_redis_pool *pool, slot *s, uint64_t deadline_ms, int
     if (!ensure_connected(pool, s, deadline_ms, err, err_size)) return RL_BACKEND_ERROR;
     uint64_t left = left_ms(deadline_ms);
     if (left < MIN_ATTEMPT_MS) {
-        rl_error_text(err, err_size, "redis %s: no answer before the deadline", pool->address);
+        rl__error_text(err, err_size, "redis %s: no answer before the deadline", pool->address);
         return RL_BACKEND_ERROR;
     }
     uint32_t timeout_ms = at_most(pool->command_timeout_ms, left);
@@ -274,7 +274,7 @@ rl_status rl_redis_command(rl_redis_pool *pool, uint64_t deadline_ms, int argc, 
     *reply = NULL;
     slot *s = acquire(pool, deadline_ms);
     if (s == NULL) {
-        rl_error_text(err, err_size, "redis %s: every connection stayed busy until the deadline", pool->address);
+        rl__error_text(err, err_size, "redis %s: every connection stayed busy until the deadline", pool->address);
         return RL_BACKEND_ERROR;
     }
     rl_status status = attempt(pool, s, deadline_ms, argc, argv, argv_len, reply, err, err_size);
@@ -383,10 +383,10 @@ bool rl_redis_pool_recent_failure(rl_redis_pool *pool, uint64_t recent_ms, char 
     pthread_mutex_lock(&pool->failure_lock);
     bool recent = pool->last_failure_ms != 0 && now_ms - pool->last_failure_ms < recent_ms;
     if (recent)
-        rl_error_text(out, out_size, "a Redis script call failed %llu.%llu s ago (%llu such failures since start): %s",
-                      (unsigned long long)((now_ms - pool->last_failure_ms) / 1000u),
-                      (unsigned long long)((now_ms - pool->last_failure_ms) % 1000u / 100u),
-                      (unsigned long long)pool->failures_total, pool->last_failure);
+        rl__error_text(out, out_size, "a Redis script call failed %llu.%llu s ago (%llu such failures since start): %s",
+                       (unsigned long long)((now_ms - pool->last_failure_ms) / 1000u),
+                       (unsigned long long)((now_ms - pool->last_failure_ms) % 1000u / 100u),
+                       (unsigned long long)pool->failures_total, pool->last_failure);
     pthread_mutex_unlock(&pool->failure_lock);
     return recent;
 }

@@ -99,7 +99,7 @@ rl_status rl__redis_health(rl_backend *base, char *detail, size_t detail_size) {
     rl_status status = rl_redis_command(backend->pool, rl_redis_operation_deadline_ms(backend), 2, argv, len, &reply,
                                         err, sizeof err);
     if (status != RL_OK) {
-        rl_error_text(detail, detail_size, "%s", err);
+        rl__error_text(detail, detail_size, "%s", err);
         return RL_BACKEND_ERROR;
     }
     rl_redis_memory memory;
@@ -116,11 +116,11 @@ rl_status rl__redis_health(rl_backend *base, char *detail, size_t detail_size) {
      * it, an old one only means an operator has given Redis more room since.) */
     uint64_t oom_ms = rl_redis_pool_last_oom_ms(backend->pool);
     if (verdict == RL_REDIS_MEMORY_NEAR && oom_ms != 0 && rl__redis_monotonic_ms() - oom_ms < OOM_RECENT_MS) {
-        rl_error_text(detail, detail_size,
-                      "Redis refused writes for lack of memory (OOM) in the last %u s: it uses %llu bytes of its "
-                      "maxmemory %llu",
-                      OOM_RECENT_MS / 1000u, (unsigned long long)memory.used_bytes,
-                      (unsigned long long)memory.max_bytes);
+        rl__error_text(detail, detail_size,
+                       "Redis refused writes for lack of memory (OOM) in the last %u s: it uses %llu bytes of its "
+                       "maxmemory %llu",
+                       OOM_RECENT_MS / 1000u, (unsigned long long)memory.used_bytes,
+                       (unsigned long long)memory.max_bytes);
         verdict = RL_REDIS_MEMORY_FULL;
     }
     if (verdict == RL_REDIS_MEMORY_FULL) return RL_BACKEND_ERROR;
@@ -131,7 +131,7 @@ rl_status rl__redis_health(rl_backend *base, char *detail, size_t detail_size) {
     if (rl_redis_pool_recent_failure(backend->pool, FAILURE_RECENT_MS, failure, sizeof failure)) {
         size_t used = detail_size > 0 ? strlen(detail) : 0;
         if (used + 2 < detail_size)
-            rl_error_text(detail + used, detail_size - used, "%s%s", used > 0 ? "; " : "", failure);
+            rl__error_text(detail + used, detail_size - used, "%s%s", used > 0 ? "; " : "", failure);
     }
     return RL_OK;
 }

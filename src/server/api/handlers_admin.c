@@ -21,11 +21,11 @@ static int failure_http_status(rl_status status) { return status == RL_BACKEND_E
 static void put_failed(rl_handler_ctx *ctx, rl_http_response *res, int http_status, rl_status status,
                        const char *detail) {
     rl_buf *buf = &ctx->body;
-    rl_buf_reset(buf);
-    rl_buf_append_str(buf, "{\"ok\":false,\"error\":");
+    rl__buf_reset(buf);
+    rl__buf_append_str(buf, "{\"ok\":false,\"error\":");
     rl_respond_append_error_string(buf, status, NULL);
     if (detail != NULL) rl_respond_append_detail(buf, detail);
-    rl_buf_append_str(buf, "}");
+    rl__buf_append_str(buf, "}");
     res->status = http_status;
     res->body = buf;
 }
@@ -42,7 +42,7 @@ bool rl__admin_put_start(rl_handler_ctx *ctx, const rl_api_route *route, const r
     rl_service_put *put = &call->admin_put.put;
     memset(put, 0, sizeof *put);
     char detail[RL_WIRE_DETAIL_SIZE] = "";
-    rl_status decoded = rl_wire_decode_limit_def(rl_http_request_body(req), req->body_len, &put->def, detail);
+    rl_status decoded = rl__wire_decode_limit_def(rl_http_request_body(req), req->body_len, &put->def, detail);
     if (decoded != RL_OK) {
         if (decoded == RL_INVALID_REQUEST)
             put_failed(ctx, res, 400, RL_INVALID_REQUEST, detail);
@@ -76,10 +76,10 @@ void rl__admin_put_finish(rl_handler_ctx *ctx, rl_api_call *call, rl_http_respon
         return;
     }
     rl_buf *buf = &ctx->body;
-    rl_buf_reset(buf);
-    rl_buf_append_str(buf, "{\"ok\":true,\"status\":\"");
-    rl_buf_append_str(buf, rl_limit_status_name(put->limit_status));
-    rl_buf_append_str(buf, "\"}");
+    rl__buf_reset(buf);
+    rl__buf_append_str(buf, "{\"ok\":true,\"status\":\"");
+    rl__buf_append_str(buf, rl_limit_status_name(put->limit_status));
+    rl__buf_append_str(buf, "\"}");
     res->status = 200;
     res->body = buf;
 }
@@ -96,13 +96,13 @@ void rl__admin_list(rl_handler_ctx *ctx, const rl_api_route *route, const rl_htt
         return;
     }
     rl_buf *buf = &ctx->body;
-    rl_buf_reset(buf);
-    rl_buf_append_str(buf, "{\"limits\":[");
+    rl__buf_reset(buf);
+    rl__buf_append_str(buf, "{\"limits\":[");
     for (size_t i = 0; i < count; i++) {
-        if (i > 0) rl_buf_append(buf, ",", 1);
-        rl_wire_encode_limit_info(buf, &limits[i].def, &limits[i].usage);
+        if (i > 0) rl__buf_append(buf, ",", 1);
+        rl__wire_encode_limit_info(buf, &limits[i].def, &limits[i].usage);
     }
-    rl_buf_append_str(buf, "]}");
+    rl__buf_append_str(buf, "]}");
     free(limits);
     res->status = 200;
     res->body = buf;
@@ -129,10 +129,10 @@ void rl__admin_get(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http
         return;
     }
     rl_buf *buf = &ctx->body;
-    rl_buf_reset(buf);
-    rl_buf_append_str(buf, "{\"limit\":");
-    rl_wire_encode_limit_info(buf, &limit.def, &limit.usage);
-    rl_buf_append_str(buf, "}");
+    rl__buf_reset(buf);
+    rl__buf_append_str(buf, "{\"limit\":");
+    rl__wire_encode_limit_info(buf, &limit.def, &limit.usage);
+    rl__buf_append_str(buf, "}");
     res->status = 200;
     res->body = buf;
 }

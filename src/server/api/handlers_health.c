@@ -16,23 +16,23 @@ void rl__healthz(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http_r
     char detail[512] = "";
     rl_status status = rl_service_health(ctx->service, &limits, detail, sizeof detail);
     rl_buf *buf = &ctx->body;
-    rl_buf_reset(buf);
-    rl_buf_append_str(buf, status == RL_OK ? "{\"ok\":true,\"backend\":\"" : "{\"ok\":false,\"backend\":\"");
-    rl_buf_append_str(buf, rl_service_backend_name(ctx->service));
+    rl__buf_reset(buf);
+    rl__buf_append_str(buf, status == RL_OK ? "{\"ok\":true,\"backend\":\"" : "{\"ok\":false,\"backend\":\"");
+    rl__buf_append_str(buf, rl_service_backend_name(ctx->service));
     if (status == RL_OK) {
-        rl_buf_append_str(buf, "\",\"limits\":");
-        rl_buf_append_u64(buf, (uint64_t)limits);
+        rl__buf_append_str(buf, "\",\"limits\":");
+        rl__buf_append_u64(buf, (uint64_t)limits);
         if (detail[0] != '\0') {
-            rl_buf_append_str(buf, ",\"degraded\":true");
+            rl__buf_append_str(buf, ",\"degraded\":true");
             rl_respond_append_detail(buf, detail);
         }
-        rl_buf_append_str(buf, "}");
+        rl__buf_append_str(buf, "}");
         res->status = 200;
     } else {
-        rl_buf_append_str(buf, "\",\"error\":");
+        rl__buf_append_str(buf, "\",\"error\":");
         rl_respond_append_error_string(buf, RL_BACKEND_ERROR, NULL);
         rl_respond_append_detail(buf, detail);
-        rl_buf_append_str(buf, "}");
+        rl__buf_append_str(buf, "}");
         res->status = 503;
     }
     res->body = buf;

@@ -39,9 +39,9 @@ struct rl_lease_lane {
 
 static const void *reserve_items(const rl_lease_call *call) { return call->msg.reserves.requests; }
 static const char *reserve_item_detail(const rl_lease_call *call, size_t index) {
-    return rl_wire_reserves_item_detail(&call->msg.reserves, index);
+    return rl__wire_reserves_item_detail(&call->msg.reserves, index);
 }
-static void reserve_free_msg(rl_lease_call *call) { rl_wire_reserves_free(&call->msg.reserves); }
+static void reserve_free_msg(rl_lease_call *call) { rl__wire_reserves_free(&call->msg.reserves); }
 static void reserve_use(rl_lease_call *call, const void *requests, void *results) {
     call->requests.reserves = requests;
     call->results.reserves = results;
@@ -52,14 +52,14 @@ static void reserve_call_backend(rl_backend *backend, rl_lease_call *call, void 
                                    context);
 }
 static void reserve_encode_result(rl_buf *buf, const rl_lease_call *call, size_t valid_index) {
-    rl_wire_encode_reserve_result(buf, &call->results.reserves[valid_index]);
+    rl__wire_encode_reserve_result(buf, &call->results.reserves[valid_index]);
 }
 static int reserve_result_http_status(const rl_lease_call *call, size_t valid_index) {
     return rl_respond_backend_http_status(call->results.reserves[valid_index].status);
 }
 static void reserve_encode_failure(rl_buf *buf) {
     static const rl_reserve_result failed = {false, 0, 0, RL_BACKEND_ERROR, NULL};
-    rl_wire_encode_reserve_result(buf, &failed);
+    rl__wire_encode_reserve_result(buf, &failed);
 }
 
 static const rl_lease_lane reserve_lane = {
@@ -72,9 +72,9 @@ static const rl_lease_lane reserve_lane = {
 
 static const void *complete_items(const rl_lease_call *call) { return call->msg.completes.requests; }
 static const char *complete_item_detail(const rl_lease_call *call, size_t index) {
-    return rl_wire_completes_item_detail(&call->msg.completes, index);
+    return rl__wire_completes_item_detail(&call->msg.completes, index);
 }
-static void complete_free_msg(rl_lease_call *call) { rl_wire_completes_free(&call->msg.completes); }
+static void complete_free_msg(rl_lease_call *call) { rl__wire_completes_free(&call->msg.completes); }
 static void complete_use(rl_lease_call *call, const void *requests, void *results) {
     call->requests.completes = requests;
     call->results.completes = results;
@@ -85,12 +85,12 @@ static void complete_call_backend(rl_backend *backend, rl_lease_call *call, void
                                     context);
 }
 static void complete_encode_result(rl_buf *buf, const rl_lease_call *call, size_t valid_index) {
-    rl_wire_encode_complete_result(buf, call->results.completes[valid_index]);
+    rl__wire_encode_complete_result(buf, call->results.completes[valid_index]);
 }
 static int complete_result_http_status(const rl_lease_call *call, size_t valid_index) {
     return rl_respond_backend_http_status(call->results.completes[valid_index]);
 }
-static void complete_encode_failure(rl_buf *buf) { rl_wire_encode_complete_result(buf, RL_BACKEND_ERROR); }
+static void complete_encode_failure(rl_buf *buf) { rl__wire_encode_complete_result(buf, RL_BACKEND_ERROR); }
 
 static const rl_lease_lane complete_lane = {
     sizeof(rl_complete_request), sizeof(rl_status), complete_items, complete_item_detail, complete_free_msg,
@@ -119,21 +119,21 @@ static rl_status completes_decoded(rl_lease_call *call, rl_status status) {
 static rl_status decode_reserve(const char *body, size_t len, size_t max_batch, rl_lease_call *call,
                                 char detail[RL_WIRE_DETAIL_SIZE]) {
     (void)max_batch;
-    return reserves_decoded(call, rl_wire_decode_reserve(body, len, &call->msg.reserves, detail));
+    return reserves_decoded(call, rl__wire_decode_reserve(body, len, &call->msg.reserves, detail));
 }
 static rl_status decode_reserve_batch(const char *body, size_t len, size_t max_batch, rl_lease_call *call,
                                       char detail[RL_WIRE_DETAIL_SIZE]) {
-    return reserves_decoded(call, rl_wire_decode_reserve_batch(body, len, max_batch, &call->msg.reserves, detail));
+    return reserves_decoded(call, rl__wire_decode_reserve_batch(body, len, max_batch, &call->msg.reserves, detail));
 }
 static rl_status decode_complete(const char *body, size_t len, size_t max_batch, rl_lease_call *call,
                                  char detail[RL_WIRE_DETAIL_SIZE]) {
     (void)max_batch;
-    return completes_decoded(call, rl_wire_decode_complete(body, len, &call->msg.completes, detail));
+    return completes_decoded(call, rl__wire_decode_complete(body, len, &call->msg.completes, detail));
 }
 static rl_status decode_complete_batch(const char *body, size_t len, size_t max_batch, rl_lease_call *call,
                                        char detail[RL_WIRE_DETAIL_SIZE]) {
     return completes_decoded(call,
-                             rl_wire_decode_complete_batch(body, len, max_batch, &call->msg.completes, detail));
+                             rl__wire_decode_complete_batch(body, len, max_batch, &call->msg.completes, detail));
 }
 
 const rl_lease_endpoint rl__lease_reserve = {decode_reserve, &reserve_lane, false};
@@ -187,7 +187,7 @@ static void answer_undecoded(rl_handler_ctx *ctx, const rl_lease_endpoint *endpo
         rl_respond_decode_failure(ctx, res, status, detail);
         return;
     }
-    rl_buf_reset(&ctx->body);
+    rl__buf_reset(&ctx->body);
     if (status == RL_INVALID_REQUEST) {
         endpoint->lane->encode_invalid(&ctx->body, detail);
         res->status = 400;
@@ -232,7 +232,7 @@ void rl__lease_finish(rl_handler_ctx *ctx, rl_api_call *call, rl_http_response *
     const rl_lease_call *lease = &call->lease;
     const rl_lease_lane *lane = lease->endpoint->lane;
     rl_buf *buf = &ctx->body;
-    rl_buf_reset(buf);
+    rl__buf_reset(buf);
     res->body = buf;
     if (!lease->endpoint->batch) {
         /* A result's status_key may point into the message: encoded before
@@ -241,15 +241,15 @@ void rl__lease_finish(rl_handler_ctx *ctx, rl_api_call *call, rl_http_response *
         res->status = lane->result_http_status(lease, 0);
         return;
     }
-    rl_buf_append_str(buf, "{\"results\":[");
+    rl__buf_append_str(buf, "{\"results\":[");
     for (size_t i = 0, next_valid = 0; i < lease->count; i++) {
-        if (i > 0) rl_buf_append(buf, ",", 1);
+        if (i > 0) rl__buf_append(buf, ",", 1);
         if (lease->item_status[i] == RL_OK)
             lane->encode_result(buf, lease, next_valid++);
         else
             lane->encode_invalid(buf, lane->item_detail(lease, i));
     }
-    rl_buf_append_str(buf, "]}");
+    rl__buf_append_str(buf, "]}");
     res->status = 200;
 }
 

@@ -14,22 +14,22 @@ void rl_respond_append_error_string(rl_buf *buf, rl_status status, const char *s
                   : snprintf(text, sizeof text, "%s", rl_status_wire(status));
     if (len < 0) len = 0;
     if ((size_t)len >= sizeof text) len = (int)sizeof text - 1;
-    rl_buf_append_json_string(buf, text, (size_t)len);
+    rl__buf_append_json_string(buf, text, (size_t)len);
 }
 
 void rl_respond_append_detail(rl_buf *buf, const char *detail) {
-    rl_buf_append_str(buf, ",\"detail\":");
-    rl_buf_append_json_string(buf, detail, strlen(detail));
+    rl__buf_append_str(buf, ",\"detail\":");
+    rl__buf_append_json_string(buf, detail, strlen(detail));
 }
 
 void rl_respond_error(rl_handler_ctx *ctx, rl_http_response *res, int http_status, rl_status status,
                       const char *status_key, const char *detail) {
     rl_buf *buf = &ctx->body;
-    rl_buf_reset(buf);
-    rl_buf_append_str(buf, "{\"error\":");
+    rl__buf_reset(buf);
+    rl__buf_append_str(buf, "{\"error\":");
     rl_respond_append_error_string(buf, status, status_key);
     if (detail != NULL) rl_respond_append_detail(buf, detail);
-    rl_buf_append_str(buf, "}");
+    rl__buf_append_str(buf, "}");
     res->status = http_status;
     res->body = buf;
 }
@@ -65,14 +65,14 @@ int rl_respond_backend_http_status(rl_status status) {
 }
 
 void rl_respond_append_invalid_reserve(rl_buf *buf, const char *detail) {
-    rl_buf_append_str(buf, "{\"allowed\":false,\"retry_after_ms\":0,\"reserved_at_unix_ms\":0,"
+    rl__buf_append_str(buf, "{\"allowed\":false,\"retry_after_ms\":0,\"reserved_at_unix_ms\":0,"
                            "\"error\":\"invalid_request\"");
     rl_respond_append_detail(buf, detail);
-    rl_buf_append_str(buf, "}");
+    rl__buf_append_str(buf, "}");
 }
 
 void rl_respond_append_invalid_complete(rl_buf *buf, const char *detail) {
-    rl_buf_append_str(buf, "{\"ok\":false,\"error\":\"invalid_request\"");
+    rl__buf_append_str(buf, "{\"ok\":false,\"error\":\"invalid_request\"");
     rl_respond_append_detail(buf, detail);
-    rl_buf_append_str(buf, "}");
+    rl__buf_append_str(buf, "}");
 }

@@ -14,16 +14,16 @@ bool rl_handler_ctx_init(rl_handler_ctx *ctx, rl_service *service, size_t max_ba
     ctx->service = service;
     ctx->backend = rl_service_backend(service);
     ctx->max_batch = max_batch;
-    rl_buf_init(&ctx->body);
+    rl__buf_init(&ctx->body);
     return true;
 }
 
-void rl_handler_ctx_free(rl_handler_ctx *ctx) { rl_buf_free(&ctx->body); }
+void rl_handler_ctx_free(rl_handler_ctx *ctx) { rl__buf_free(&ctx->body); }
 
 void rl_handler_ctx_trim(rl_handler_ctx *ctx) {
     if (ctx->body.cap <= RL_HANDLER_BODY_KEEP_BYTES) return;
-    rl_buf_free(&ctx->body);
-    rl_buf_init(&ctx->body);
+    rl__buf_free(&ctx->body);
+    rl__buf_init(&ctx->body);
 }
 
 #define ADMIN_LIMITS_PATH "/v1/admin/limits"

@@ -10,48 +10,48 @@
 #include "backend/memory/expiry_ring.h"
 
 static void push(rl_expiry_ring *ring, uint64_t amount, uint64_t at_ms, uint64_t *seq) {
-    assert_true(rl_expiry_ring_reserve_one(ring));
-    *seq = rl_expiry_ring_push(ring, amount, at_ms);
+    assert_true(rl__expiry_ring_reserve_one(ring));
+    *seq = rl__expiry_ring_push(ring, amount, at_ms);
 }
 
 static void expires_in_order_and_skips_tombstones(void **state) {
     (void)state;
     rl_expiry_ring ring;
-    rl_expiry_ring_init(&ring);
-    assert_null(rl_expiry_ring_front(&ring));
-    assert_int_equal(rl_expiry_ring_tail_ms(&ring), 0);
+    rl__expiry_ring_init(&ring);
+    assert_null(rl__expiry_ring_front(&ring));
+    assert_int_equal(rl__expiry_ring_tail_ms(&ring), 0);
     uint64_t seqs[100];
     for (uint64_t i = 0; i < 100; i++) push(&ring, i + 1, 1000 + i, &seqs[i]);
-    assert_int_equal(rl_expiry_ring_tail_ms(&ring), 1099);
+    assert_int_equal(rl__expiry_ring_tail_ms(&ring), 1099);
     assert_int_equal(ring.live, 100);
-    for (uint64_t i = 0; i < 100; i += 2) rl_expiry_ring_remove(&ring, seqs[i]);
+    for (uint64_t i = 0; i < 100; i += 2) rl__expiry_ring_remove(&ring, seqs[i]);
     assert_int_equal(ring.live, 50);
     assert_false(rl_expiry_ring_holds(&ring, seqs[0]));
     assert_true(rl_expiry_ring_holds(&ring, seqs[1]));
     for (uint64_t i = 1; i < 100; i += 2) {
-        const rl_expiry_slot *front = rl_expiry_ring_front(&ring);
+        const rl_expiry_slot *front = rl__expiry_ring_front(&ring);
         assert_non_null(front);
         assert_int_equal(front->amount, i + 1);
         assert_int_equal(front->at_ms, 1000 + i);
-        rl_expiry_ring_pop(&ring);
+        rl__expiry_ring_pop(&ring);
         assert_false(rl_expiry_ring_holds(&ring, seqs[i]));
     }
-    assert_null(rl_expiry_ring_front(&ring));
+    assert_null(rl__expiry_ring_front(&ring));
     assert_int_equal(ring.live, 0);
-    rl_expiry_ring_free(&ring);
+    rl__expiry_ring_free(&ring);
 }
 
 static void sequence_numbers_survive_growth_and_shrinking(void **state) {
     (void)state;
     rl_expiry_ring ring;
-    rl_expiry_ring_init(&ring);
+    rl__expiry_ring_init(&ring);
     enum { N = 20000 };
     static uint64_t seqs[N];
     /* wrap around a few times first, then grow past many doublings */
     for (uint64_t i = 0; i < 50; i++) {
         push(&ring, 1, i, &seqs[0]);
-        rl_expiry_ring_front(&ring);
-        rl_expiry_ring_pop(&ring);
+        rl__expiry_ring_front(&ring);
+        rl__expiry_ring_pop(&ring);
     }
     for (uint64_t i = 0; i < N; i++) push(&ring, i + 1, 100 + i, &seqs[i]);
     for (uint64_t i = 0; i < N; i++) {
@@ -60,12 +60,12 @@ static void sequence_numbers_survive_growth_and_shrinking(void **state) {
     }
     /* pop most of it: the ring shrinks, the rest keep their numbers */
     for (uint64_t i = 0; i < N - 100; i++) {
-        rl_expiry_ring_front(&ring);
-        rl_expiry_ring_pop(&ring);
+        rl__expiry_ring_front(&ring);
+        rl__expiry_ring_pop(&ring);
     }
     assert_true(ring.mask + 1 < N);
     for (uint64_t i = N - 100; i < N; i++) assert_int_equal(rl_expiry_ring_at(&ring, seqs[i])->amount, i + 1);
-    rl_expiry_ring_free(&ring);
+    rl__expiry_ring_free(&ring);
 }
 
 int main(void) {

@@ -27,21 +27,21 @@ static void reserve_request_round_trip(void **state) {
     rl_requirement requirements[] = {{"global:llm:openai:gpt-4o:tpm", 1800}, {"k\"q\\", 9007199254740992u}};
     rl_reserve_request requests[2] = {{LEASE, "job \"1\"", requirements, 2}, {LEASE, NULL, requirements, 1}};
     rl_buf buf;
-    rl_buf_init(&buf);
-    rl_wire_encode_reserve_request(&buf, &requests[0]);
+    rl__buf_init(&buf);
+    rl__wire_encode_reserve_request(&buf, &requests[0]);
     assert_false(buf.failed);
     char detail[RL_WIRE_DETAIL_SIZE];
     rl_wire_reserves msg;
     /* Keys are printable ASCII: '"' and '\\' are allowed and must be escaped. */
-    assert_int_equal(rl_wire_decode_reserve(buf.data, buf.len, &msg, detail), RL_OK);
+    assert_int_equal(rl__wire_decode_reserve(buf.data, buf.len, &msg, detail), RL_OK);
     assert_string_equal(msg.requests[0].requirements[1].key, "k\"q\\");
     assert_string_equal(msg.requests[0].job_id, "job \"1\"");
-    rl_wire_reserves_free(&msg);
+    rl__wire_reserves_free(&msg);
 
     requirements[1].key = "tenant:a:llm:daily_tokens";
-    rl_buf_reset(&buf);
-    rl_wire_encode_reserve_batch_request(&buf, requests, 2);
-    assert_int_equal(rl_wire_decode_reserve_batch(buf.data, buf.len, 256, &msg, detail), RL_OK);
+    rl__buf_reset(&buf);
+    rl__wire_encode_reserve_batch_request(&buf, requests, 2);
+    assert_int_equal(rl__wire_decode_reserve_batch(buf.data, buf.len, 256, &msg, detail), RL_OK);
     assert_int_equal(msg.count, 2);
     assert_string_equal(msg.requests[0].lease_id, LEASE);
     assert_string_equal(msg.requests[0].job_id, "job \"1\"");
@@ -50,8 +50,8 @@ static void reserve_request_round_trip(void **state) {
     assert_int_equal(msg.requests[0].requirements[1].amount, 9007199254740992u);
     assert_null(msg.requests[1].job_id);
     assert_int_equal(msg.requests[1].requirements[0].amount, 1800);
-    rl_wire_reserves_free(&msg);
-    rl_buf_free(&buf);
+    rl__wire_reserves_free(&msg);
+    rl__buf_free(&buf);
 }
 
 static void complete_request_round_trip(void **state) {
@@ -59,21 +59,21 @@ static void complete_request_round_trip(void **state) {
     rl_actual actuals[] = {{"a:tpm", 0}, {"b:tpm", 740}};
     rl_complete_request requests[2] = {{LEASE, NULL, actuals, 2}, {LEASE, "j", NULL, 0}};
     rl_buf buf;
-    rl_buf_init(&buf);
-    rl_wire_encode_complete_batch_request(&buf, requests, 2);
+    rl__buf_init(&buf);
+    rl__wire_encode_complete_batch_request(&buf, requests, 2);
     char detail[RL_WIRE_DETAIL_SIZE];
     rl_wire_completes msg;
-    assert_int_equal(rl_wire_decode_complete_batch(buf.data, buf.len, 256, &msg, detail), RL_OK);
+    assert_int_equal(rl__wire_decode_complete_batch(buf.data, buf.len, 256, &msg, detail), RL_OK);
     assert_int_equal(msg.count, 2);
     assert_int_equal(msg.requests[0].actual_count, 2);
     assert_int_equal(msg.requests[0].actuals[0].actual_amount, 0);
     assert_int_equal(msg.requests[0].actuals[1].actual_amount, 740);
     assert_int_equal(msg.requests[1].actual_count, 0);
-    rl_wire_completes_free(&msg);
-    rl_buf_reset(&buf);
-    rl_wire_encode_complete_request(&buf, &requests[1]);
+    rl__wire_completes_free(&msg);
+    rl__buf_reset(&buf);
+    rl__wire_encode_complete_request(&buf, &requests[1]);
     assert_string_equal(buf.data, "{\"lease_id\":\"" LEASE "\",\"job_id\":\"j\",\"actuals\":[]}");
-    rl_buf_free(&buf);
+    rl__buf_free(&buf);
 }
 
 static void reserve_answers_from_the_server_encoder(void **state) {
@@ -89,15 +89,15 @@ static void reserve_answers_from_the_server_encoder(void **state) {
     };
     enum { N = sizeof results / sizeof results[0] };
     rl_buf buf;
-    rl_buf_init(&buf);
-    rl_buf_append_str(&buf, "{\"results\":[");
+    rl__buf_init(&buf);
+    rl__buf_append_str(&buf, "{\"results\":[");
     for (size_t i = 0; i < N; i++) {
-        if (i > 0) rl_buf_append_str(&buf, ",");
-        rl_wire_encode_reserve_result(&buf, &results[i]);
+        if (i > 0) rl__buf_append_str(&buf, ",");
+        rl__wire_encode_reserve_result(&buf, &results[i]);
     }
-    rl_buf_append_str(&buf, "]}");
+    rl__buf_append_str(&buf, "]}");
     rl_wire_reserve_answer answers[N];
-    assert_int_equal(rl_wire_decode_reserve_batch_answer(buf.data, buf.len, answers, N), RL_OK);
+    assert_int_equal(rl__wire_decode_reserve_batch_answer(buf.data, buf.len, answers, N), RL_OK);
     for (size_t i = 0; i < N; i++) {
         assert_int_equal(answers[i].allowed, results[i].allowed);
         assert_int_equal(answers[i].retry_after_ms, results[i].retry_after_ms);
@@ -108,7 +108,7 @@ static void reserve_answers_from_the_server_encoder(void **state) {
         else
             assert_string_equal(answers[i].status_key, results[i].status_key);
     }
-    rl_buf_free(&buf);
+    rl__buf_free(&buf);
 }
 
 static void api_md_spellings_are_read(void **state) {
@@ -117,18 +117,18 @@ static void api_md_spellings_are_read(void **state) {
     char *body = copy("{\"allowed\":false,\"retry_after_ms\":0,\"reserved_at_unix_ms\":0,"
                       "\"error\":\"unknown_limit_key: tenant:foo:llm:daily_tokens\",\"detail\":[1]}");
     rl_wire_reserve_answer a;
-    assert_int_equal(rl_wire_decode_reserve_answer(body, strlen(body), &a), RL_OK);
+    assert_int_equal(rl__wire_decode_reserve_answer(body, strlen(body), &a), RL_OK);
     assert_int_equal(a.status, RL_UNKNOWN_LIMIT_KEY);
     assert_string_equal(a.status_key, "tenant:foo:llm:daily_tokens");
     free(body);
     body = copy("{\"ok\":true}");
     rl_status status = RL_TIMEOUT;
-    assert_int_equal(rl_wire_decode_complete_answer(body, strlen(body), &status), RL_OK);
+    assert_int_equal(rl__wire_decode_complete_answer(body, strlen(body), &status), RL_OK);
     assert_int_equal(status, RL_OK);
     free(body);
     body = copy("{\"results\":[{\"ok\":true,\"error\":\"\"},{\"ok\":false,\"error\":\"backend_error\"},{\"ok\":false}]}");
     rl_status statuses[3];
-    assert_int_equal(rl_wire_decode_complete_batch_answer(body, strlen(body), statuses, 3), RL_OK);
+    assert_int_equal(rl__wire_decode_complete_batch_answer(body, strlen(body), statuses, 3), RL_OK);
     assert_int_equal(statuses[0], RL_OK);
     assert_int_equal(statuses[1], RL_BACKEND_ERROR);
     assert_int_equal(statuses[2], RL_BACKEND_ERROR); /* ok:false without a reason is no success */
@@ -152,7 +152,7 @@ static void bodies_that_are_not_answers_are_refused(void **state) {
     for (size_t i = 0; i < sizeof reserve_bodies / sizeof reserve_bodies[0]; i++) {
         char *body = copy(reserve_bodies[i]);
         rl_wire_reserve_answer a;
-        assert_int_equal(rl_wire_decode_reserve_answer(body, strlen(body), &a), RL_INVALID_REQUEST);
+        assert_int_equal(rl__wire_decode_reserve_answer(body, strlen(body), &a), RL_INVALID_REQUEST);
         free(body);
     }
     static const char *const batch_bodies[] = {
@@ -165,7 +165,7 @@ static void bodies_that_are_not_answers_are_refused(void **state) {
     for (size_t i = 0; i < sizeof batch_bodies / sizeof batch_bodies[0]; i++) {
         char *body = copy(batch_bodies[i]);
         rl_wire_reserve_answer a[2];
-        assert_int_equal(rl_wire_decode_reserve_batch_answer(body, strlen(body), a, 2), RL_INVALID_REQUEST);
+        assert_int_equal(rl__wire_decode_reserve_batch_answer(body, strlen(body), a, 2), RL_INVALID_REQUEST);
         free(body);
     }
 }
@@ -174,19 +174,19 @@ static void error_strings(void **state) {
     (void)state;
     rl_status status;
     const char *key;
-    assert_true(rl_wire_parse_error_string("", &status, &key));
+    assert_true(rl__wire_parse_error_string("", &status, &key));
     assert_int_equal(status, RL_OK);
-    assert_true(rl_wire_parse_error_string("invalid_request", &status, &key));
+    assert_true(rl__wire_parse_error_string("invalid_request", &status, &key));
     assert_int_equal(status, RL_INVALID_REQUEST);
-    assert_true(rl_wire_parse_error_string("exceeds_capacity:a:b", &status, &key));
+    assert_true(rl__wire_parse_error_string("exceeds_capacity:a:b", &status, &key));
     assert_int_equal(status, RL_EXCEEDS_CAPACITY);
     assert_string_equal(key, "a:b");
-    assert_true(rl_wire_parse_error_string("unknown_limit_key", &status, &key));
+    assert_true(rl__wire_parse_error_string("unknown_limit_key", &status, &key));
     assert_int_equal(status, RL_UNKNOWN_LIMIT_KEY);
     assert_null(key);
-    assert_false(rl_wire_parse_error_string("unknown_limit_keys:x", &status, &key));
-    assert_false(rl_wire_parse_error_string("backend_error:x", &status, &key));
-    assert_true(rl_wire_parse_error_string("lease_id_conflict", &status, &key));
+    assert_false(rl__wire_parse_error_string("unknown_limit_keys:x", &status, &key));
+    assert_false(rl__wire_parse_error_string("backend_error:x", &status, &key));
+    assert_true(rl__wire_parse_error_string("lease_id_conflict", &status, &key));
     assert_int_equal(status, RL_LEASE_ID_CONFLICT);
     assert_null(key);
 }

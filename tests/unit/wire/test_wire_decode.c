@@ -46,7 +46,7 @@ static char *heap_copy(const char *body, size_t len) {
 
 static rl_status reserve_n(const char *body, size_t len, rl_wire_reserves *out, char *detail) {
     char *copy = heap_copy(body, len);
-    rl_status status = rl_wire_decode_reserve(copy, len, out, detail);
+    rl_status status = rl__wire_decode_reserve(copy, len, out, detail);
     free(copy); /* the message must not point into the body */
     return status;
 }
@@ -57,14 +57,14 @@ static rl_status reserve_batch(const char *body, size_t max_batch, rl_wire_reser
                                char *detail) {
     size_t len = strlen(body);
     char *copy = heap_copy(body, len);
-    rl_status status = rl_wire_decode_reserve_batch(copy, len, max_batch, out, detail);
+    rl_status status = rl__wire_decode_reserve_batch(copy, len, max_batch, out, detail);
     free(copy);
     return status;
 }
 static rl_status complete(const char *body, rl_wire_completes *out, char *detail) {
     size_t len = strlen(body);
     char *copy = heap_copy(body, len);
-    rl_status status = rl_wire_decode_complete(copy, len, out, detail);
+    rl_status status = rl__wire_decode_complete(copy, len, out, detail);
     free(copy);
     return status;
 }
@@ -72,13 +72,13 @@ static rl_status complete_batch(const char *body, size_t max_batch, rl_wire_comp
                                 char *detail) {
     size_t len = strlen(body);
     char *copy = heap_copy(body, len);
-    rl_status status = rl_wire_decode_complete_batch(copy, len, max_batch, out, detail);
+    rl_status status = rl__wire_decode_complete_batch(copy, len, max_batch, out, detail);
     free(copy);
     return status;
 }
 static rl_status limit_def_n(const char *body, size_t len, rl_limit_def *out, char *detail) {
     char *copy = heap_copy(body, len);
-    rl_status status = rl_wire_decode_limit_def(copy, len, out, detail);
+    rl_status status = rl__wire_decode_limit_def(copy, len, out, detail);
     free(copy);
     return status;
 }
@@ -107,7 +107,7 @@ static void reserve_refused_n(const char *body, size_t len, const char *expected
     assert_null(msg.storage_);
     assert_int_equal(msg.count, 0);
     check_detail(detail, expected, file, line);
-    rl_wire_reserves_free(&msg); /* harmless on an empty message */
+    rl__wire_reserves_free(&msg); /* harmless on an empty message */
 }
 #define RESERVE_REFUSED(body, expected) \
     reserve_refused_n((body), strlen(body), (expected), __FILE__, __LINE__)
@@ -201,10 +201,10 @@ static void test_reserve_valid(void **state) {
     assert_string_equal(r->requirements[2].key, CONC);
     assert_string_equal(r->requirements[3].key, DAILY);
     assert_int_equal(r->requirements[3].amount, 1800);
-    rl_wire_reserves_free(&msg);
+    rl__wire_reserves_free(&msg);
     assert_null(msg.storage_);
-    rl_wire_reserves_free(&msg); /* twice is harmless */
-    rl_wire_reserves_free(NULL);
+    rl__wire_reserves_free(&msg); /* twice is harmless */
+    rl__wire_reserves_free(NULL);
 }
 
 static void test_reserve_lease_id_case(void **state) {
@@ -222,7 +222,7 @@ static void test_reserve_lease_id_case(void **state) {
         assert_int_equal(reserve(body_text, &msg, detail), RL_OK);
         assert_string_equal(msg.requests[0].lease_id, ids[i]);
         assert_true(strcasecmp(msg.requests[0].lease_id, LEASE) == 0);
-        rl_wire_reserves_free(&msg);
+        rl__wire_reserves_free(&msg);
     }
 }
 
@@ -232,21 +232,21 @@ static void test_reserve_job_id_forms(void **state) {
     char detail[RL_WIRE_DETAIL_SIZE];
     assert_int_equal(reserve(reserve_job("null"), &msg, detail), RL_OK);
     assert_null(msg.requests[0].job_id);
-    rl_wire_reserves_free(&msg);
+    rl__wire_reserves_free(&msg);
 
     assert_int_equal(reserve(reserve_with("[{\"key\":\"k\",\"amount\":1}]"), &msg, detail), RL_OK);
     assert_null(msg.requests[0].job_id);
-    rl_wire_reserves_free(&msg);
+    rl__wire_reserves_free(&msg);
 
     assert_int_equal(reserve(reserve_job("\"\""), &msg, detail), RL_OK);
     assert_string_equal(msg.requests[0].job_id, "");
-    rl_wire_reserves_free(&msg);
+    rl__wire_reserves_free(&msg);
 
     /* UTF-8, raw and escaped, is fine. */
     assert_int_equal(reserve(reserve_job("\"caf\xc3\xa9 \\u00e9 \\ud83d\\ude00\""), &msg, detail),
                      RL_OK);
     assert_string_equal(msg.requests[0].job_id, "caf\xc3\xa9 \xc3\xa9 \xf0\x9f\x98\x80");
-    rl_wire_reserves_free(&msg);
+    rl__wire_reserves_free(&msg);
 
     char job[RL_JOB_ID_MAX_LEN + 3];
     memset(job, 'j', sizeof job);
@@ -255,7 +255,7 @@ static void test_reserve_job_id_forms(void **state) {
     job[RL_JOB_ID_MAX_LEN + 2] = '\0'; /* exactly 128 bytes */
     assert_int_equal(reserve(reserve_job(job), &msg, detail), RL_OK);
     assert_int_equal(strlen(msg.requests[0].job_id), RL_JOB_ID_MAX_LEN);
-    rl_wire_reserves_free(&msg);
+    rl__wire_reserves_free(&msg);
 }
 
 static void test_reserve_amount_forms(void **state) {
@@ -285,7 +285,7 @@ static void test_reserve_amount_forms(void **state) {
         char detail[RL_WIRE_DETAIL_SIZE];
         assert_int_equal(reserve(reserve_amount(cases[i].json), &msg, detail), RL_OK);
         assert_true(msg.requests[0].requirements[0].amount == cases[i].value);
-        rl_wire_reserves_free(&msg);
+        rl__wire_reserves_free(&msg);
     }
 }
 
@@ -304,7 +304,7 @@ static void test_reserve_whitespace_and_unknown_fields(void **state) {
     assert_string_equal(msg.requests[0].lease_id, LEASE);
     assert_string_equal(msg.requests[0].requirements[0].key, "k");
     assert_int_equal(msg.requests[0].requirements[0].amount, 5);
-    rl_wire_reserves_free(&msg);
+    rl__wire_reserves_free(&msg);
 }
 
 static void test_reserve_escaped_keys(void **state) {
@@ -316,7 +316,7 @@ static void test_reserve_escaped_keys(void **state) {
                              &msg, detail),
                      RL_OK);
     assert_string_equal(msg.requests[0].requirements[0].key, "a\"b\\c/dA");
-    rl_wire_reserves_free(&msg);
+    rl__wire_reserves_free(&msg);
 }
 
 static void test_reserve_max_requirements_and_key_length(void **state) {
@@ -331,7 +331,7 @@ static void test_reserve_max_requirements_and_key_length(void **state) {
         assert_string_equal(msg.requests[0].requirements[i].key, key);
         assert_int_equal(msg.requests[0].requirements[i].amount, i + 1);
     }
-    rl_wire_reserves_free(&msg);
+    rl__wire_reserves_free(&msg);
 
     char key[RL_KEY_MAX_LEN + 1];
     memset(key, 'k', RL_KEY_MAX_LEN);
@@ -340,7 +340,7 @@ static void test_reserve_max_requirements_and_key_length(void **state) {
         reserve(reserve_with(body_of("[{\"key\":\"%s\",\"amount\":1}]", key)), &msg, detail),
         RL_OK);
     assert_int_equal(strlen(msg.requests[0].requirements[0].key), RL_KEY_MAX_LEN);
-    rl_wire_reserves_free(&msg);
+    rl__wire_reserves_free(&msg);
 }
 
 /* ---- reserve: malformed ----------------------------------------------- */
@@ -551,7 +551,7 @@ static void test_reserve_duplicate_keys(void **state) {
     assert_int_equal(reserve(reserve_with("[{\"key\":\"a\",\"amount\":1},{\"key\":\"A\",\"amount\":1}]"),
                              &msg, detail),
                      RL_OK);
-    rl_wire_reserves_free(&msg);
+    rl__wire_reserves_free(&msg);
     /* The same key written with an escape is still the same key. */
     RESERVE_REFUSED(reserve_with("[{\"key\":\"a\",\"amount\":1},{\"key\":\"\\u0061\",\"amount\":1}]"),
                     "requirements[1].key repeats requirements[0].key");
@@ -593,7 +593,7 @@ static void test_reserve_deep_nesting(void **state) {
     rl_wire_reserves msg;
     char detail[RL_WIRE_DETAIL_SIZE];
     assert_int_equal(reserve(reserve_nested(64), &msg, detail), RL_OK);
-    rl_wire_reserves_free(&msg);
+    rl__wire_reserves_free(&msg);
     RESERVE_REFUSED(reserve_nested(65), "body nests objects and arrays more than 64 deep");
     RESERVE_REFUSED(reserve_nested(1500), "body nests objects and arrays more than 64 deep");
 }
@@ -661,7 +661,7 @@ static void test_reserve_escaped_names(void **state) {
     assert_string_equal(msg.requests[0].lease_id, LEASE);
     assert_string_equal(msg.requests[0].job_id, "j");
     assert_int_equal(msg.requests[0].requirements[0].amount, 2);
-    rl_wire_reserves_free(&msg);
+    rl__wire_reserves_free(&msg);
     RESERVE_REFUSED("{\"lease_id\":\"" LEASE "\",\"lease\\u005fid\":\"" LEASE "\"}",
                     "lease_id appears twice");
 }
@@ -682,9 +682,9 @@ static void test_complete_valid(void **state) {
     assert_string_equal(c->actuals[0].key, TPM);
     assert_int_equal(c->actuals[0].actual_amount, 740);
     assert_string_equal(c->actuals[1].key, DAILY);
-    rl_wire_completes_free(&msg);
+    rl__wire_completes_free(&msg);
     assert_null(msg.storage_);
-    rl_wire_completes_free(NULL);
+    rl__wire_completes_free(NULL);
 }
 
 static void test_complete_empty_actuals(void **state) {
@@ -702,7 +702,7 @@ static void test_complete_empty_actuals(void **state) {
         assert_true(strcasecmp(msg.requests[0].lease_id, LEASE) == 0);
         assert_null(msg.requests[0].job_id);
         assert_int_equal(msg.requests[0].actual_count, 0);
-        rl_wire_completes_free(&msg);
+        rl__wire_completes_free(&msg);
     }
 }
 
@@ -717,7 +717,7 @@ static void test_complete_amounts(void **state) {
                      RL_OK);
     assert_int_equal(msg.requests[0].actuals[0].actual_amount, 0);
     assert_true(msg.requests[0].actuals[1].actual_amount == RL_AMOUNT_MAX);
-    rl_wire_completes_free(&msg);
+    rl__wire_completes_free(&msg);
 
     /* Zero written any way is zero ("-0" too: it is the same number). */
     const char *zeros[] = {"0", "-0", "0.0", "0e7", "-0.0e-3"};
@@ -728,7 +728,7 @@ static void test_complete_amounts(void **state) {
                                   &msg, detail),
                          RL_OK);
         assert_int_equal(msg.requests[0].actuals[0].actual_amount, 0);
-        rl_wire_completes_free(&msg);
+        rl__wire_completes_free(&msg);
     }
 
     const char *bad[] = {"-1", "1.5", "9007199254740993", "9007199254740994", "1e400", "-1e-400",
@@ -780,7 +780,7 @@ static void test_complete_malformed(void **state) {
                               &msg, detail),
                      RL_OK);
     assert_int_equal(msg.requests[0].actual_count, 32);
-    rl_wire_completes_free(&msg);
+    rl__wire_completes_free(&msg);
 }
 
 /* ---- batches ---------------------------------------------------------- */
@@ -807,15 +807,15 @@ static void test_reserve_batch_valid(void **state) {
         assert_string_equal(msg.requests[i].lease_id, LEASE);
         assert_int_equal(msg.requests[i].requirement_count, 4);
         assert_string_equal(msg.requests[i].requirements[3].key, DAILY);
-        assert_string_equal(rl_wire_reserves_item_detail(&msg, i), "");
+        assert_string_equal(rl__wire_reserves_item_detail(&msg, i), "");
     }
     /* Each request has its own requirements. */
     assert_ptr_not_equal(msg.requests[0].requirements, msg.requests[1].requirements);
-    rl_wire_reserves_free(&msg);
+    rl__wire_reserves_free(&msg);
 
     assert_int_equal(reserve_batch(batch_of(RESERVE4, 3), 3, &msg, detail), RL_OK);
     assert_int_equal(msg.count, 3);
-    rl_wire_reserves_free(&msg);
+    rl__wire_reserves_free(&msg);
 }
 
 static void test_reserve_batch_item_errors(void **state) {
@@ -842,12 +842,12 @@ static void test_reserve_batch_item_errors(void **state) {
     assert_int_equal(msg.item_status[3], RL_OK);
     assert_int_equal(msg.item_status[4], RL_INVALID_REQUEST);
     assert_int_equal(msg.item_status[5], RL_OK);
-    assert_string_equal(rl_wire_reserves_item_detail(&msg, 0), "");
-    assert_string_equal(rl_wire_reserves_item_detail(&msg, 1),
+    assert_string_equal(rl__wire_reserves_item_detail(&msg, 0), "");
+    assert_string_equal(rl__wire_reserves_item_detail(&msg, 1),
                         "requests[1].requirements[1].amount must be an integer 1..9007199254740992");
-    assert_string_equal(rl_wire_reserves_item_detail(&msg, 2), "requests[2] must be an object");
-    assert_non_null(strstr(rl_wire_reserves_item_detail(&msg, 4), "requests[4].lease_id must be a ULID"));
-    assert_string_equal(rl_wire_reserves_item_detail(&msg, 99), "");
+    assert_string_equal(rl__wire_reserves_item_detail(&msg, 2), "requests[2] must be an object");
+    assert_non_null(strstr(rl__wire_reserves_item_detail(&msg, 4), "requests[4].lease_id must be a ULID"));
+    assert_string_equal(rl__wire_reserves_item_detail(&msg, 99), "");
     /* The valid ones are fully decoded, around the invalid ones. */
     assert_int_equal(msg.requests[0].requirement_count, 4);
     assert_string_equal(msg.requests[0].requirements[0].key, RPM);
@@ -860,7 +860,7 @@ static void test_reserve_batch_item_errors(void **state) {
     /* An invalid item is left empty. */
     assert_null(msg.requests[1].lease_id);
     assert_int_equal(msg.requests[1].requirement_count, 0);
-    rl_wire_reserves_free(&msg);
+    rl__wire_reserves_free(&msg);
 }
 
 static void reserve_batch_refused(const char *body, size_t max_batch, const char *expected,
@@ -905,7 +905,7 @@ static void test_reserve_batch_payload_errors(void **state) {
     assert_int_equal(msg.count, 1);
     assert_int_equal(msg.item_status[0], RL_INVALID_REQUEST);
     assert_string_equal(detail, "requests[0].lease_id is required");
-    rl_wire_reserves_free(&msg);
+    rl__wire_reserves_free(&msg);
 }
 
 /* The message's block is sized from the body's length: the densest bodies
@@ -923,7 +923,7 @@ static void test_reserve_densest_bodies(void **state) {
     char detail[RL_WIRE_DETAIL_SIZE];
     assert_int_equal(reserve(item, &msg, detail), RL_OK);
     assert_int_equal(msg.requests[0].requirement_count, 32);
-    rl_wire_reserves_free(&msg);
+    rl__wire_reserves_free(&msg);
     assert_int_equal(reserve_batch(batch_of(item, 256), 0, &msg, detail), RL_OK);
     assert_int_equal(msg.count, 256);
     for (size_t i = 0; i < 256; i++) {
@@ -931,16 +931,16 @@ static void test_reserve_densest_bodies(void **state) {
         assert_int_equal(msg.requests[i].requirement_count, 32);
         assert_string_equal(msg.requests[i].requirements[31].key, "F");
     }
-    rl_wire_reserves_free(&msg);
+    rl__wire_reserves_free(&msg);
     /* Many tiny items, all invalid, under a large max_batch. */
     assert_int_equal(reserve_batch(batch_of("7", 5000), 100000, &msg, detail), RL_OK);
     assert_int_equal(msg.count, 5000);
     assert_int_equal(msg.item_status[4999], RL_INVALID_REQUEST);
-    assert_string_equal(rl_wire_reserves_item_detail(&msg, 4999), "requests[4999] must be an object");
-    rl_wire_reserves_free(&msg);
+    assert_string_equal(rl__wire_reserves_item_detail(&msg, 4999), "requests[4999] must be an object");
+    rl__wire_reserves_free(&msg);
     assert_int_equal(reserve_batch("{\"requests\":[{}]}", 1000000, &msg, detail), RL_OK);
     assert_int_equal(msg.count, 1);
-    rl_wire_reserves_free(&msg);
+    rl__wire_reserves_free(&msg);
 }
 
 static void test_reserve_batch_syntax_after_items(void **state) {
@@ -964,7 +964,7 @@ static void test_complete_batch(void **state) {
         assert_int_equal(msg.requests[i].actual_count, 2);
         assert_string_equal(msg.requests[i].actuals[1].key, DAILY);
     }
-    rl_wire_completes_free(&msg);
+    rl__wire_completes_free(&msg);
 
     const char *body = "{\"requests\":["
                        "{\"lease_id\":\"" LEASE "\"},"
@@ -980,8 +980,8 @@ static void test_complete_batch(void **state) {
     assert_int_equal(msg.requests[0].actual_count, 0);
     assert_string_equal(msg.requests[2].lease_id, LEASE2);
     assert_int_equal(msg.requests[2].actuals[0].actual_amount, 4);
-    assert_string_equal(rl_wire_completes_item_detail(&msg, 1), detail);
-    rl_wire_completes_free(&msg);
+    assert_string_equal(rl__wire_completes_item_detail(&msg, 1), detail);
+    rl__wire_completes_free(&msg);
 
     const char *payload_errors[] = {"{}", "{\"requests\":[]}", "{\"requests\":{}}", "[]", "{",
                                     batch_of(COMPLETE2, 257)};
@@ -1213,36 +1213,36 @@ typedef rl_status (*decode_fn)(const char *body, size_t len);
 static rl_status decode_reserve_fn(const char *body, size_t len) {
     rl_wire_reserves msg;
     char detail[RL_WIRE_DETAIL_SIZE];
-    rl_status status = rl_wire_decode_reserve(body, len, &msg, detail);
+    rl_status status = rl__wire_decode_reserve(body, len, &msg, detail);
     assert_true(detail[0] != '\0' || status == RL_OK);
-    rl_wire_reserves_free(&msg);
+    rl__wire_reserves_free(&msg);
     return status;
 }
 static rl_status decode_reserve_batch_fn(const char *body, size_t len) {
     rl_wire_reserves msg;
     char detail[RL_WIRE_DETAIL_SIZE];
-    rl_status status = rl_wire_decode_reserve_batch(body, len, 0, &msg, detail);
-    rl_wire_reserves_free(&msg);
+    rl_status status = rl__wire_decode_reserve_batch(body, len, 0, &msg, detail);
+    rl__wire_reserves_free(&msg);
     return status;
 }
 static rl_status decode_complete_fn(const char *body, size_t len) {
     rl_wire_completes msg;
     char detail[RL_WIRE_DETAIL_SIZE];
-    rl_status status = rl_wire_decode_complete(body, len, &msg, detail);
-    rl_wire_completes_free(&msg);
+    rl_status status = rl__wire_decode_complete(body, len, &msg, detail);
+    rl__wire_completes_free(&msg);
     return status;
 }
 static rl_status decode_complete_batch_fn(const char *body, size_t len) {
     rl_wire_completes msg;
     char detail[RL_WIRE_DETAIL_SIZE];
-    rl_status status = rl_wire_decode_complete_batch(body, len, 0, &msg, detail);
-    rl_wire_completes_free(&msg);
+    rl_status status = rl__wire_decode_complete_batch(body, len, 0, &msg, detail);
+    rl__wire_completes_free(&msg);
     return status;
 }
 static rl_status decode_limit_def_fn(const char *body, size_t len) {
     rl_limit_def def;
     char detail[RL_WIRE_DETAIL_SIZE];
-    return rl_wire_decode_limit_def(body, len, &def, detail);
+    return rl__wire_decode_limit_def(body, len, &def, detail);
 }
 
 static const struct {

@@ -14,20 +14,20 @@ static rl_buf buf;
 
 static int setup(void **state) {
     (void)state;
-    rl_buf_init(&buf);
+    rl__buf_init(&buf);
     return 0;
 }
 static int teardown(void **state) {
     (void)state;
-    rl_buf_free(&buf);
+    rl__buf_free(&buf);
     return 0;
 }
 
 static const char *reserve_json(bool allowed, uint64_t retry_after_ms, uint64_t reserved_at,
                                 rl_status status, const char *key) {
     rl_reserve_result result = {allowed, retry_after_ms, reserved_at, status, key};
-    rl_buf_reset(&buf);
-    rl_wire_encode_reserve_result(&buf, &result);
+    rl__buf_reset(&buf);
+    rl__wire_encode_reserve_result(&buf, &result);
     assert_false(buf.failed);
     assert_int_equal(strlen(buf.data), buf.len);
     return buf.data;
@@ -98,8 +98,8 @@ static void test_reserve_extreme_numbers(void **state) {
 }
 
 static const char *error_string(rl_status status, const char *key) {
-    rl_buf_reset(&buf);
-    rl_wire_encode_error_string(&buf, status, key);
+    rl__buf_reset(&buf);
+    rl__wire_encode_error_string(&buf, status, key);
     return buf.data;
 }
 
@@ -119,26 +119,26 @@ static void test_error_strings(void **state) {
 
 static void test_complete_results(void **state) {
     (void)state;
-    rl_buf_reset(&buf);
-    rl_wire_encode_complete_result(&buf, RL_OK);
+    rl__buf_reset(&buf);
+    rl__wire_encode_complete_result(&buf, RL_OK);
     assert_string_equal(buf.data, "{\"ok\":true,\"error\":\"\"}");
-    rl_buf_reset(&buf);
-    rl_wire_encode_complete_result(&buf, RL_BACKEND_ERROR);
+    rl__buf_reset(&buf);
+    rl__wire_encode_complete_result(&buf, RL_BACKEND_ERROR);
     assert_string_equal(buf.data, "{\"ok\":false,\"error\":\"backend_error\"}");
-    rl_buf_reset(&buf);
-    rl_wire_encode_complete_result(&buf, RL_INVALID_REQUEST);
+    rl__buf_reset(&buf);
+    rl__wire_encode_complete_result(&buf, RL_INVALID_REQUEST);
     assert_string_equal(buf.data, "{\"ok\":false,\"error\":\"invalid_request\"}");
 }
 
 static void test_results_append(void **state) {
     (void)state;
     /* Encoders append: a batch response is built by the caller around them. */
-    rl_buf_reset(&buf);
-    rl_buf_append_str(&buf, "{\"results\":[");
-    rl_wire_encode_complete_result(&buf, RL_OK);
-    rl_buf_append_str(&buf, ",");
-    rl_wire_encode_complete_result(&buf, RL_IO_ERROR);
-    rl_buf_append_str(&buf, "]}");
+    rl__buf_reset(&buf);
+    rl__buf_append_str(&buf, "{\"results\":[");
+    rl__wire_encode_complete_result(&buf, RL_OK);
+    rl__buf_append_str(&buf, ",");
+    rl__wire_encode_complete_result(&buf, RL_IO_ERROR);
+    rl__buf_append_str(&buf, "]}");
     assert_string_equal(buf.data, "{\"results\":[{\"ok\":true,\"error\":\"\"},"
                                   "{\"ok\":false,\"error\":\"backend_error\"}]}");
 }
@@ -164,8 +164,8 @@ static rl_limit_def sample_def(void) {
 static void test_limit_def(void **state) {
     (void)state;
     rl_limit_def def = sample_def();
-    rl_buf_reset(&buf);
-    rl_wire_encode_limit_def(&buf, &def);
+    rl__buf_reset(&buf);
+    rl__wire_encode_limit_def(&buf, &def);
     assert_string_equal(buf.data, SAMPLE_DEF_JSON);
 
     memset(&def, 0, sizeof def);
@@ -175,8 +175,8 @@ static void test_limit_def(void **state) {
     def.timeout_seconds = 600;
     strcpy(def.description, "line\nnext\ttab \x01 caf\xc3\xa9 \"q\"");
     def.overage = RL_OVERAGE_DENY;
-    rl_buf_reset(&buf);
-    rl_wire_encode_limit_def(&buf, &def);
+    rl__buf_reset(&buf);
+    rl__wire_encode_limit_def(&buf, &def);
     assert_string_equal(buf.data,
                         "{\"key\":\"k\\\"\\\\\",\"kind\":\"concurrency\",\"capacity\":9007199254740992,"
                         "\"window_seconds\":0,\"timeout_seconds\":600,\"unit\":\"\",\"description\":"
@@ -189,11 +189,11 @@ static void test_limit_def_round_trip(void **state) {
     strcpy(def.key, "a\"b\\c/d");
     strcpy(def.description, "\xe2\x82\xac per 1k tokens, \"quoted\"");
     def.overage = RL_OVERAGE_DENY;
-    rl_buf_reset(&buf);
-    rl_wire_encode_limit_def(&buf, &def);
+    rl__buf_reset(&buf);
+    rl__wire_encode_limit_def(&buf, &def);
     rl_limit_def back;
     char detail[RL_WIRE_DETAIL_SIZE];
-    assert_int_equal(rl_wire_decode_limit_def(buf.data, buf.len, &back, detail), RL_OK);
+    assert_int_equal(rl__wire_decode_limit_def(buf.data, buf.len, &back, detail), RL_OK);
     assert_string_equal(back.key, def.key);
     assert_int_equal(back.kind, def.kind);
     assert_true(back.capacity == def.capacity);
@@ -218,8 +218,8 @@ static void test_limit_info(void **state) {
         .debt_total = 250,
         .overage_denied_total = 3,
     };
-    rl_buf_reset(&buf);
-    rl_wire_encode_limit_info(&buf, &def, &usage);
+    rl__buf_reset(&buf);
+    rl__wire_encode_limit_info(&buf, &def, &usage);
     assert_string_equal(buf.data,
                         "{\"definition\":" SAMPLE_DEF_JSON ",\"status\":\"active\","
                         "\"pending_decrease_to\":0,\"usage\":{\"capacity\":3000,\"used\":3100,"
@@ -228,8 +228,8 @@ static void test_limit_info(void **state) {
 
     usage.status = RL_LIMIT_STATUS_DECREASING;
     usage.pending_decrease_to = 1000;
-    rl_buf_reset(&buf);
-    rl_wire_encode_limit_info(&buf, &def, &usage);
+    rl__buf_reset(&buf);
+    rl__wire_encode_limit_info(&buf, &def, &usage);
     assert_string_equal(buf.data,
                         "{\"definition\":" SAMPLE_DEF_JSON ",\"status\":\"decreasing\","
                         "\"pending_decrease_to\":1000,\"usage\":{\"capacity\":3000,\"used\":3100,"
@@ -237,8 +237,8 @@ static void test_limit_info(void **state) {
                         "\"overage_denied_total\":3}}");
 
     /* Without live usage: the definition, active, no usage object. */
-    rl_buf_reset(&buf);
-    rl_wire_encode_limit_info(&buf, &def, NULL);
+    rl__buf_reset(&buf);
+    rl__wire_encode_limit_info(&buf, &def, NULL);
     assert_string_equal(buf.data, "{\"definition\":" SAMPLE_DEF_JSON
                                   ",\"status\":\"active\",\"pending_decrease_to\":0}");
 }
@@ -251,8 +251,8 @@ static void test_encoded_json_parses(void **state) {
     size_t n = 0;
     for (int c = 0x21; c <= 0x7e; c++) key[n++] = (char)c;
     key[n] = '\0';
-    rl_buf_reset(&buf);
-    rl_wire_encode_error_string(&buf, RL_UNKNOWN_LIMIT_KEY, key);
+    rl__buf_reset(&buf);
+    rl__wire_encode_error_string(&buf, RL_UNKNOWN_LIMIT_KEY, key);
     cJSON *parsed = cJSON_ParseWithLength(buf.data, buf.len);
     assert_non_null(parsed);
     assert_true(cJSON_IsString(parsed));
