@@ -13,6 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
+. bench/base_build.sh
 BUILD=${BUILD:-build}
 BASE=${BASE:-3a562d5}
 LIMITS=${LIMITS:-10000}
@@ -26,16 +27,14 @@ TMP=$(mktemp -d /tmp/rl_bench_admin.XXXXXX)
 DAEMON_PID=""
 cleanup() {
   [ -n "$DAEMON_PID" ] && kill -TERM "$DAEMON_PID" 2>/dev/null && wait "$DAEMON_PID" 2>/dev/null || true
-  git -C "$ROOT" worktree remove --force "$TMP/base" 2>/dev/null || true
+  base_remove "$TMP/base"
   rm -rf "$TMP"
 }
 trap cleanup EXIT
 
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$BUILD" -j "$(nproc)" --target ratelimiterd >/dev/null
-git -C "$ROOT" worktree add --detach "$TMP/base" "$BASE" >/dev/null 2>&1
-cmake -S "$TMP/base" -B "$TMP/base/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$TMP/base/build" -j "$(nproc)" --target ratelimiterd >/dev/null
+base_build "$BASE" "$TMP/base"
 
 python3 - "$TMP/limits.json" "$LIMITS" <<'PY'
 import json, sys

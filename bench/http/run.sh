@@ -7,11 +7,16 @@
 # Both servers run on core 0 (ratelimiterd --threads 1, one nginx worker),
 # wrk on core 1; wrk drives them in turn, ROUNDS times. Prints the median
 # requests/s of each and the ratio, then the batch endpoint in leases/s.
-# Needs: wrk, nginx (nginx-light), taskset, curl.
+# BASE=<git revision> adds that revision's ratelimiterd (built in a
+# worktree) to every round, the batch endpoint too, and prints this build's
+# figures as a share of BASE's: a change measured side by side with before.
+# Needs: wrk, nginx (nginx-light), taskset, curl (and git for BASE).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
+. bench/base_build.sh
 BUILD=${BUILD:-build}
+BASE=${BASE:-}
 DURATION=${DURATION:-10s}
 CONNECTIONS=${CONNECTIONS:-64}
 BATCH_CONNECTIONS=${BATCH_CONNECTIONS:-16}
@@ -29,13 +34,17 @@ cmake --build "$BUILD" -j "$(nproc)" --target ratelimiterd >/dev/null
 
 TMP=$(mktemp -d /tmp/rl_bench_http.XXXXXX)
 DAEMON_PID=""
+BASE_PID=""
 NGINX_PID=""
 cleanup() {
   [ -n "$DAEMON_PID" ] && kill -TERM "$DAEMON_PID" 2>/dev/null && wait "$DAEMON_PID" 2>/dev/null || true
+  [ -n "$BASE_PID" ] && kill -TERM "$BASE_PID" 2>/dev/null && wait "$BASE_PID" 2>/dev/null || true
+  [ -z "$BASE" ] || base_remove "$TMP/base"
   [ -n "$NGINX_PID" ] && kill -QUIT "$NGINX_PID" 2>/dev/null && wait "$NGINX_PID" 2>/dev/null || true
   rm -rf "$TMP"
 }
 trap cleanup EXIT
+[ -z "$BASE" ] || base_build "$BASE" "$TMP/base"
 
 # Capacities nothing reaches; 1-second windows and hold timeouts keep the
 # live state at about one second of traffic, as a busy limiter sees it.
@@ -60,17 +69,32 @@ run_wrk() {
   awk '/^Requests\/sec:/ {print $2}' <<<"$out"
 }
 
-# ---- ratelimiterd and nginx, both on the server core ----------------------
-taskset -c "$SERVER_CORE" "$BUILD/ratelimiterd" -c "$TMP/config.yaml" --listen 127.0.0.1:0 \
-  --registry "$TMP/limits.json" --threads 1 2>"$TMP/daemon.log" &
-DAEMON_PID=$!
-PORT=""
-for _ in $(seq 1 200); do
-  PORT=$(sed -n 's/^ratelimiterd listening on 127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$TMP/daemon.log")
-  [ -n "$PORT" ] && break
-  sleep 0.05
-done
-[ -n "$PORT" ] || { echo "run.sh: ratelimiterd did not start:" >&2; cat "$TMP/daemon.log" >&2; exit 1; }
+# ---- ratelimiterd (and BASE's) and nginx, all on the server core --------------
+# start_daemon BINARY NAME: STARTED_PID and STARTED_PORT of a new daemon
+# (its registry a copy of limits.json).
+start_daemon() {
+  local binary=$1 name=$2
+  cp "$TMP/limits.json" "$TMP/$name.json"
+  taskset -c "$SERVER_CORE" "$binary" -c "$TMP/config.yaml" --listen 127.0.0.1:0 \
+    --registry "$TMP/$name.json" --threads 1 2>"$TMP/$name.log" &
+  STARTED_PID=$!
+  STARTED_PORT=""
+  for _ in $(seq 1 200); do
+    STARTED_PORT=$(sed -n 's/^ratelimiterd listening on 127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$TMP/$name.log")
+    [ -n "$STARTED_PORT" ] && break
+    sleep 0.05
+  done
+  [ -n "$STARTED_PORT" ] || { echo "run.sh: ratelimiterd ($name) did not start:" >&2; cat "$TMP/$name.log" >&2; exit 1; }
+}
+start_daemon "$BUILD/ratelimiterd" daemon
+DAEMON_PID=$STARTED_PID
+PORT=$STARTED_PORT
+BASE_PORT=""
+if [ -n "$BASE" ]; then
+  start_daemon "$TMP/base/build/ratelimiterd" base
+  BASE_PID=$STARTED_PID
+  BASE_PORT=$STARTED_PORT
+fi
 
 # nginx is the ceiling: a constant body of similar size, no work at all.
 mkdir -p "$TMP/nginx/logs"
@@ -108,18 +132,35 @@ done
 # report the median of each.
 RL_ALL=""
 NGINX_ALL=""
+BASE_ALL=""
+BATCH_ALL=""
+BASE_BATCH_ALL=""
 for round in $(seq 1 "$ROUNDS"); do
   rl=$(run_wrk "$ROOT/bench/http/reserve.lua" "http://127.0.0.1:$PORT" "$CONNECTIONS")
   ng=$(run_wrk "$ROOT/bench/http/reserve.lua" "http://127.0.0.1:$NGINX_PORT" "$CONNECTIONS")
-  echo "round $round: ratelimiterd $rl req/s, nginx $ng req/s"
+  line="round $round: ratelimiterd $rl req/s, nginx $ng req/s"
+  if [ -n "$BASE" ]; then
+    base=$(run_wrk "$ROOT/bench/http/reserve.lua" "http://127.0.0.1:$BASE_PORT" "$CONNECTIONS")
+    BASE_ALL="$BASE_ALL $base"
+    line="$line, BASE $base req/s"
+    # With a BASE the batch endpoint alternates too, once a round.
+    BATCH_ALL="$BATCH_ALL $(run_wrk "$ROOT/bench/http/reserve_batch.lua" "http://127.0.0.1:$PORT" "$BATCH_CONNECTIONS")"
+    BASE_BATCH_ALL="$BASE_BATCH_ALL $(run_wrk "$ROOT/bench/http/reserve_batch.lua" "http://127.0.0.1:$BASE_PORT" "$BATCH_CONNECTIONS")"
+  fi
+  echo "$line"
   RL_ALL="$RL_ALL $rl"
   NGINX_ALL="$NGINX_ALL $ng"
 done
-BATCH_RPS=$(run_wrk "$ROOT/bench/http/reserve_batch.lua" "http://127.0.0.1:$PORT" "$BATCH_CONNECTIONS")
+[ -n "$BASE" ] || BATCH_ALL=$(run_wrk "$ROOT/bench/http/reserve_batch.lua" "http://127.0.0.1:$PORT" "$BATCH_CONNECTIONS")
 
 kill -TERM "$DAEMON_PID"
 wait "$DAEMON_PID" || { echo "run.sh: ratelimiterd did not stop cleanly" >&2; exit 1; }
 DAEMON_PID=""
+if [ -n "$BASE" ]; then
+  kill -TERM "$BASE_PID"
+  wait "$BASE_PID" || true
+  BASE_PID=""
+fi
 kill -QUIT "$NGINX_PID"
 wait "$NGINX_PID" || true
 NGINX_PID=""
@@ -127,6 +168,7 @@ NGINX_PID=""
 median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
 RL_RPS=$(median <<<"$RL_ALL")
 NGINX_RPS=$(median <<<"$NGINX_ALL")
+BATCH_RPS=$(median <<<"$BATCH_ALL")
 
 awk -v rl="$RL_RPS" -v ng="$NGINX_RPS" -v batch="$BATCH_RPS" -v d="$DURATION" -v c="$CONNECTIONS" \
     -v bc="$BATCH_CONNECTIONS" -v r="$ROUNDS" 'BEGIN {
@@ -137,3 +179,12 @@ awk -v rl="$RL_RPS" -v ng="$NGINX_RPS" -v batch="$BATCH_RPS" -v d="$DURATION" -v
   printf "POST /v1/reserve/batch (256 leases), wrk -t1 -c%s -d%s:\n", bc, d
   printf "  ratelimiterd    %10.0f req/s = %.0f leases/s\n", batch, batch * 256
 }'
+if [ -n "$BASE" ]; then
+  awk -v rl="$RL_RPS" -v base="$(median <<<"$BASE_ALL")" -v batch="$BATCH_RPS" \
+      -v base_batch="$(median <<<"$BASE_BATCH_ALL")" -v rev="$BASE" 'BEGIN {
+    printf "side by side with BASE %s (the same rounds, medians):\n", rev
+    printf "  /v1/reserve        %10.0f vs %10.0f req/s = %.1f %%\n", rl, base, 100 * rl / base
+    printf "  /v1/reserve/batch  %10.0f vs %10.0f leases/s = %.1f %%\n", batch * 256, base_batch * 256,
+      100 * batch / base_batch
+  }'
+fi

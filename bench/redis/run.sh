@@ -8,6 +8,9 @@
 #       FLUSH_US=200 BATCH_LEASES=1024 FLUSHES_IN_FLIGHT=2 REDIS_CONNECTIONS=4
 #       by default
 #   DURATION=10s bench/redis/run.sh      (the figures of the README)
+#   BASE=<git revision> bench/redis/run.sh   every run followed by the same
+#       run of that revision's ratelimiterd (built in a worktree), and this
+#       build's leases/s as a share of BASE's: a change side by side with before
 #
 # The machine has 2 cores, so by default: a private redis-server alone on
 # core 1 (Redis is single-threaded: one core is what "one local Redis" has);
@@ -23,11 +26,13 @@
 # core), and Redis's INFO commandstats for EVALSHA (calls, µs per call, leases
 # per call, µs of Redis time per lease). Then the ratios batching-on / naive
 # and DESIGN.md's targets (>= 100k leases/s, >= 3x the naive path).
-# Needs: wrk, redis-server, redis-cli, taskset, curl.
+# Needs: wrk, redis-server, redis-cli, taskset, curl (and git for BASE).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
+. bench/base_build.sh
 BUILD=${BUILD:-build}
+BASE=${BASE:-}
 DURATION=${DURATION:-5s}
 CONNECTIONS=${CONNECTIONS:-64}
 BATCH_CONNECTIONS=${BATCH_CONNECTIONS:-16}
@@ -56,10 +61,12 @@ cleanup() {
   [ -n "$WRK_PID" ] && kill -TERM "$WRK_PID" 2>/dev/null && wait "$WRK_PID" 2>/dev/null || true
   [ -n "$DAEMON_PID" ] && kill -TERM "$DAEMON_PID" 2>/dev/null && wait "$DAEMON_PID" 2>/dev/null || true
   [ -n "$REDIS_PID" ] && kill -TERM "$REDIS_PID" 2>/dev/null && wait "$REDIS_PID" 2>/dev/null || true
+  [ -z "$BASE" ] || base_remove "$TMP/base"
   rm -rf "$TMP"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+[ -z "$BASE" ] || base_build "$BASE" "$TMP/base"
 
 # ---- a private redis-server on a free loopback port, on REDIS_CORE ---------
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
@@ -108,9 +115,9 @@ to_ms() {
     printf "%.3f", n }'
 }
 
-# start_daemon THREADS MAX_LEASES_PER_BATCH: a fresh daemon on a flushed Redis.
+# start_daemon THREADS MAX_LEASES_PER_BATCH BINARY: a fresh daemon on a flushed Redis.
 start_daemon() {
-  local threads=$1 per_batch=$2
+  local threads=$1 per_batch=$2 binary=$3
   redis flushall >/dev/null
   cat >"$TMP/config.yaml" <<YAML
 server:
@@ -125,7 +132,7 @@ redis:
   flushes_in_flight: $FLUSHES_IN_FLIGHT
 YAML
   : >"$TMP/daemon.log"
-  taskset -c "$DAEMON_CORE" "$BUILD/ratelimiterd" -c "$TMP/config.yaml" --backend redis \
+  taskset -c "$DAEMON_CORE" "$binary" -c "$TMP/config.yaml" --backend redis \
     --redis "127.0.0.1:$REDIS_PORT" --listen 127.0.0.1:0 --registry "$TMP/limits.json" \
     --threads "$threads" 2>"$TMP/daemon.log" &
   DAEMON_PID=$!
@@ -196,13 +203,21 @@ echo "batching on: max_leases_per_batch $BATCH_LEASES, flush_interval_us $FLUSH_
 echo
 
 : >"$TMP/results"
+# With a BASE, each run of this build is followed by the same run of BASE's
+# ("t1base" rows).
+BUILDS="t:$BUILD/ratelimiterd"
+[ -z "$BASE" ] || BUILDS="$BUILDS tbase:$TMP/base/build/ratelimiterd"
 for threads in $THREADS; do
   for mode in on naive; do
     if [ "$mode" = on ]; then per_batch=$BATCH_LEASES; else per_batch=1; fi
-    start_daemon "$threads" "$per_batch"
-    run_wrk "t$threads:$mode:single" "$ROOT/bench/http/reserve.lua" "$CONNECTIONS" 1
-    run_wrk "t$threads:$mode:batch256" "$ROOT/bench/http/reserve_batch.lua" "$BATCH_CONNECTIONS" 256
-    stop_daemon
+    for build in $BUILDS; do
+      name=${build%%:*}
+      start_daemon "$threads" "$per_batch" "${build#*:}"
+      label="${name%base}$threads${name#t}"
+      run_wrk "$label:$mode:single" "$ROOT/bench/http/reserve.lua" "$CONNECTIONS" 1
+      run_wrk "$label:$mode:batch256" "$ROOT/bench/http/reserve_batch.lua" "$BATCH_CONNECTIONS" 256
+      stop_daemon
+    done
   done
 done
 
@@ -249,3 +264,12 @@ echo "evalsha = script calls in the run (INFO commandstats); us/call = Redis tim
 echo "lease/cl = leases per call; us/lease = Redis time per lease (wall time in the script: it"
 echo "includes time Redis waits for its core when it shares one)."
 echo "cores: ratelimiterd $DAEMON_CORE, redis-server $REDIS_CORE, wrk $CLIENT_CORE."
+if [ -n "$BASE" ]; then
+  echo
+  echo "side by side with BASE $BASE (each run followed by BASE's):"
+  awk '{ split($1, k, ":"); t = k[1]; b = (t ~ /base$/); sub(/base$/, "", t); key = t ":" k[2] ":" k[3]
+         if (b) base[key] = $2; else { cur[key] = $2; order[++n] = key } }
+       END { for (i = 1; i <= n; i++) { key = order[i]
+               printf "  %-20s %9d vs %9d leases/s = %.1f %%\n", key, cur[key], base[key],
+                 (base[key] > 0) ? 100 * cur[key] / base[key] : 0 } }' "$TMP/results"
+fi
