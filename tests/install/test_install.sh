@@ -48,9 +48,10 @@ if ! diff "$tmp/declared" "$tmp/exported" >"$tmp/export.diff"; then
   fail "libratelimiter.so exports (>) other than the headers declare RL_API (<)"
 fi
 # Inside, the rest is rl__: every other global name of the static library
-# (the same objects) says it is private, so a missing RL_API is seen.
+# (the same objects) says it is private, so a missing RL_API is seen. Names
+# from "_" on are the compiler's and the sanitizers' (__odr_asan.*).
 nm -g --defined-only "$libdir/libratelimiter.a" 2>/dev/null | awk 'NF == 3 && $2 ~ /[TDBR]/ {print $3}' |
-  sort -u | comm -23 - "$tmp/exported" | grep -v '^rl__' >"$tmp/unprefixed" || true
+  sort -u | comm -23 - "$tmp/exported" | grep -v -e '^rl__' -e '^_' >"$tmp/unprefixed" || true
 [ ! -s "$tmp/unprefixed" ] || { cat "$tmp/unprefixed" >&2; fail "internal names without the rl__ prefix"; }
 unmarked=$(grep -nE '^[A-Za-z].*[^a-zA-Z0-9_]rl_[a-z0-9_]+ *\(' "$root/include/ratelimiter/"*.h |
   grep -vE ':(RL_API |static inline|typedef|#)' || true)
