@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-#define RL_BACKEND_ABI_VERSION 4
+#define RL_BACKEND_ABI_VERSION 5 /* 5: rl_reserve_result.denied_by */
 
 typedef struct rl_backend rl_backend;
 

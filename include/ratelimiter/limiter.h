@@ -30,7 +30,7 @@
 extern "C" {
 #endif
 
-#define RL_LIMITER_ABI_VERSION 1
+#define RL_LIMITER_ABI_VERSION 2 /* 2: rl_reserve_result.denied_by */
 #define RL_LIMITER_ERR_SIZE 256
 
 typedef struct rl_limiter rl_limiter;
@@ -50,8 +50,9 @@ struct rl_limiter {
 };
 
 /* Decides count leases (1..RL_LIMITER_MAX_BATCH), results[i] for requests[i].
- * A result's status_key points to one of the request's own keys (or to memory
- * the limiter keeps for its life): valid at least as long as the request. */
+ * A result's status_key and denied_by.key point to one of the request's own
+ * keys (or to memory the limiter keeps for its life): valid at least as long
+ * as the request. */
 #define RL_LIMITER_MAX_BATCH 256u
 
 static inline rl_status rl_limiter_reserve_batch(rl_limiter *l, const rl_reserve_request *requests,

@@ -81,6 +81,28 @@ typedef struct rl_complete_request {
     size_t actual_count;      /* 0..RL_MAX_REQUIREMENTS */
 } rl_complete_request;
 
+/* Why a lease was denied (rl_denial.reason). */
+typedef enum rl_denial_reason {
+    RL_DENIAL_NONE = 0,          /* not denied, or not for want of capacity (an error) */
+    RL_DENIAL_CAPACITY,          /* "capacity": not enough free now; retry_after_ms says when */
+    RL_DENIAL_DECREASING,        /* "decreasing": the limit is shrinking to a capacity below its use */
+    RL_DENIAL_EXCEEDS_CAPACITY,  /* "exceeds_capacity": more than the whole capacity: never fits */
+} rl_denial_reason;
+
+/* Which limit refused a lease, and by how much. Set on every result with
+ * allowed=false and status RL_OK, RL_LIMIT_DECREASING or
+ * RL_EXCEEDS_CAPACITY; key is NULL otherwise (allowed, unknown key, lease id
+ * conflict, errors). When several limits fail it names the one the caller
+ * waits for: the key of the status when the status names one, else the
+ * full limit whose room comes back last. */
+typedef struct rl_denial {
+    const char *key; /* as status_key: same lifetime */
+    rl_denial_reason reason;
+    uint64_t requested; /* the lease's amount on key */
+    uint64_t available; /* key's free capacity when it was decided: capacity minus use, at least 0 */
+    uint64_t capacity;  /* key's capacity then; for "decreasing", the capacity it is decreasing to */
+} rl_denial;
+
 typedef struct rl_reserve_result {
     bool allowed;
     uint64_t retry_after_ms;      /* 0 when allowed or when retrying cannot help */
@@ -92,6 +114,7 @@ typedef struct rl_reserve_result {
      * request, valid until the next call on the same backend from this thread
      * returns; encode it before then. */
     const char *status_key;
+    rl_denial denied_by; /* why it was denied (key NULL: see rl_denial) */
 } rl_reserve_result;
 
 /* Live accounting of one limit, for the admin API: why is it denying? */
@@ -116,7 +139,11 @@ RL_API const char *rl_kind_name(rl_kind kind);             /* "rolling" | "concu
 RL_API const char *rl_overage_name(rl_overage overage);    /* "debt" | "deny" */
 RL_API const char *rl_limit_status_name(rl_limit_status);  /* "active" | "decreasing" */
 
+/* "capacity" | "decreasing" | "exceeds_capacity" ("" for RL_DENIAL_NONE): denied_by.reason on the wire. */
+RL_API const char *rl_denial_reason_name(rl_denial_reason reason);
+
 /* Parses the names above; false if name is none of them. */
+RL_API bool rl_denial_reason_parse(const char *name, rl_denial_reason *out);
 RL_API bool rl_kind_parse(const char *name, rl_kind *out);
 RL_API bool rl_overage_parse(const char *name, rl_overage *out);
 

@@ -65,6 +65,17 @@ static const char reserve_usage[] =
     "  decreasing limit or an amount above capacity), 3 unknown key or invalid request,\n"
     "  4 no answer (retry with the SAME lease id).\n";
 
+
+/* {"lease_id":..} and then the daemon's own answer (wire.h): every field,
+ * denied_by and a conflict's detail included, escaped as JSON. */
+static void print_reserve_result(const char *lease_id, const rl_reserve_result *result) {
+    rl_buf buf;
+    rl__buf_init(&buf);
+    rl__wire_encode_reserve_result(&buf, result);
+    printf("{\"lease_id\":\"%s\",%s\n", lease_id, buf.failed || buf.len < 2 ? "}" : buf.data + 1);
+    rl__buf_free(&buf);
+}
+
 int rlctl_cmd_reserve(const rlctl_global *global, int argc, char **argv) {
     static const struct option options[] = {{"lease-id", required_argument, NULL, 'l'},
                                             {"job-id", required_argument, NULL, 'j'},
@@ -120,18 +131,21 @@ int rlctl_cmd_reserve(const rlctl_global *global, int argc, char **argv) {
     } else {
         const char *wire = rl_status_wire(result.status);
         const char *key = result.status_key != NULL ? result.status_key : "";
-        printf("{\"lease_id\":\"%s\",\"allowed\":%s,\"retry_after_ms\":%llu,\"reserved_at_unix_ms\":%llu,"
-               "\"error\":\"%s%s%s\"}\n",
-               lease_id, result.allowed ? "true" : "false", (unsigned long long)result.retry_after_ms,
-               (unsigned long long)result.reserved_at_unix_ms, wire, wire[0] && key[0] ? ":" : "", key);
+        print_reserve_result(lease_id, &result);
+        const rl_denial *d = &result.denied_by;
+        char why[160 + RL_KEY_MAX_LEN] = "";
+        if (d->key != NULL)
+            snprintf(why, sizeof why, " by \"%s\" (%s: requested %llu, available %llu of capacity %llu)", d->key,
+                     rl_denial_reason_name(d->reason), (unsigned long long)d->requested,
+                     (unsigned long long)d->available, (unsigned long long)d->capacity);
         if (result.allowed) {
             code = RLCTL_EXIT_OK;
         } else if (result.status == RL_OK) {
-            fprintf(stderr, "rlctl: reserve %s: denied, retry after %llu ms with a new lease id\n", lease_id,
+            fprintf(stderr, "rlctl: reserve %s: denied%s, retry after %llu ms with a new lease id\n", lease_id, why,
                     (unsigned long long)result.retry_after_ms);
             code = RLCTL_EXIT_DENIED;
         } else if (result.status == RL_LIMIT_DECREASING || result.status == RL_EXCEEDS_CAPACITY) {
-            fprintf(stderr, "rlctl: reserve %s: denied: %s \"%s\"%s\n", lease_id, wire, key,
+            fprintf(stderr, "rlctl: reserve %s: denied%s: %s \"%s\"%s\n", lease_id, why, wire, key,
                     result.status == RL_EXCEEDS_CAPACITY ? " (the amount is above its capacity: retrying cannot help)"
                                                          : " (the limit is being decreased)");
             code = RLCTL_EXIT_DENIED;

@@ -57,6 +57,9 @@ static rl__http_verdict read_reserve(void *ctx, long http_status, rl_buf *body, 
         r->reserved_at_unix_ms = a->reserved_at_unix_ms;
         r->status = a->status;
         r->status_key = own_key(&c->requests[i], a->status_key); /* before the body is reused */
+        r->denied_by = a->denied_by;
+        r->denied_by.key = own_key(&c->requests[i], a->denied_by.key);
+        if (r->denied_by.key == NULL) memset(&r->denied_by, 0, sizeof r->denied_by);
     }
     *status = RL_OK;
     return RL__HTTP_DONE;

@@ -78,7 +78,41 @@ static bool read_error(rl__json_scan *s, rl_status *status, const char **key) {
     return true;
 }
 
-/* {"allowed":..,"retry_after_ms":..,"reserved_at_unix_ms":..,"error":..} */
+/* {"key":..,"reason":..,"requested":..,"available":..,"capacity":..}; other
+ * members (a budget's period_end_unix_ms) are skipped. */
+static bool read_denial(rl__json_scan *s, rl_denial *out) {
+    const char *at = s->cur;
+    memset(out, 0, sizeof *out);
+    if (!rl__scan_object_open(s)) return false;
+    char *name, *text;
+    size_t name_len, len;
+    int more = -1;
+    bool ok = true, have_key = false, have_reason = false;
+    for (size_t i = 0; ok && (more = rl__scan_member(s, i, &name, &name_len)) > 0; i++) {
+        if (strcmp(name, "key") == 0) {
+            ok = rl__scan_string(s, &text, &len);
+            out->key = text;
+            have_key = ok && len > 0;
+        } else if (strcmp(name, "reason") == 0) {
+            ok = rl__scan_string(s, &text, &len);
+            have_reason = ok && rl_denial_reason_parse(text, &out->reason);
+        } else if (strcmp(name, "requested") == 0) {
+            ok = read_u64(s, &out->requested);
+        } else if (strcmp(name, "available") == 0) {
+            ok = read_u64(s, &out->available);
+        } else if (strcmp(name, "capacity") == 0) {
+            ok = read_u64(s, &out->capacity);
+        } else {
+            ok = rl__scan_skip(s);
+        }
+    }
+    if (!ok || more != 0) return false;
+    if (!have_key || !have_reason) return rl__scan_fail(s, RL__JSON_SYNTAX, at);
+    return true;
+}
+
+/* {"allowed":..,"retry_after_ms":..,"reserved_at_unix_ms":..,"error":..},
+ * and since 0.2 "denied_by" on a denial (absent from older daemons: key NULL). */
 static bool read_reserve_result(rl__json_scan *s, rl_wire_reserve_answer *out) {
     memset(out, 0, sizeof *out);
     if (!rl__scan_object_open(s)) return false;
@@ -97,12 +131,15 @@ static bool read_reserve_result(rl__json_scan *s, rl_wire_reserve_answer *out) {
         } else if (strcmp(name, "error") == 0) {
             ok = read_error(s, &out->status, &out->status_key);
             have_error = true;
+        } else if (strcmp(name, "denied_by") == 0) {
+            ok = read_denial(s, &out->denied_by);
         } else {
             ok = rl__scan_skip(s);
         }
     }
     if (!ok || more != 0 || !have_allowed || !have_error) return false;
     if (!out->allowed) out->reserved_at_unix_ms = 0;
+    if (out->allowed) memset(&out->denied_by, 0, sizeof out->denied_by);
     return true;
 }
 

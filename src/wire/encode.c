@@ -43,6 +43,20 @@ void rl__wire_encode_reserve_result(rl_buf *buf, const rl_reserve_result *result
     LIT(buf, ",\"error\":");
     rl__wire_encode_error_string(buf, result->status, result->status_key);
     if (result->status == RL_LEASE_ID_CONFLICT) LIT(buf, ",\"detail\":\"" RL_WIRE_LEASE_ID_CONFLICT_DETAIL "\"");
+    const rl_denial *d = &result->denied_by;
+    if (!result->allowed && d->key != NULL) {
+        LIT(buf, ",\"denied_by\":{\"key\":");
+        rl__buf_append_json_string(buf, d->key, strlen(d->key));
+        LIT(buf, ",\"reason\":\"");
+        rl__buf_append_str(buf, rl_denial_reason_name(d->reason));
+        LIT(buf, "\",\"requested\":");
+        rl__buf_append_u64(buf, d->requested);
+        LIT(buf, ",\"available\":");
+        rl__buf_append_u64(buf, d->available);
+        LIT(buf, ",\"capacity\":");
+        rl__buf_append_u64(buf, d->capacity);
+        LIT(buf, "}");
+    }
     LIT(buf, "}");
 }
 

@@ -93,7 +93,9 @@ rl_status rl__wire_decode_limit_def(const char *body, size_t len, rl_limit_def *
     "same request; a new request needs a new lease id"
 
 /* {"allowed":..,"retry_after_ms":..,"reserved_at_unix_ms":..,"error":".."},
- * and for lease_id_conflict a "detail" after "error". */
+ * and for lease_id_conflict a "detail" after "error"; a denial with
+ * denied_by.key set then carries "denied_by":{"key","reason","requested",
+ * "available","capacity"} last. */
 void rl__wire_encode_reserve_result(rl_buf *buf, const rl_reserve_result *result);
 /* {"ok":true,"error":""} or {"ok":false,"error":"<status>"} */
 void rl__wire_encode_complete_result(rl_buf *buf, rl_status status);
@@ -140,6 +142,7 @@ typedef struct rl_wire_reserve_answer {
     uint64_t reserved_at_unix_ms;
     rl_status status;
     const char *status_key;
+    rl_denial denied_by; /* key NULL when absent; key points into the body */
 } rl_wire_reserve_answer;
 
 /* The error string of a result: "" -> RL_OK, "invalid_request",

@@ -192,7 +192,10 @@ static void test_reserve_allowed_then_denied(void **state) {
     /* Denied: 200, allowed false, a retry hint within the window. */
     expect("POST", "/v1/reserve", reserve_body(rl_test_ulid_new(c), "t1:rpm", 1), 200, NULL);
     assert_true(starts_with(last.body, "{\"allowed\":false,\"retry_after_ms\":"));
-    assert_true(ends_with(last.body, ",\"reserved_at_unix_ms\":0,\"error\":\"\"}"));
+    /* The wire only grows: v1's fields as they were, then which limit said
+     * no and by how much. */
+    assert_true(ends_with(last.body, ",\"reserved_at_unix_ms\":0,\"error\":\"\",\"denied_by\":{\"key\":\"t1:rpm\","
+                                     "\"reason\":\"capacity\",\"requested\":1,\"available\":0,\"capacity\":2}}"));
     double retry = jnum("retry_after_ms");
     assert_true(retry > 0 && retry <= 60000);
 }
@@ -535,7 +538,8 @@ static void test_decreasing_flow(void **state) {
 
     expect("POST", "/v1/reserve", reserve_body(rl_test_ulid_new(d), key, 1), 200,
            "{\"allowed\":false,\"retry_after_ms\":10000,\"reserved_at_unix_ms\":0,"
-           "\"error\":\"limit_decreasing:t7:concurrency\"}");
+           "\"error\":\"limit_decreasing:t7:concurrency\",\"denied_by\":{\"key\":\"t7:concurrency\","
+           "\"reason\":\"decreasing\",\"requested\":1,\"available\":0,\"capacity\":1}}");
 
     /* Usage falls to the new capacity: the decrease applies. */
     complete(a, NULL, 0);
@@ -546,7 +550,8 @@ static void test_decreasing_flow(void **state) {
     /* Full at capacity 1: a plain denial now. */
     reserve(rl_test_ulid_new(e), key, 1);
     assert_true(starts_with(last.body, "{\"allowed\":false"));
-    assert_true(ends_with(last.body, "\"error\":\"\"}"));
+    assert_true(ends_with(last.body, "\"error\":\"\",\"denied_by\":{\"key\":\"t7:concurrency\",\"reason\":\"capacity\","
+                                     "\"requested\":1,\"available\":0,\"capacity\":1}}"));
     complete(c, NULL, 0);
     reserve(rl_test_ulid_new(e), key, 1);
     assert_true(starts_with(last.body, "{\"allowed\":true"));
@@ -569,7 +574,8 @@ static void test_exceeds_capacity(void **state) {
     char id[27];
     expect("POST", "/v1/reserve", reserve_body(rl_test_ulid_new(id), "t8:tpm", 1001), 200,
            "{\"allowed\":false,\"retry_after_ms\":0,\"reserved_at_unix_ms\":0,"
-           "\"error\":\"exceeds_capacity:t8:tpm\"}");
+           "\"error\":\"exceeds_capacity:t8:tpm\",\"denied_by\":{\"key\":\"t8:tpm\","
+           "\"reason\":\"exceeds_capacity\",\"requested\":1001,\"available\":1000,\"capacity\":1000}}");
 }
 
 static void test_batches(void **state) {

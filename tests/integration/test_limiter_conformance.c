@@ -173,6 +173,7 @@ static void assert_allowed(rl_reserve_result r) {
     assert_true(r.reserved_at_unix_ms > 0);
     assert_int_equal(r.retry_after_ms, 0);
     assert_null(r.status_key);
+    assert_null(r.denied_by.key);
 }
 
 static void assert_denied(rl_reserve_result r) {
@@ -181,6 +182,9 @@ static void assert_denied(rl_reserve_result r) {
     assert_true(r.retry_after_ms > 0);
     assert_int_equal(r.reserved_at_unix_ms, 0);
     assert_null(r.status_key);
+    assert_int_equal(r.denied_by.reason, RL_DENIAL_CAPACITY); /* a plain denial still names its limit */
+    assert_non_null(r.denied_by.key);
+    assert_true(r.denied_by.available < r.denied_by.requested);
 }
 
 static rl_status complete_one(rl_limiter *l, const char *lease, const char *key, uint64_t actual) {
@@ -213,6 +217,11 @@ static void all_or_nothing_across_keys(void **state) {
     request.lease_id = new_lease(lease);
     assert_int_equal(rl_limiter_reserve(l, &request, &result), RL_OK);
     assert_denied(result);
+    /* denied_by names b, the one without room, by the caller's own key */
+    assert_string_equal(result.denied_by.key, "conf:aon:b");
+    assert_int_equal(result.denied_by.requested, 1);
+    assert_int_equal(result.denied_by.available, 0);
+    assert_int_equal(result.denied_by.capacity, 1);
     assert_allowed(reserve_one(l, new_lease(lease), "conf:aon:a", 5)); /* a still had 5 */
     assert_denied(reserve_one(l, new_lease(lease), "conf:aon:a", 1));
 }
@@ -430,6 +439,10 @@ static void a_decreasing_limit_denies_naming_the_request_key(void **state) {
     assert_int_equal(result.status, RL_LIMIT_DECREASING);
     assert_string_equal(result.status_key, "conf:decrease:tpm");
     assert_int_equal(result.retry_after_ms, RL_DECREASING_RETRY_AFTER_MS);
+    assert_string_equal(result.denied_by.key, "conf:decrease:tpm");
+    assert_int_equal(result.denied_by.reason, RL_DENIAL_DECREASING);
+    assert_int_equal(result.denied_by.capacity, 5); /* what it decreases to */
+    assert_int_equal(result.denied_by.available, 0);
     f->define(f, "conf:decrease:tpm", 20);
     assert_allowed(reserve_one(l, new_lease(lease), "conf:decrease:tpm", 12));
 }

@@ -352,10 +352,13 @@ static void test_reserve_complete(void **state) {
           "--req", "cli:r:conc=1");
     expect_code(1);
     expect_contains(ran.out, "\"allowed\":false");
-    expect_contains(ran.err, "denied");
+    expect_contains(ran.out, "\"denied_by\":{\"key\":\"cli:r:conc\",\"reason\":\"capacity\",\"requested\":1,"
+                             "\"available\":0,\"capacity\":1}}");
+    expect_contains(ran.err, "denied by \"cli:r:conc\" (capacity: requested 1, available 0 of capacity 1), retry after");
     RLCTL("reserve", "--req", "cli:r:tpm=101");
     expect_code(1);
     expect_contains(ran.err, "exceeds_capacity");
+    expect_contains(ran.err, "(exceeds_capacity: requested 101, available 40 of capacity 100)");
 
     /* Complete gives back the unused part and the slot. */
     RLCTL("complete", "--lease-id", lease_id, "--actual", "cli:r:tpm=20");

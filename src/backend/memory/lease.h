@@ -21,9 +21,16 @@ typedef struct rl_mem_lease {
     bool completed;
     uint16_t entry_count;        /* 0 for a denied lease */
     rl_status status;            /* why it was denied (or RL_OK) */
-    const char *status_key;      /* a limit's key (limits are never freed) */
+    /* The key that denied it, for status and denied_by alike (a plain
+     * denial's status names none), or NULL; a limit's key (limits are never
+     * freed). */
+    const char *status_key;
     uint64_t retry_after_ms;
-    uint64_t reserved_at_unix_ms;
+    union {
+        uint64_t reserved_at_unix_ms; /* admitted */
+        uint64_t denied_available;    /* denied: denied_by.available */
+    };
+    uint64_t denied_capacity;    /* denied: denied_by.capacity */
     uint64_t fingerprint;        /* of its requirements: a retry must match (core/lease_fingerprint.h) */
     rl_mem_entry entries[];
 } rl_mem_lease;

@@ -73,51 +73,89 @@ static void deny(rl_reserve_result *result, rl_status status, const char *key, u
     result->reserved_at_unix_ms = 0;
     result->status = status;
     result->status_key = key;
+    memset(&result->denied_by, 0, sizeof result->denied_by);
 }
 
-static void replay(const rl_mem_lease *lease, rl_reserve_result *result) {
+/* A denial for want of room on limit: the status names the key unless it
+ * is a plain one (RL_OK), denied_by always does. */
+static void deny_on(rl_reserve_result *result, rl_status status, const rl_mem_limit *limit, uint64_t requested,
+                    uint64_t retry_after_ms) {
+    deny(result, status, status == RL_OK ? NULL : limit->def.key, retry_after_ms);
+    rl_denial *d = &result->denied_by;
+    d->key = limit->def.key;
+    d->reason = status == RL_EXCEEDS_CAPACITY   ? RL_DENIAL_EXCEEDS_CAPACITY
+                : status == RL_LIMIT_DECREASING ? RL_DENIAL_DECREASING
+                                                : RL_DENIAL_CAPACITY;
+    d->requested = requested;
+    d->capacity = status == RL_LIMIT_DECREASING ? limit->pending_decrease_to : limit->capacity_enforced;
+    d->available = limit->used < d->capacity ? d->capacity - limit->used : 0;
+}
+
+/* The lease's amount on key (a retry matched its fingerprint: it is there). */
+static uint64_t amount_on(const rl_reserve_request *request, const char *key) {
+    for (size_t i = 0; i < request->requirement_count; i++)
+        if (strcmp(request->requirements[i].key, key) == 0) return request->requirements[i].amount;
+    return 0;
+}
+
+/* Its first outcome, denied_by included. */
+static void replay(const rl_mem_lease *lease, const rl_reserve_request *request, rl_reserve_result *result) {
     result->allowed = lease->allowed;
     result->retry_after_ms = lease->retry_after_ms;
-    result->reserved_at_unix_ms = lease->reserved_at_unix_ms;
+    result->reserved_at_unix_ms = lease->allowed ? lease->reserved_at_unix_ms : 0;
     result->status = lease->status;
-    result->status_key = lease->status_key;
+    result->status_key = lease->status == RL_OK ? NULL : lease->status_key;
+    memset(&result->denied_by, 0, sizeof result->denied_by);
+    if (lease->allowed || lease->status_key == NULL) return;
+    rl_denial *d = &result->denied_by;
+    d->key = lease->status_key;
+    d->reason = lease->status == RL_EXCEEDS_CAPACITY   ? RL_DENIAL_EXCEEDS_CAPACITY
+                : lease->status == RL_LIMIT_DECREASING ? RL_DENIAL_DECREASING
+                                                       : RL_DENIAL_CAPACITY;
+    d->requested = amount_on(request, lease->status_key);
+    d->available = lease->denied_available;
+    d->capacity = lease->denied_capacity;
 }
 
 /* The decision for one lease whose limits are resolved and expired:
  * exceeds_capacity beats limit_decreasing beats a plain deny, because a
- * client must not retry what can never fit. */
+ * client must not retry what can never fit; a plain deny names the full
+ * limit whose room comes back last (the one the caller waits for). */
 static void decide(memory_backend *backend, const rl_reserve_request *request,
                    rl_mem_limit *const *limits, uint64_t now_ms, rl_reserve_result *result) {
-    const char *decreasing_key = NULL;
+    size_t decreasing = SIZE_MAX, full = SIZE_MAX;
     uint64_t retry_after_ms = 0;
-    bool fits = true;
     for (size_t i = 0; i < request->requirement_count; i++) {
         const rl_mem_limit *limit = limits[i];
         uint64_t amount = request->requirements[i].amount;
         if (amount > limit->capacity_enforced) {
-            deny(result, RL_EXCEEDS_CAPACITY, limit->def.key, 0);
+            deny_on(result, RL_EXCEEDS_CAPACITY, limit, amount, 0);
             return;
         }
         if (limit->pending_decrease_to != 0) {
-            if (decreasing_key == NULL) decreasing_key = limit->def.key;
+            if (decreasing == SIZE_MAX) decreasing = i;
             continue;
         }
         if (limit->used + amount > limit->capacity_enforced) {
-            fits = false;
             uint64_t wait_ms = rl__mem_limit_retry_after_ms(limit, amount, now_ms, &backend->walk_scratch,
                                                             &backend->walk_scratch_capacity);
-            if (wait_ms > retry_after_ms) retry_after_ms = wait_ms;
+            if (full == SIZE_MAX || wait_ms > retry_after_ms) {
+                full = i;
+                retry_after_ms = wait_ms;
+            }
         }
     }
-    if (decreasing_key != NULL) {
-        deny(result, RL_LIMIT_DECREASING, decreasing_key, RL_DECREASING_RETRY_AFTER_MS);
-    } else if (!fits) {
-        deny(result, RL_OK, NULL, retry_after_ms);
+    if (decreasing != SIZE_MAX) {
+        deny_on(result, RL_LIMIT_DECREASING, limits[decreasing], request->requirements[decreasing].amount,
+                RL_DECREASING_RETRY_AFTER_MS);
+    } else if (full != SIZE_MAX) {
+        deny_on(result, RL_OK, limits[full], request->requirements[full].amount, retry_after_ms);
     } else {
         result->allowed = true;
         result->retry_after_ms = 0;
         result->status = RL_OK;
         result->status_key = NULL;
+        memset(&result->denied_by, 0, sizeof result->denied_by);
     }
 }
 
@@ -132,7 +170,7 @@ static void reserve_one(memory_backend *backend, const rl_reserve_request *reque
         if (lease->fingerprint != rl__lease_fingerprint(request->requirements, count))
             deny(result, RL_LEASE_ID_CONFLICT, NULL, 0);
         else
-            replay(lease, result);
+            replay(lease, request, result);
         return;
     }
 
@@ -187,9 +225,14 @@ static void reserve_one(memory_backend *backend, const rl_reserve_request *reque
     }
     lease->allowed = result->allowed;
     lease->status = result->status;
-    lease->status_key = result->status_key;
+    lease->status_key = result->allowed ? NULL : result->denied_by.key;
     lease->retry_after_ms = result->retry_after_ms;
-    lease->reserved_at_unix_ms = result->reserved_at_unix_ms;
+    if (result->allowed) {
+        lease->reserved_at_unix_ms = result->reserved_at_unix_ms;
+    } else {
+        lease->denied_available = result->denied_by.available;
+        lease->denied_capacity = result->denied_by.capacity;
+    }
     lease->fingerprint = rl__lease_fingerprint(request->requirements, count);
 }
 

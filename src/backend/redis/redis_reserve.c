@@ -14,6 +14,9 @@
 
 #define ERR_SIZE 256
 
+/* reserve.lua's answer per lease: the result, then its denied_by. */
+#define REPLY_PER_LEASE 10u
+
 static void fail_result(rl_reserve_result *result, rl_status status) {
     memset(result, 0, sizeof *result);
     result->status = status;
@@ -96,8 +99,9 @@ static void run_reserves(redis_backend *backend, const rl_reserve_request *reque
                                sizeof err);
     }
     rl_redis_args_free(&a);
-    if (status == RL_OK && (reply->type != REDIS_REPLY_ARRAY || reply->elements != 5 * count)) status = RL_BACKEND_ERROR;
-    for (size_t i = 0, at = 0; i < count; i++, at += 5) {
+    if (status == RL_OK && (reply->type != REDIS_REPLY_ARRAY || reply->elements != REPLY_PER_LEASE * count))
+        status = RL_BACKEND_ERROR;
+    for (size_t i = 0, at = 0; i < count; i++, at += REPLY_PER_LEASE) {
         rl_reserve_result *r = &results[i];
         if (status != RL_OK) {
             fail_result(r, RL_BACKEND_ERROR); /* fail closed: nothing admitted without the store */
@@ -108,6 +112,13 @@ static void run_reserves(redis_backend *backend, const rl_reserve_request *reque
         r->reserved_at_unix_ms = rl__redis_number(reply->element[at + 2]);
         r->status = status_of_code(rl__redis_number(reply->element[at + 3]));
         r->status_key = status_key_of(backend, &requests[i], reply->element[at + 4]);
+        rl_denial *d = &r->denied_by;
+        d->key = status_key_of(backend, &requests[i], reply->element[at + 5]);
+        uint64_t reason = rl__redis_number(reply->element[at + 6]);
+        d->reason = d->key != NULL && reason <= RL_DENIAL_EXCEEDS_CAPACITY ? (rl_denial_reason)reason : RL_DENIAL_NONE;
+        d->requested = rl__redis_number(reply->element[at + 7]);
+        d->available = rl__redis_number(reply->element[at + 8]);
+        d->capacity = rl__redis_number(reply->element[at + 9]);
     }
     if (reply != NULL) freeReplyObject(reply);
 }

@@ -58,7 +58,7 @@ static int reserve_result_http_status(const rl_lease_call *call, size_t valid_in
     return rl_respond_backend_http_status(call->results.reserves[valid_index].status);
 }
 static void reserve_encode_failure(rl_buf *buf) {
-    static const rl_reserve_result failed = {false, 0, 0, RL_BACKEND_ERROR, NULL};
+    static const rl_reserve_result failed = {.allowed = false, .status = RL_BACKEND_ERROR};
     rl__wire_encode_reserve_result(buf, &failed);
 }
 

@@ -552,6 +552,89 @@ static void threads_never_over_admit(void **state) {
     assert_int_equal(usage_of(f, "h:rpm").used, 500);
 }
 
+/* ---- denied_by: which limit said no, and by how much ---------------------- */
+
+static void expect_denial(const rl_reserve_result *r, const char *key, rl_denial_reason reason, uint64_t requested,
+                          uint64_t available, uint64_t capacity) {
+    assert_false(r->allowed);
+    assert_non_null(r->denied_by.key);
+    assert_string_equal(r->denied_by.key, key);
+    assert_int_equal(r->denied_by.reason, reason);
+    assert_int_equal(r->denied_by.requested, requested);
+    assert_int_equal(r->denied_by.available, available);
+    assert_int_equal(r->denied_by.capacity, capacity);
+}
+
+static void a_denial_names_its_limit(void **state) {
+    fixture *f = *state;
+    define(f, "d:rpm", RL_KIND_ROLLING, 10, 60, RL_OVERAGE_DEBT);
+    define(f, "d:conc", RL_KIND_CONCURRENCY, 2, 60, RL_OVERAGE_DEBT);
+    rl_reserve_result ok = reserve1(f, 1, "d:rpm", 7);
+    assert_true(ok.allowed);
+    assert_null(ok.denied_by.key);
+    rl_reserve_result r = reserve1(f, 2, "d:rpm", 4);
+    expect_denial(&r, "d:rpm", RL_DENIAL_CAPACITY, 4, 3, 10);
+    assert_int_equal(r.status, RL_OK); /* v1's answer as it was: error "" */
+    assert_null(r.status_key);
+    /* a lease that fits on one limit and not on the other names the other */
+    assert_true(reserve1(f, 3, "d:conc", 2).allowed);
+    rl_requirement both[] = {{"d:rpm", 1}, {"d:conc", 1}};
+    r = reserve_n(f, 4, both, 2);
+    expect_denial(&r, "d:conc", RL_DENIAL_CAPACITY, 1, 0, 2);
+    /* more than the whole capacity */
+    r = reserve1(f, 5, "d:rpm", 11);
+    expect_denial(&r, "d:rpm", RL_DENIAL_EXCEEDS_CAPACITY, 11, 3, 10);
+    assert_int_equal(r.status, RL_EXCEEDS_CAPACITY);
+    /* errors name no limit */
+    r = reserve1(f, 6, "d:nope", 1);
+    assert_int_equal(r.status, RL_UNKNOWN_LIMIT_KEY);
+    assert_null(r.denied_by.key);
+    rl_requirement other = {"d:rpm", 1};
+    r = reserve_n(f, 2, &other, 1); /* lease 2 reused with another amount */
+    assert_int_equal(r.status, RL_LEASE_ID_CONFLICT);
+    assert_null(r.denied_by.key);
+}
+
+/* Where several limits are full, the one whose room comes back last: the
+ * one the caller waits for, and the one retry_after_ms is about. */
+static void a_denial_names_the_limit_waited_for(void **state) {
+    fixture *f = *state;
+    define(f, "w:early", RL_KIND_ROLLING, 5, 60, RL_OVERAGE_DEBT);
+    define(f, "w:late", RL_KIND_ROLLING, 5, 60, RL_OVERAGE_DEBT);
+    assert_true(reserve1(f, 1, "w:early", 5).allowed);
+    rl_manual_clock_advance(&f->clock, 20000);
+    assert_true(reserve1(f, 2, "w:late", 5).allowed);
+    rl_requirement both[] = {{"w:early", 1}, {"w:late", 1}};
+    rl_reserve_result r = reserve_n(f, 3, both, 2);
+    expect_denial(&r, "w:late", RL_DENIAL_CAPACITY, 1, 0, 5);
+    assert_int_equal(r.retry_after_ms, 60000);
+    rl_requirement reversed[] = {{"w:late", 1}, {"w:early", 1}};
+    r = reserve_n(f, 4, reversed, 2);
+    expect_denial(&r, "w:late", RL_DENIAL_CAPACITY, 1, 0, 5);
+    /* a decreasing limit is named before a full one, as its status says */
+    define(f, "w:late", RL_KIND_ROLLING, 3, 60, RL_OVERAGE_DEBT);
+    r = reserve_n(f, 5, both, 2);
+    assert_int_equal(r.status, RL_LIMIT_DECREASING);
+    assert_string_equal(r.status_key, "w:late");
+    expect_denial(&r, "w:late", RL_DENIAL_DECREASING, 1, 0, 3);
+}
+
+/* A retried denied lease gets its first outcome, denied_by as it was, even
+ * once there is room. */
+static void a_retried_denial_keeps_its_denied_by(void **state) {
+    fixture *f = *state;
+    define(f, "r:rpm", RL_KIND_ROLLING, 4, 60, RL_OVERAGE_DEBT);
+    assert_true(reserve1(f, 1, "r:rpm", 3).allowed);
+    rl_manual_clock_advance(&f->clock, 30000);
+    rl_reserve_result first = reserve1(f, 2, "r:rpm", 2);
+    expect_denial(&first, "r:rpm", RL_DENIAL_CAPACITY, 2, 1, 4);
+    rl_manual_clock_advance(&f->clock, 31000); /* lease 1's window is over: room again */
+    rl_reserve_result again = reserve1(f, 2, "r:rpm", 2);
+    expect_denial(&again, "r:rpm", RL_DENIAL_CAPACITY, 2, 1, 4);
+    assert_int_equal(again.retry_after_ms, first.retry_after_ms);
+    assert_true(reserve1(f, 3, "r:rpm", 4).allowed);
+}
+
 /* The case list, the same for every backend. */
 #define CONFORMANCE_CASES(setup, teardown)                                                                \
     cmocka_unit_test_setup_teardown(example1_rolling_reconcile_frees_early, setup, teardown),             \
@@ -572,6 +655,9 @@ static void threads_never_over_admit(void **state) {
     cmocka_unit_test_setup_teardown(complete_is_idempotent_and_tolerates_unknown_leases, setup, teardown), \
     cmocka_unit_test_setup_teardown(leases_are_forgotten_after_their_memory, setup, teardown),            \
     cmocka_unit_test_setup_teardown(batches_decide_in_order, setup, teardown),                            \
+    cmocka_unit_test_setup_teardown(a_denial_names_its_limit, setup, teardown),                           \
+    cmocka_unit_test_setup_teardown(a_denial_names_the_limit_waited_for, setup, teardown),                \
+    cmocka_unit_test_setup_teardown(a_retried_denial_keeps_its_denied_by, setup, teardown),               \
     cmocka_unit_test_setup_teardown(threads_never_over_admit, setup, teardown)
 
 static void redis_server_missing(void **state) {

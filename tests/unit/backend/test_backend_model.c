@@ -244,6 +244,13 @@ static uint64_t expiry_of(int l) {
     return at;
 }
 
+/* denied_by: limit l had capacity, and what it had free, for requested. */
+static void model_denial(rl_reserve_result *r, int l, rl_denial_reason reason, uint64_t requested,
+                         uint64_t capacity) {
+    uint64_t used = used_of(l);
+    r->denied_by = (rl_denial){limits[l].def.key, reason, requested, used < capacity ? capacity - used : 0, capacity};
+}
+
 static rl_reserve_result model_reserve(int lease, const int *keys, const uint64_t *amounts, int n) {
     model_lease *m = &leases[lease];
     if (m->decided) {
@@ -260,34 +267,40 @@ static rl_reserve_result model_reserve(int lease, const int *keys, const uint64_
         }
     }
     expire();
-    int decreasing = -1;
-    bool fits = true;
+    int decreasing = -1, full = -1; /* indexes into keys */
     uint64_t wait = 0;
     for (int i = 0; i < n; i++) {
         int l = keys[i];
         if (amounts[i] > limits[l].capacity) { /* beats everything: retrying cannot help */
             r.status = RL_EXCEEDS_CAPACITY;
             r.status_key = limits[l].def.key;
+            model_denial(&r, l, RL_DENIAL_EXCEEDS_CAPACITY, amounts[i], limits[l].capacity);
             cov.exceeds++;
             goto decided;
         }
         if (limits[l].pending_decrease_to != 0) {
-            if (decreasing < 0) decreasing = l;
+            if (decreasing < 0) decreasing = i;
             continue;
         }
         if (used_of(l) + amounts[i] > limits[l].capacity) {
-            fits = false;
+            /* denied_by names the limit whose room comes back last (the first of equals) */
             uint64_t w = retry_after(l, amounts[i]);
-            if (w > wait) wait = w;
+            if (full < 0 || w > wait) {
+                full = i;
+                wait = w;
+            }
         }
     }
     if (decreasing >= 0) {
+        int l = keys[decreasing];
         r.status = RL_LIMIT_DECREASING;
-        r.status_key = limits[decreasing].def.key;
+        r.status_key = limits[l].def.key;
         r.retry_after_ms = RL_DECREASING_RETRY_AFTER_MS;
+        model_denial(&r, l, RL_DENIAL_DECREASING, amounts[decreasing], limits[l].pending_decrease_to);
         cov.decreasing++;
-    } else if (!fits) {
+    } else if (full >= 0) {
         r.retry_after_ms = wait;
+        model_denial(&r, keys[full], RL_DENIAL_CAPACITY, amounts[full], limits[keys[full]].capacity);
         cov.denied_full++;
     } else {
         r.allowed = true;
@@ -650,6 +663,17 @@ static void check_reserve(int lease, const request_record *r, const rl_reserve_r
         (got->status_key != NULL && strcmp(got->status_key, want.status_key) != 0))
         fail_step("reserve lease %d: status_key %s/%s", lease, got->status_key ? got->status_key : "(null)",
                   want.status_key ? want.status_key : "(null)");
+    const rl_denial *gd = &got->denied_by, *wd = &want.denied_by;
+    if ((gd->key == NULL) != (wd->key == NULL) || (gd->key != NULL && strcmp(gd->key, wd->key) != 0) ||
+        gd->reason != wd->reason || gd->requested != wd->requested || gd->available != wd->available ||
+        gd->capacity != wd->capacity)
+        fail_step("reserve lease %d: denied_by %s %s %llu/%llu/%llu vs the model's %s %s %llu/%llu/%llu "
+                  "(requested/available/capacity)",
+                  lease, gd->key ? gd->key : "(null)", rl_denial_reason_name(gd->reason),
+                  (unsigned long long)gd->requested, (unsigned long long)gd->available,
+                  (unsigned long long)gd->capacity, wd->key ? wd->key : "(null)", rl_denial_reason_name(wd->reason),
+                  (unsigned long long)wd->requested, (unsigned long long)wd->available,
+                  (unsigned long long)wd->capacity);
     ledger_reserved(lease, r->keys, r->amounts, r->n, got);
 }
 

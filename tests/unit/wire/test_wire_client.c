@@ -79,13 +79,13 @@ static void complete_request_round_trip(void **state) {
 static void reserve_answers_from_the_server_encoder(void **state) {
     (void)state;
     const rl_reserve_result results[] = {
-        {true, 0, 1736660000000u, RL_OK, NULL},
-        {false, 120, 0, RL_OK, NULL},
-        {false, 0, 0, RL_UNKNOWN_LIMIT_KEY, "tenant:foo"},
-        {false, 10000, 0, RL_LIMIT_DECREASING, "g:tpm"},
-        {false, 0, 0, RL_EXCEEDS_CAPACITY, "g:rpm"},
-        {false, 0, 0, RL_BACKEND_ERROR, NULL},
-        {false, 0, 0, RL_LEASE_ID_CONFLICT, NULL}, /* with its detail */
+        {true, 0, 1736660000000u, RL_OK, NULL, {0}},
+        {false, 120, 0, RL_OK, NULL, {"g:tpm", RL_DENIAL_CAPACITY, 1800, 1200, 90000}},
+        {false, 0, 0, RL_UNKNOWN_LIMIT_KEY, "tenant:foo", {0}},
+        {false, 10000, 0, RL_LIMIT_DECREASING, "g:tpm", {"g:tpm", RL_DENIAL_DECREASING, 5, 0, 50}},
+        {false, 0, 0, RL_EXCEEDS_CAPACITY, "g:rpm", {"g:rpm", RL_DENIAL_EXCEEDS_CAPACITY, 9007199254740992u, 7, 100}},
+        {false, 0, 0, RL_BACKEND_ERROR, NULL, {0}},
+        {false, 0, 0, RL_LEASE_ID_CONFLICT, NULL, {0}}, /* with its detail */
     };
     enum { N = sizeof results / sizeof results[0] };
     rl_buf buf;
@@ -107,6 +107,16 @@ static void reserve_answers_from_the_server_encoder(void **state) {
             assert_null(answers[i].status_key);
         else
             assert_string_equal(answers[i].status_key, results[i].status_key);
+        const rl_denial *want = &results[i].denied_by, *got = &answers[i].denied_by;
+        if (want->key == NULL) {
+            assert_null(got->key);
+            continue;
+        }
+        assert_string_equal(got->key, want->key);
+        assert_int_equal(got->reason, want->reason);
+        assert_int_equal(got->requested, want->requested);
+        assert_int_equal(got->available, want->available);
+        assert_int_equal(got->capacity, want->capacity);
     }
     rl__buf_free(&buf);
 }

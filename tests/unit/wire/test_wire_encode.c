@@ -25,7 +25,7 @@ static int teardown(void **state) {
 
 static const char *reserve_json(bool allowed, uint64_t retry_after_ms, uint64_t reserved_at,
                                 rl_status status, const char *key) {
-    rl_reserve_result result = {allowed, retry_after_ms, reserved_at, status, key};
+    rl_reserve_result result = {allowed, retry_after_ms, reserved_at, status, key, {0}};
     rl__buf_reset(&buf);
     rl__wire_encode_reserve_result(&buf, &result);
     assert_false(buf.failed);

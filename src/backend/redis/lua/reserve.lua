@@ -1,8 +1,10 @@
 -- reserve.lua: decides a batch of leases, each all-or-nothing, in order.
 -- ARGV[4] = lease memory ms, ARGV[5] = count, then per lease: id, n, the
--- fingerprint of its requirements, and n pairs (key, amount). Returns 5
+-- fingerprint of its requirements, and n pairs (key, amount). Returns 10
 -- values per lease: allowed (0|1), retry_after_ms, reserved_at_unix_ms,
--- status, the key the status names ('').
+-- status, the key the status names (''), then denied_by: its key (''),
+-- reason (1 capacity, 2 decreasing, 3 exceeds_capacity), requested,
+-- available, capacity.
 local memory_ms = tonumber(ARGV[4])
 
 -- Milliseconds until `amount` more would fit, walking the buckets in expiry
@@ -65,20 +67,29 @@ end
 -- A lease decided before: its first outcome if this is a retry of the same
 -- request (the same fingerprint, or a record from before fingerprints),
 -- else a conflict: the caller must not believe it holds what it never
--- reserved.
+-- reserved. A denial's record keeps its denied_by in a word
+-- '!reason:requested:available:capacity:key' (none in records from before).
 local function replay(known, fingerprint)
   local f = string.match(known, ' #(%S+)$')
-  if f and f ~= fingerprint then return 0, 0, 0, ST_CONFLICT, '' end
+  if f and f ~= fingerprint then return 0, 0, 0, ST_CONFLICT, '', '', 0, 0, 0, 0 end
   local a, ra, at, s, sk = lease_head(known)
-  return a, ra, at, s, sk
+  local dr, dq, da, dc, dk = string.match(known, ' !(%d+):(%d+):(%d+):(%d+):(%S+)')
+  if dk == nil then return a, ra, at, s, sk, '', 0, 0, 0, 0 end
+  return a, ra, at, s, sk, dk, tonumber(dr), tonumber(dq), tonumber(da), tonumber(dc)
 end
 
--- Denies a lease (remembering the denial) unless it was decided before.
-local function deny(lease, fingerprint, ra, s, sk)
-  local text = table.concat({'0', fmt(ra), '0', s, '=' .. sk, '0', forget_text(0), '0', '#' .. fingerprint}, ' ')
+-- Denies a lease (remembering the denial) unless it was decided before:
+-- status s naming sk, because limit L had too little room for amount
+-- (reason dr, L's capacity cap then).
+local function deny(lease, fingerprint, ra, s, sk, L, dr, amount, cap)
+  local avail = cap - L.used
+  if avail < 0 then avail = 0 end
+  local word = '!' .. dr .. ':' .. fmt(amount) .. ':' .. fmt(avail) .. ':' .. fmt(cap) .. ':' .. L.key
+  local text = table.concat({'0', fmt(ra), '0', s, '=' .. sk, '0', forget_text(0), '0', word,
+                             '#' .. fingerprint}, ' ')
   local known = record(lease, text, ttl_texts[0])
   if known then return replay(known, fingerprint) end
-  return 0, ra, 0, s, sk
+  return 0, ra, 0, s, sk, L.key, dr, amount, avail, cap
 end
 
 -- Scratch space reused by every lease of the call: a script's time per lease
@@ -102,26 +113,33 @@ local function reserve(base)
         local _, _, _, _, _, _, f = lease_head(known)
         if f >= NOW then return replay(known, fingerprint) end
       end
-      return 0, 0, 0, ST_UNKNOWN, K
+      return 0, 0, 0, ST_UNKNOWN, K, '', 0, 0, 0, 0
     end
     lims[i] = lim
     amounts[i] = tonumber(ARGV[base + 2 + 2 * i])
     if lim.win > lifetime then lifetime = lim.win end
   end
-  local decreasing, fits, wait = nil, true, 0
+  -- A plain deny names the full limit whose room comes back last: the one
+  -- the caller waits for.
+  local decreasing, full, wait = nil, nil, 0
   for i = 1, n do
     local lim, amount = lims[i], amounts[i]
-    if amount > lim.enf then return deny(lease, fingerprint, 0, ST_EXCEEDS, lim.key) end
+    if amount > lim.enf then return deny(lease, fingerprint, 0, ST_EXCEEDS, lim.key, lim, 3, amount, lim.enf) end
     if lim.pend ~= 0 then
-      if decreasing == nil then decreasing = lim.key end
+      if decreasing == nil then decreasing = i end
     elseif lim.used + amount > lim.enf then
-      fits = false
       local w = retry_after(lim, amount)
-      if w > wait then wait = w end
+      if full == nil or w > wait then full, wait = i, w end
     end
   end
-  if decreasing then return deny(lease, fingerprint, 10000, ST_DECREASING, decreasing) end
-  if not fits then return deny(lease, fingerprint, wait, ST_OK, '') end
+  if decreasing then
+    local lim = lims[decreasing]
+    return deny(lease, fingerprint, 10000, ST_DECREASING, lim.key, lim, 2, amounts[decreasing], lim.pend)
+  end
+  if full then
+    local lim = lims[full]
+    return deny(lease, fingerprint, wait, ST_OK, '', lim, 1, amounts[full], lim.enf)
+  end
   parts[7] = forget_text(lifetime); parts[8] = ARGV[base + 1]
   for i = 1, n do
     local lim, p = lims[i], 4 + 4 * i
@@ -132,14 +150,15 @@ local function reserve(base)
   local known = record(lease, table.concat(parts, ' ', 1, 9 + 4 * n), ttl_texts[lifetime])
   if known then return replay(known, fingerprint) end
   for i = 1, n do hold(lims[i], amounts[i]) end
-  return 1, 0, UNIX_NOW, ST_OK, ''
+  return 1, 0, UNIX_NOW, ST_OK, '', '', 0, 0, 0, 0
 end
 
 local out = {}
 local at = 6
 for _ = 1, tonumber(ARGV[5]) do
   local o = #out
-  out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = reserve(at)
+  out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5],
+    out[o + 6], out[o + 7], out[o + 8], out[o + 9], out[o + 10] = reserve(at)
   at = at + 3 + 2 * tonumber(ARGV[at + 1])
 end
 for _, L in pairs(limits) do save(L) end

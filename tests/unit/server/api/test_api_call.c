@@ -345,7 +345,8 @@ static void test_batch_packed(void **state) {
         assert_non_null(second);
         const char *third = strstr(second, "{\"allowed\":false,");
         assert_non_null(third);
-        const char *fourth = strstr(third, "\"error\":\"\"},{\"allowed\":false,");
+        const char *fourth = strstr(third, "\"error\":\"\",\"denied_by\":{\"key\":\"k\",\"reason\":\"capacity\","
+                                           "\"requested\":1,\"available\":0,\"capacity\":2}},{\"allowed\":false,");
         assert_non_null(fourth);
         assert_non_null(strstr(fourth, "\"error\":\"invalid_request\""));
     }
