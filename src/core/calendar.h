@@ -1,0 +1,51 @@
+/* core/calendar.h — private: calendar periods in a time zone, for budgets
+ * (an hour, a day, a week from Monday, a month from the 1st, each from local
+ * 00:00 of its zone).
+ *
+ * The zones are Debian's tzdata (/usr/share/zoneinfo, or $TZDIR), read by
+ * GLib's GTimeZone: a real time-zone library whose zones are immutable
+ * values, so nothing here touches the process's TZ or any global state, and
+ * boundaries follow local midnight across DST changes (a day is then 23 or
+ * 25 hours long). All instants are Unix milliseconds; every computation is
+ * in integers.
+ *
+ * Threading: an rl__calendar is immutable once opened: any thread may use
+ * it at once. Open and close are the owner's.
+ */
+#ifndef RL_CORE_CALENDAR_H
+#define RL_CORE_CALENDAR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ratelimiter/status.h"
+
+typedef enum rl__period {
+    RL__PERIOD_HOUR = 1,
+    RL__PERIOD_DAY,
+    RL__PERIOD_WEEK,  /* from Monday 00:00 */
+    RL__PERIOD_MONTH, /* from the 1st, 00:00 */
+} rl__period;
+
+/* "hour" | "day" | "week" | "month"; parse returns false for anything else. */
+const char *rl__period_name(rl__period period);
+bool rl__period_parse(const char *name, rl__period *out);
+
+typedef struct rl__calendar rl__calendar;
+
+/* The calendar of an IANA zone ("UTC", "America/New_York"). RL_OK, or
+ * RL_INVALID_REQUEST (err says so) for a name tzdata does not know, or
+ * RL_NO_MEMORY. */
+rl_status rl__calendar_open(const char *zone, rl__calendar **out, char *err, size_t err_size);
+void rl__calendar_close(rl__calendar *calendar);
+
+/* The zone's name as opened. */
+const char *rl__calendar_zone(const rl__calendar *calendar);
+
+/* The period that holds unix_ms: [*start_ms, *end_ms). false only for an
+ * instant outside the years 1..9998. */
+bool rl__calendar_period_of(const rl__calendar *calendar, rl__period period, uint64_t unix_ms, uint64_t *start_ms,
+                            uint64_t *end_ms);
+
+#endif
