@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/atomic_file.h"
 #include "core/error_text.h"
 #include "wire/buf.h"
 #include "wire/decode_limit_def.h"
@@ -280,75 +281,10 @@ static rl_status encode_file(rl_limit_def *const *defs, size_t count, rl_buf *bu
     return buf->failed ? RL_NO_MEMORY : RL_OK;
 }
 
-/* The directory part of path: "." for a bare name. malloc'd. */
-static char *directory_of(const char *path) {
-    const char *slash = strrchr(path, '/');
-    if (slash == NULL) return strdup(".");
-    if (slash == path) return strdup("/");
-    return strndup(path, (size_t)(slash - path));
-}
-
-/* mkdir -p dir (0755). */
-static int make_directories(char *dir) {
-    for (char *p = dir + 1; *p != '\0'; p++) {
-        if (*p != '/') continue;
-        *p = '\0';
-        int rc = mkdir(dir, 0755);
-        *p = '/';
-        if (rc != 0 && errno != EEXIST) return -1;
-    }
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST) return -1;
-    return 0;
-}
-
-static int write_all(int fd, const char *data, size_t len) {
-    while (len > 0) {
-        ssize_t n = write(fd, data, len);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return -1;
-        data += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-/* Writes and syncs tmp_path; on failure removes it. */
-static rl_status write_tmp(const char *tmp_path, const char *dir, const rl_buf *buf, char *err,
-                           size_t err_size) {
-    int fd = open(tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0 && errno == ENOENT) {
-        /* First put into a fresh data directory. */
-        char *copy = strdup(dir);
-        if (copy == NULL) return fail(RL_NO_MEMORY, err, err_size, "out of memory");
-        int rc = make_directories(copy);
-        int saved = errno;
-        free(copy);
-        if (rc != 0)
-            return fail(RL_IO_ERROR, err, err_size, "%s: cannot create directory: %s", dir,
-                        strerror(saved));
-        fd = open(tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    }
-    if (fd < 0)
-        return fail(RL_IO_ERROR, err, err_size, "%s: cannot create: %s", tmp_path,
-                    strerror(errno));
-    const char *step = "write";
-    int rc = write_all(fd, buf->data, buf->len);
-    if (rc == 0) {
-        step = "fsync";
-        rc = fsync(fd);
-    }
-    int saved = errno;
-    if (close(fd) != 0 && rc == 0) {
-        step = "close";
-        rc = -1;
-        saved = errno;
-    }
-    if (rc != 0) {
-        unlink(tmp_path);
-        return fail(RL_IO_ERROR, err, err_size, "%s: cannot %s: %s", tmp_path, step,
-                    strerror(saved));
-    }
-    return RL_OK;
+/* The atomic file's writer: the encoded file, whole. */
+static bool write_encoded(int fd, void *context) {
+    const rl_buf *buf = context;
+    return rl__write_all(fd, buf->data, buf->len) == 0;
 }
 
 rl_status rl__registry_file_save(const char *path, rl_limit_def *const *defs, size_t count,
@@ -356,48 +292,11 @@ rl_status rl__registry_file_save(const char *path, rl_limit_def *const *defs, si
     *replaced = false;
     rl_buf buf;
     rl__buf_init(&buf);
-    char *tmp_path = NULL;
-    char *dir = directory_of(path);
     rl_status status = encode_file(defs, count, &buf);
-    if (status == RL_OK && (dir == NULL || asprintf(&tmp_path, "%s.tmp", path) < 0)) {
-        tmp_path = NULL;
-        status = RL_NO_MEMORY;
-    }
-    if (status != RL_OK) {
+    if (status != RL_OK)
         rl__error_text(err, err_size, "%s: out of memory", path);
-        goto done;
-    }
-    status = write_tmp(tmp_path, dir, &buf, err, err_size);
-    if (status != RL_OK) goto done;
-
-    /* Opened before the rename so that, past the rename, only the fsync of
-     * the directory itself can still fail. */
-    int dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir_fd < 0) {
-        unlink(tmp_path);
-        status = fail(RL_IO_ERROR, err, err_size, "%s: cannot open directory: %s", dir,
-                      strerror(errno));
-        goto done;
-    }
-    if (rename(tmp_path, path) != 0) {
-        int saved = errno;
-        unlink(tmp_path);
-        close(dir_fd);
-        status = fail(RL_IO_ERROR, err, err_size, "%s: cannot rename %s over it: %s", path,
-                      tmp_path, strerror(saved));
-        goto done;
-    }
-    *replaced = true;
-    /* Some file systems cannot sync a directory (EINVAL): nothing more to do there. */
-    if (fsync(dir_fd) != 0 && errno != EINVAL && errno != ENOTSUP)
-        status = fail(RL_IO_ERROR, err, err_size,
-                      "%s: written, but fsync of %s failed (%s): the change may not survive a "
-                      "crash",
-                      path, dir, strerror(errno));
-    close(dir_fd);
-done:
-    free(tmp_path);
-    free(dir);
+    else
+        status = rl__atomic_file_replace(path, write_encoded, &buf, replaced, err, err_size);
     rl__buf_free(&buf);
     return status;
 }
