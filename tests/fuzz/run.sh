@@ -56,6 +56,7 @@ dict_of() {
         config) echo "$FUZZ_DIR/yaml.dict" ;;
         redis_*) echo "$FUZZ_DIR/redis.dict" ;;
         request_guard) echo "$FUZZ_DIR/http.dict" ;;
+        record_file) echo "$FUZZ_DIR/record.dict" ;;
         *) echo "$FUZZ_DIR/json.dict" ;;
     esac
 }
