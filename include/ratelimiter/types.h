@@ -33,7 +33,23 @@ extern "C" {
 typedef enum rl_kind {
     RL_KIND_ROLLING = 0,     /* amount held for window_seconds, then restored */
     RL_KIND_CONCURRENCY = 1, /* held until Complete, or timeout_seconds */
+    /* Spend over a calendar period: a reserve holds its amount until
+     * Complete charges the actual to the period it was made in (or
+     * timeout_seconds refunds it in full); the period's charges are 0
+     * again at its end. */
+    RL_KIND_BUDGET = 2,
 } rl_kind;
+
+/* A budget's calendar period, from local 00:00 of its time zone. */
+typedef enum rl_period {
+    RL_PERIOD_NONE = 0, /* not a budget */
+    RL_PERIOD_HOUR,
+    RL_PERIOD_DAY,
+    RL_PERIOD_WEEK,  /* from Monday */
+    RL_PERIOD_MONTH, /* from the 1st */
+} rl_period;
+
+#define RL_TIMEZONE_MAX_LEN 63 /* an IANA name, "America/Argentina/ComodRivadavia" */
 
 typedef enum rl_overage {
     RL_OVERAGE_DEBT = 0, /* actual > reserved: charge it all, record the part above capacity as debt */
@@ -50,11 +66,13 @@ typedef struct rl_limit_def {
     char key[RL_KEY_MAX_LEN + 1];
     rl_kind kind;
     uint64_t capacity;        /* 1..RL_AMOUNT_MAX */
-    uint32_t window_seconds;  /* > 0 for rolling, 0 for concurrency */
-    uint32_t timeout_seconds; /* > 0 for concurrency, 0 for rolling */
+    uint32_t window_seconds;  /* > 0 for rolling, 0 otherwise */
+    uint32_t timeout_seconds; /* > 0 for concurrency and budgets (1..RL_TIMEOUT_SECONDS_MAX), 0 for rolling */
     char unit[RL_UNIT_MAX_LEN + 1];
     char description[RL_DESCRIPTION_MAX_LEN + 1];
     rl_overage overage;
+    rl_period period;                        /* budgets only; RL_PERIOD_NONE otherwise */
+    char timezone[RL_TIMEZONE_MAX_LEN + 1];  /* budgets only ("UTC" by default); "" otherwise */
 } rl_limit_def;
 
 typedef struct rl_requirement {
@@ -128,14 +146,22 @@ typedef struct rl_limit_usage {
     uint64_t debt;                /* used above capacity now (overage: debt) */
     uint64_t debt_total;          /* all overage ever charged above capacity */
     uint64_t overage_denied_total;/* overage not charged (overage: deny) */
+    /* Budgets only (0 otherwise): the period counted now, the actuals
+     * charged in it, and what open reservations of it hold; used is
+     * committed + reserved. */
+    uint64_t period_start_unix_ms, period_end_unix_ms;
+    uint64_t committed;
+    uint64_t reserved;
 } rl_limit_usage;
 
 /* Checks a definition against api.md: key, kind, capacity 1..2^53, window
- * only and > 0 for rolling, timeout only and > 0 for concurrency, overage.
+ * only and > 0 for rolling, timeout only and > 0 for concurrency and
+ * budgets, a period and a time zone tzdata knows for budgets only, overage.
  * Pure, thread-safe. Returns true if valid; otherwise false with a human sentence in err. */
 RL_API bool rl_limit_def_validate(const rl_limit_def *def, char *err, size_t err_size);
 
-RL_API const char *rl_kind_name(rl_kind kind);             /* "rolling" | "concurrency" */
+RL_API const char *rl_kind_name(rl_kind kind);             /* "rolling" | "concurrency" | "budget" */
+RL_API const char *rl_period_name(rl_period period);       /* "hour" | "day" | "week" | "month" ("" for none) */
 RL_API const char *rl_overage_name(rl_overage overage);    /* "debt" | "deny" */
 RL_API const char *rl_limit_status_name(rl_limit_status);  /* "active" | "decreasing" */
 
@@ -145,6 +171,7 @@ RL_API const char *rl_denial_reason_name(rl_denial_reason reason);
 /* Parses the names above; false if name is none of them. */
 RL_API bool rl_denial_reason_parse(const char *name, rl_denial_reason *out);
 RL_API bool rl_kind_parse(const char *name, rl_kind *out);
+RL_API bool rl_period_parse(const char *name, rl_period *out);
 RL_API bool rl_overage_parse(const char *name, rl_overage *out);
 
 #ifdef __cplusplus

@@ -13,27 +13,6 @@ struct rl__calendar {
     char name[];
 };
 
-static const char *const period_names[] = {
-    [RL__PERIOD_HOUR] = "hour",
-    [RL__PERIOD_DAY] = "day",
-    [RL__PERIOD_WEEK] = "week",
-    [RL__PERIOD_MONTH] = "month",
-};
-
-const char *rl__period_name(rl__period period) {
-    return period >= RL__PERIOD_HOUR && period <= RL__PERIOD_MONTH ? period_names[period] : "";
-}
-
-bool rl__period_parse(const char *name, rl__period *out) {
-    for (int p = RL__PERIOD_HOUR; p <= RL__PERIOD_MONTH; p++) {
-        if (strcmp(name, period_names[p]) == 0) {
-            *out = (rl__period)p;
-            return true;
-        }
-    }
-    return false;
-}
-
 rl_status rl__calendar_open(const char *zone, rl__calendar **out, char *err, size_t err_size) {
     *out = NULL;
     /* GLib reads a zone from tzdata by name; "UTC" and names like
@@ -81,7 +60,7 @@ static bool midnight_of(GTimeZone *zone, GDate *date, gint64 *unix_s) {
     return true;
 }
 
-bool rl__calendar_period_of(const rl__calendar *calendar, rl__period period, uint64_t unix_ms, uint64_t *start_ms,
+bool rl__calendar_period_of(const rl__calendar *calendar, rl_period period, uint64_t unix_ms, uint64_t *start_ms,
                             uint64_t *end_ms) {
     gint64 unix_s = (gint64)(unix_ms / 1000u);
     GDateTime *utc = g_date_time_new_from_unix_utc(unix_s);
@@ -91,7 +70,7 @@ bool rl__calendar_period_of(const rl__calendar *calendar, rl__period period, uin
     if (local == NULL) return false;
     bool ok = true;
     gint64 start_s = 0, end_s = 0;
-    if (period == RL__PERIOD_HOUR) {
+    if (period == RL_PERIOD_HOUR) {
         /* The local clock hour this instant is in: its start is this
          * instant's own offset away, so an hour repeated when clocks go back
          * is two periods, as it is two hours. */
@@ -102,11 +81,11 @@ bool rl__calendar_period_of(const rl__calendar *calendar, rl__period period, uin
         g_date_clear(&date, 1);
         g_date_set_dmy(&date, (GDateDay)g_date_time_get_day_of_month(local), (GDateMonth)g_date_time_get_month(local),
                        (GDateYear)g_date_time_get_year(local));
-        if (period == RL__PERIOD_WEEK) g_date_subtract_days(&date, (guint)(g_date_time_get_day_of_week(local) - 1));
-        if (period == RL__PERIOD_MONTH) g_date_set_day(&date, 1);
+        if (period == RL_PERIOD_WEEK) g_date_subtract_days(&date, (guint)(g_date_time_get_day_of_week(local) - 1));
+        if (period == RL_PERIOD_MONTH) g_date_set_day(&date, 1);
         next = date;
-        if (period == RL__PERIOD_DAY) g_date_add_days(&next, 1);
-        else if (period == RL__PERIOD_WEEK) g_date_add_days(&next, 7);
+        if (period == RL_PERIOD_DAY) g_date_add_days(&next, 1);
+        else if (period == RL_PERIOD_WEEK) g_date_add_days(&next, 7);
         else g_date_add_months(&next, 1);
         ok = g_date_valid(&date) && g_date_valid(&next) && midnight_of(calendar->zone, &date, &start_s) &&
              midnight_of(calendar->zone, &next, &end_s);

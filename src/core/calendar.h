@@ -9,6 +9,8 @@
  * 25 hours long). All instants are Unix milliseconds; every computation is
  * in integers.
  *
+ * The periods are rl_period (ratelimiter/types.h, with their names).
+ *
  * Threading: an rl__calendar is immutable once opened: any thread may use
  * it at once. Open and close are the owner's.
  */
@@ -20,17 +22,7 @@
 #include <stdint.h>
 
 #include "ratelimiter/status.h"
-
-typedef enum rl__period {
-    RL__PERIOD_HOUR = 1,
-    RL__PERIOD_DAY,
-    RL__PERIOD_WEEK,  /* from Monday 00:00 */
-    RL__PERIOD_MONTH, /* from the 1st, 00:00 */
-} rl__period;
-
-/* "hour" | "day" | "week" | "month"; parse returns false for anything else. */
-const char *rl__period_name(rl__period period);
-bool rl__period_parse(const char *name, rl__period *out);
+#include "ratelimiter/types.h"
 
 typedef struct rl__calendar rl__calendar;
 
@@ -45,7 +37,7 @@ const char *rl__calendar_zone(const rl__calendar *calendar);
 
 /* The period that holds unix_ms: [*start_ms, *end_ms). false only for an
  * instant outside the years 1..9998. */
-bool rl__calendar_period_of(const rl__calendar *calendar, rl__period period, uint64_t unix_ms, uint64_t *start_ms,
+bool rl__calendar_period_of(const rl__calendar *calendar, rl_period period, uint64_t unix_ms, uint64_t *start_ms,
                             uint64_t *end_ms);
 
 #endif

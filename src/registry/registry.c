@@ -5,6 +5,7 @@
  * order; a put is O(n) anyway because it rewrites the whole file.
  */
 #include "core/error_text.h"
+#include "core/limit_def.h"
 #include "ratelimiter/registry.h"
 
 #include <pthread.h>
@@ -104,19 +105,10 @@ bool rl_registry_get(rl_registry *registry, const char *key, rl_limit_def *out) 
     return found;
 }
 
-/* A copy of def field by field, so that bytes after the NULs of the caller's
- * strings are not kept (copies then compare equal with memcmp). */
+/* A copy of def field by field (core/limit_def.h). */
 static rl_limit_def *copy_of(const rl_limit_def *def) {
-    rl_limit_def *copy = calloc(1, sizeof *copy);
-    if (copy == NULL) return NULL;
-    strcpy(copy->key, def->key);
-    copy->kind = def->kind;
-    copy->capacity = def->capacity;
-    copy->window_seconds = def->window_seconds;
-    copy->timeout_seconds = def->timeout_seconds;
-    strcpy(copy->unit, def->unit);
-    strcpy(copy->description, def->description);
-    copy->overage = def->overage;
+    rl_limit_def *copy = malloc(sizeof *copy);
+    if (copy != NULL) rl__limit_def_copy(copy, def);
     return copy;
 }
 

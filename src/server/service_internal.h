@@ -51,7 +51,8 @@ rl_status rl__service_read_usage(rl_service *service, const rl_limit_def *def, r
 void rl__service_in_use_detail(rl_service *service, const rl_limit_def *def, char *err, size_t err_size);
 
 /* put's answer when the backend refused its definition with status: 409
- * limit_in_use with what the limit holds, or backend_error with why. */
+ * limit_in_use with what the limit holds, 400 invalid_request for a kind
+ * the backend does not count (a budget on redis), or backend_error with why. */
 void rl__service_backend_refused(rl_service *service, rl_service_put *put, rl_status status);
 
 #endif

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/limit_def.h"
 #include "registry/registry_file.h"
 #include "server/service_internal.h"
 
@@ -27,14 +28,6 @@ static const rl_limit_def *find_def(const rl_limit_def *defs, size_t count, cons
     rl_limit_def probe;
     snprintf(probe.key, sizeof probe.key, "%s", key);
     return bsearch(&probe, defs, count, sizeof *defs, compare_defs);
-}
-
-/* Field by field: the strings' bytes after their NUL are not part of it. */
-static bool def_equal(const rl_limit_def *a, const rl_limit_def *b) {
-    return strcmp(a->key, b->key) == 0 && a->kind == b->kind && a->capacity == b->capacity &&
-           a->window_seconds == b->window_seconds && a->timeout_seconds == b->timeout_seconds &&
-           a->overage == b->overage && strcmp(a->unit, b->unit) == 0 &&
-           strcmp(a->description, b->description) == 0;
 }
 
 /* Every definition the backend holds, sorted by key (sorted again here: a
@@ -122,14 +115,14 @@ static rl_status refresh_registry(rl_service *service, const rl_limit_def *remot
     size_t changed = 0;
     for (size_t i = 0; i < remote_count; i++) {
         const rl_limit_def *mine = find_def(local, local_count, remote[i].key);
-        if (mine == NULL || !def_equal(mine, &remote[i])) changed++;
+        if (mine == NULL || !rl__limit_def_equal(mine, &remote[i])) changed++;
     }
     if (changed > REFRESH_PUTS_MAX) {
         status = refresh_in_bulk(service, remote, remote_count, local, local_count, err, err_size);
     } else {
         for (size_t i = 0; i < remote_count && changed > 0 && status == RL_OK; i++) {
             const rl_limit_def *mine = find_def(local, local_count, remote[i].key);
-            if (mine != NULL && def_equal(mine, &remote[i])) continue;
+            if (mine != NULL && rl__limit_def_equal(mine, &remote[i])) continue;
             status = rl_registry_put(service->registry, &remote[i], err, err_size);
             changed--;
         }
@@ -220,7 +213,7 @@ static void shared_put_limits(rl_service *service, rl_service_put *puts, size_t 
         applied_count++;
         if (!known) new_keys++;
         bool same = known && rl_registry_get(service->registry, put->def.key, &previous) &&
-                    def_equal(&previous, &put->def);
+                    rl__limit_def_equal(&previous, &put->def);
         if (!same && changed != NULL) changed[changed_count++] = put->def;
     }
     /* Once the backend holds them the puts have happened for every daemon:
@@ -263,7 +256,7 @@ static rl_status shared_get(rl_service *service, const char *key, rl_service_lim
     rl_status status = get_backend(service, key, &out->def);
     if (status == RL_OK) {
         rl_limit_def mine;
-        if (!rl_registry_get(service->registry, key, &mine) || !def_equal(&mine, &out->def))
+        if (!rl_registry_get(service->registry, key, &mine) || !rl__limit_def_equal(&mine, &out->def))
             refresh_registry_best_effort(service, &out->def, 1);
         status = rl__service_read_usage(service, &out->def, &out->usage);
     }

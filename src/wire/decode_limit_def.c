@@ -43,6 +43,12 @@ static bool accept_kind(const member *m, const char *text, size_t len, rl_limit_
     return rl_kind_parse(text, &def->kind);
 }
 
+static bool accept_period(const member *m, const char *text, size_t len, rl_limit_def *def) {
+    (void)m;
+    (void)len;
+    return rl_period_parse(text, &def->period);
+}
+
 static bool accept_overage(const member *m, const char *text, size_t len, rl_limit_def *def) {
     (void)m;
     (void)len;
@@ -65,7 +71,7 @@ static const member members[] = {
     {NAME("key"), true, accept_key,
      "must be a string of 1.." DIGITS(RL_KEY_MAX_LEN) " printable ASCII characters without spaces",
      0, 0, FIELD(key)},
-    {NAME("kind"), true, accept_kind, "must be \"rolling\" or \"concurrency\"", 0, 0, FIELD(kind)},
+    {NAME("kind"), true, accept_kind, "must be \"rolling\", \"concurrency\" or \"budget\"", 0, 0, FIELD(kind)},
     {NAME("capacity"), true, NULL, NULL, 1, RL_AMOUNT_MAX, FIELD(capacity)},
     /* Which of window/timeout must be set is rl_limit_def_validate's business. */
     {NAME("window_seconds"), false, NULL, NULL, 0, RL_WINDOW_SECONDS_MAX, FIELD(window_seconds)},
@@ -74,6 +80,12 @@ static const member members[] = {
     {NAME("description"), false, accept_text, TEXT_MUST(RL_DESCRIPTION_MAX_LEN), 0, 0,
      FIELD(description)},
     {NAME("overage"), false, accept_overage, "must be \"debt\" or \"deny\"", 0, 0, FIELD(overage)},
+    /* A budget's; which kinds take them is rl_limit_def_validate's business,
+     * and whether tzdata knows the zone too. */
+    {NAME("period"), false, accept_period, "must be \"hour\", \"day\", \"week\" or \"month\"", 0, 0,
+     FIELD(period)},
+    {NAME("timezone"), false, accept_text, "must be an IANA time zone name of at most " DIGITS(RL_TIMEZONE_MAX_LEN) " bytes",
+     0, 0, FIELD(timezone)},
 };
 enum { MEMBER_COUNT = sizeof members / sizeof members[0] };
 _Static_assert(MEMBER_COUNT < 32, "members are tracked in a uint32_t");
@@ -158,6 +170,8 @@ bool rl__decode_limit_def(rl__json_scan *s, const char *not_object, rl_limit_def
     for (size_t i = 0; i < MEMBER_COUNT; i++)
         if (members[i].required && !(seen & UINT32_C(1) << i))
             rl__json_note(rank, rank_of(&members[i]), path, members[i].name, "is required");
+    /* A budget without a time zone counts in UTC. */
+    if (out->kind == RL_KIND_BUDGET && out->timezone[0] == '\0') memcpy(out->timezone, "UTC", 4);
     if (*rank == RL__RANK_NONE && !rl_limit_def_validate(out, path->detail, RL_WIRE_DETAIL_SIZE))
         *rank = RANK_RULES;
     return true;

@@ -28,7 +28,14 @@ void rl__wire_encode_limit_def(rl_buf *buf, const rl_limit_def *def) {
     append_field_string(buf, def->description, sizeof def->description);
     LIT(buf, ",\"overage\":\"");
     rl__buf_append_str(buf, rl_overage_name(def->overage));
-    LIT(buf, "\"}");
+    LIT(buf, "\"");
+    if (def->kind == RL_KIND_BUDGET) { /* the wire grows: other kinds as they were */
+        LIT(buf, ",\"period\":\"");
+        rl__buf_append_str(buf, rl_period_name(def->period));
+        LIT(buf, "\",\"timezone\":");
+        append_field_string(buf, def->timezone, sizeof def->timezone);
+    }
+    LIT(buf, "}");
 }
 
 void rl__wire_encode_limit_info(rl_buf *buf, const rl_limit_def *def, const rl_limit_usage *usage) {
@@ -58,5 +65,15 @@ void rl__wire_encode_limit_info(rl_buf *buf, const rl_limit_def *def, const rl_l
     rl__buf_append_u64(buf, usage->debt_total);
     LIT(buf, ",\"overage_denied_total\":");
     rl__buf_append_u64(buf, usage->overage_denied_total);
+    if (def->kind == RL_KIND_BUDGET) {
+        LIT(buf, ",\"period_start_unix_ms\":");
+        rl__buf_append_u64(buf, usage->period_start_unix_ms);
+        LIT(buf, ",\"period_end_unix_ms\":");
+        rl__buf_append_u64(buf, usage->period_end_unix_ms);
+        LIT(buf, ",\"committed\":");
+        rl__buf_append_u64(buf, usage->committed);
+        LIT(buf, ",\"reserved\":");
+        rl__buf_append_u64(buf, usage->reserved);
+    }
     LIT(buf, "}}");
 }

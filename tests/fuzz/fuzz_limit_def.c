@@ -13,19 +13,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/limit_def.h"
 #include "fuzz.h"
 #include "registry/registry_file.h"
 #include "wire/wire.h"
 
 static void check_same(const rl_limit_def *a, const rl_limit_def *b) {
-    FUZZ_CHECK(strcmp(a->key, b->key) == 0);
-    FUZZ_CHECK(a->kind == b->kind);
-    FUZZ_CHECK(a->capacity == b->capacity);
-    FUZZ_CHECK(a->window_seconds == b->window_seconds);
-    FUZZ_CHECK(a->timeout_seconds == b->timeout_seconds);
-    FUZZ_CHECK(strcmp(a->unit, b->unit) == 0);
-    FUZZ_CHECK(strcmp(a->description, b->description) == 0);
-    FUZZ_CHECK(a->overage == b->overage);
+    FUZZ_CHECK(rl__limit_def_equal(a, b)); /* every field, core/limit_def.h */
 }
 
 /* "[" body "]" read as a registry file agrees with the PUT decoder's
@@ -78,6 +72,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FUZZ_CHECK_TEXT(def.key);
     FUZZ_CHECK_TEXT(def.unit);
     FUZZ_CHECK_TEXT(def.description);
+    FUZZ_CHECK_TEXT(def.timezone);
     char why[RL_WIRE_DETAIL_SIZE];
     FUZZ_CHECK(rl_limit_def_validate(&def, why, sizeof why));
 

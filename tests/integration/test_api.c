@@ -451,6 +451,64 @@ static void test_admin_put_invalid(void **state) {
     expect("GET", "/v1/admin/limits/t6", NULL, 404, "{\"error\":\"unknown_limit_key:t6\"}");
 }
 
+/* Issue 11: a money budget over a calendar month, through the API: its
+ * definition and LimitInfo carry the period, the time zone, what is
+ * committed and what is reserved; a reserve holds, a Complete charges the
+ * actual; wrong budgets are 400s that name the field. */
+static void test_budget_over_http(void **state) {
+    (void)state;
+    put_limit("{\"key\":\"tenant:acme:spend:monthly\",\"kind\":\"budget\",\"capacity\":50000000,\"period\":\"month\","
+              "\"timezone\":\"UTC\",\"timeout_seconds\":600,\"unit\":\"usd_micros\",\"overage\":\"debt\"}");
+    assert_string_equal(last.body, "{\"ok\":true,\"status\":\"active\"}");
+    char id[27];
+    expect("POST", "/v1/reserve", reserve_body(rl_test_ulid_new(id), "tenant:acme:spend:monthly", 30000000), 200, NULL);
+    assert_true(starts_with(last.body, "{\"allowed\":true"));
+    complete(id, "tenant:acme:spend:monthly", 1250000);
+    expect("GET", "/v1/admin/limits/tenant:acme:spend:monthly", NULL, 200, NULL);
+    assert_non_null(strstr(last.body, "\"overage\":\"debt\",\"period\":\"month\",\"timezone\":\"UTC\"}"));
+    assert_non_null(strstr(last.body, "\"used\":1250000,\"available\":48750000,"));
+    assert_non_null(strstr(last.body, ",\"committed\":1250000,\"reserved\":0}}}"));
+    double start = jnum("limit.usage.period_start_unix_ms"), end = jnum("limit.usage.period_end_unix_ms");
+    assert_true(start > 1.7e12 && end > start && end - start >= 28.0 * 86400000 && end - start <= 31.0 * 86400000);
+    /* a denial names the budget and waits for the month's end at most */
+    expect("POST", "/v1/reserve", reserve_body(rl_test_ulid_new(id), "tenant:acme:spend:monthly", 49000000), 200, NULL);
+    assert_non_null(strstr(last.body, "\"denied_by\":{\"key\":\"tenant:acme:spend:monthly\",\"reason\":\"capacity\","
+                                      "\"requested\":49000000,\"available\":48750000,\"capacity\":50000000}"));
+    assert_true(jnum("retry_after_ms") > 0 && jnum("retry_after_ms") <= 31.0 * 86400000);
+    /* the time zone defaults to UTC; a local one is kept as given */
+    put_limit("{\"key\":\"tenant:acme:daily\",\"kind\":\"budget\",\"capacity\":10,\"period\":\"day\",\"timeout_seconds\":60}");
+    expect("GET", "/v1/admin/limits/tenant:acme:daily", NULL, 200, NULL);
+    assert_non_null(strstr(last.body, "\"period\":\"day\",\"timezone\":\"UTC\""));
+    put_limit("{\"key\":\"tenant:acme:daily\",\"kind\":\"budget\",\"capacity\":10,\"period\":\"week\","
+              "\"timezone\":\"America/New_York\",\"timeout_seconds\":60}");
+    expect("GET", "/v1/admin/limits/tenant:acme:daily", NULL, 200, NULL);
+    assert_non_null(strstr(last.body, "\"period\":\"week\",\"timezone\":\"America/New_York\""));
+
+    struct {
+        const char *body, *names;
+    } bad[] = {
+        {"{\"key\":\"b1\",\"kind\":\"budget\",\"capacity\":10,\"period\":\"month\",\"timezone\":\"Mars/Olympus\","
+         "\"timeout_seconds\":60}", "timezone"},
+        {"{\"key\":\"b1\",\"kind\":\"budget\",\"capacity\":10,\"period\":\"year\",\"timeout_seconds\":60}", "period"},
+        {"{\"key\":\"b1\",\"kind\":\"budget\",\"capacity\":10,\"timeout_seconds\":60}", "period"},
+        {"{\"key\":\"b1\",\"kind\":\"budget\",\"capacity\":10,\"period\":\"day\"}", "timeout_seconds"},
+        {"{\"key\":\"b1\",\"kind\":\"budget\",\"capacity\":10,\"period\":\"day\",\"timeout_seconds\":604801}",
+         "timeout_seconds"},
+        {"{\"key\":\"b1\",\"kind\":\"budget\",\"capacity\":10,\"period\":\"day\",\"timeout_seconds\":60,"
+         "\"window_seconds\":60}", "window_seconds"},
+        {"{\"key\":\"b1\",\"kind\":\"rolling\",\"capacity\":10,\"window_seconds\":60,\"period\":\"day\"}", "period"},
+        {"{\"key\":\"b1\",\"kind\":\"concurrency\",\"capacity\":10,\"timeout_seconds\":60,\"timezone\":\"UTC\"}",
+         "timezone"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        expect("PUT", "/v1/admin/limits", bad[i].body, 400, NULL);
+        if (!starts_with(last.body, "{\"ok\":false,\"error\":\"invalid_request\",\"detail\":\"") ||
+            strstr(last.body, bad[i].names) == NULL)
+            fail_msg("case %zu: %s does not name %s", i, last.body, bad[i].names);
+    }
+    expect("GET", "/v1/admin/limits/b1", NULL, 404, "{\"error\":\"unknown_limit_key:b1\"}");
+}
+
 /* Issue 9: a capacity above 2^53 was rounded to 2^53 and accepted (200),
  * while reserve refused the same number. Every integer of a definition is
  * read exactly now: refused with a detail naming the field, nothing stored. */
@@ -793,6 +851,7 @@ int main(void) {
         cmocka_unit_test(test_unknown_path_404),
         cmocka_unit_test(test_admin_put_get_list),
         cmocka_unit_test(test_admin_put_invalid),
+        cmocka_unit_test(test_budget_over_http),
         cmocka_unit_test(test_admin_put_integers_exact),
         cmocka_unit_test(test_admin_kind_change_in_use),
         cmocka_unit_test(test_decreasing_flow),

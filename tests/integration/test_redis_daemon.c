@@ -106,6 +106,20 @@ static char *read_file(const char *path) {
 
 #define TPM "{\"key\":\"tpm\",\"kind\":\"rolling\",\"capacity\":%d,\"window_seconds\":60}"
 
+/* Budgets are counted by the memory backend only, so far: a redis daemon
+ * refuses one with a 400 that says so, and keeps nothing of it. */
+static void test_budget_is_refused_on_redis(void **state) {
+    cluster *c = *state;
+    start(c, &c->a);
+    expect(c, &c->a, "PUT", "/v1/admin/limits",
+           "{\"key\":\"acme:spend\",\"kind\":\"budget\",\"capacity\":100,\"period\":\"month\",\"timeout_seconds\":60}",
+           400,
+           "{\"ok\":false,\"error\":\"invalid_request\",\"detail\":\"the redis backend does not count limits of kind "
+           "\\\"budget\\\" yet: budgets are counted by the memory backend\"}");
+    expect(c, &c->a, "GET", "/v1/admin/limits/acme:spend", NULL, 404, "unknown_limit_key:acme:spend");
+    expect(c, &c->a, "GET", "/healthz", NULL, 200, "{\"ok\":true,\"backend\":\"redis\",\"limits\":0}");
+}
+
 static void test_put_on_a_seen_by_b(void **state) {
     cluster *c = *state;
     start(c, &c->a);
@@ -484,6 +498,7 @@ int main(void) {
                                         teardown),
         cmocka_unit_test_setup_teardown(test_evicting_redis_is_refused_at_start, setup, teardown),
         cmocka_unit_test_setup_teardown(test_healthz_tells_a_full_redis, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_budget_is_refused_on_redis, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stopped_redis_costs_a_request_one_deadline, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

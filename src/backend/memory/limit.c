@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/calendar.h"
+
 #define ENTRY_OF(node) ((rl_mem_entry *)((char *)(node) - offsetof(rl_mem_entry, expiry)))
 
 static uint64_t lifetime_ms(const rl_limit_def *def) {
@@ -30,11 +32,19 @@ void rl__mem_limit_hold(rl_mem_limit *limit, rl_mem_entry *entry, uint64_t amoun
     entry->kind = limit->def.kind;
     entry->amount = amount;
     entry->expiry.at_ms = at_ms;
-    if (entry->kind == RL_KIND_ROLLING)
+    if (entry->kind == RL_KIND_ROLLING) {
         entry->ring_seq = rl__expiry_ring_push(&limit->reservations, amount, entry->expiry.at_ms);
-    else
+    } else {
+        if (entry->kind == RL_KIND_BUDGET) entry->period_start_unix_ms = limit->period_start_unix_ms;
         rl__heap_push(&limit->holds, &entry->expiry);
+    }
     limit->used += amount;
+}
+
+/* Whether a live entry's amount is in its limit's used now: a budget's
+ * reservation of an earlier period is not. */
+static bool counted_now(const rl_mem_entry *entry) {
+    return entry->kind != RL_KIND_BUDGET || entry->period_start_unix_ms == entry->limit->period_start_unix_ms;
 }
 
 bool rl__mem_entry_is_live(const rl_mem_entry *entry) {
@@ -53,7 +63,7 @@ void rl__mem_limit_release(rl_mem_entry *entry) {
         return;
     }
     rl_mem_limit *limit = entry->limit;
-    limit->used -= rl__mem_entry_amount(entry);
+    if (counted_now(entry)) limit->used -= rl__mem_entry_amount(entry);
     if (entry->kind == RL_KIND_ROLLING)
         rl__expiry_ring_remove(&limit->reservations, entry->ring_seq);
     else
@@ -78,7 +88,43 @@ void rl__mem_limit_try_decrease(rl_mem_limit *limit) {
     }
 }
 
-void rl__mem_limit_expire(rl_mem_limit *limit, uint64_t now_ms) {
+/* A budget's period has ended: the next one starts with nothing charged
+ * and nothing held (its open reservations belong to the one before). */
+static void roll_period(rl_mem_limit *limit, uint64_t now_unix_ms) {
+    uint64_t start, end;
+    if (!rl__calendar_period_of(limit->calendar, limit->def.period, now_unix_ms, &start, &end)) return;
+    limit->period_start_unix_ms = start;
+    limit->period_end_unix_ms = end;
+    limit->committed = 0;
+    limit->used = 0;
+}
+
+void rl__mem_limit_charge(rl_mem_entry *entry, uint64_t actual) {
+    if (!rl__mem_entry_is_live(entry)) return;
+    rl_mem_limit *limit = entry->limit;
+    bool now = counted_now(entry);
+    uint64_t reserved = entry->amount;
+    rl__mem_limit_release(entry); /* the hold, out of used if it counts now */
+    if (!now) return;
+    uint64_t capacity = limit->capacity_enforced, charged = actual;
+    if (actual > reserved) { /* overage (DESIGN.md "Overage"), as for rolling limits */
+        if (limit->def.overage == RL_OVERAGE_DEBT) {
+            uint64_t above_before = limit->used + reserved > capacity ? limit->used + reserved - capacity : 0;
+            uint64_t above_after = limit->used + actual > capacity ? limit->used + actual - capacity : 0;
+            limit->debt_total += above_after - above_before;
+        } else {
+            uint64_t room = limit->used < capacity ? capacity - limit->used : 0;
+            if (room < reserved) room = reserved; /* what it reserved was its own */
+            charged = actual < room ? actual : room;
+            limit->overage_denied_total += actual - charged;
+        }
+    }
+    limit->committed += charged;
+    limit->used += charged;
+}
+
+void rl__mem_limit_expire(rl_mem_limit *limit, uint64_t now_ms, uint64_t now_unix_ms) {
+    if (limit->def.kind == RL_KIND_BUDGET && now_unix_ms >= limit->period_end_unix_ms) roll_period(limit, now_unix_ms);
     const rl_expiry_slot *slot;
     while ((slot = rl__expiry_ring_front(&limit->reservations)) != NULL && slot->at_ms <= now_ms) {
         limit->used -= slot->amount; /* the entry learns it through rl__mem_entry_is_live */
@@ -106,11 +152,34 @@ static bool visit_until_enough(const rl_heap_node *node, void *context) {
     return take(context, ENTRY_OF(node)->amount);
 }
 
+static bool visit_until_enough_now(const rl_heap_node *node, void *context) {
+    const rl_mem_entry *entry = ENTRY_OF(node);
+    return counted_now(entry) && take(context, entry->amount);
+}
+
+/* A budget: the soonest timeout of its open reservations that would make
+ * room, else its period's end (what it committed only leaves with it). */
+static uint64_t budget_retry_after_ms(const rl_mem_limit *limit, uint64_t amount, uint64_t now_ms,
+                                      uint64_t now_unix_ms, uint32_t **scratch, uint32_t *scratch_capacity) {
+    uint64_t capacity = limit->capacity_enforced;
+    uint64_t needed = limit->used + amount - capacity;
+    uint64_t reserved = limit->used - limit->committed;
+    if (needed <= reserved) {
+        retry_walk walk = {needed};
+        const rl_heap_node *enough =
+            rl__heap_walk(&limit->holds, visit_until_enough_now, &walk, scratch, scratch_capacity);
+        if (enough != NULL) return enough->at_ms > now_ms ? enough->at_ms - now_ms : 1;
+    }
+    return limit->period_end_unix_ms > now_unix_ms ? limit->period_end_unix_ms - now_unix_ms : 1;
+}
+
 uint64_t rl__mem_limit_retry_after_ms(const rl_mem_limit *limit, uint64_t amount, uint64_t now_ms,
-                                      uint32_t **scratch, uint32_t *scratch_capacity) {
+                                      uint64_t now_unix_ms, uint32_t **scratch, uint32_t *scratch_capacity) {
     /* used may exceed capacity by debt: all of that has to expire too. */
     uint64_t capacity = limit->capacity_enforced;
     if (limit->used + amount <= capacity) return 1;
+    if (limit->def.kind == RL_KIND_BUDGET)
+        return budget_retry_after_ms(limit, amount, now_ms, now_unix_ms, scratch, scratch_capacity);
     retry_walk walk = {limit->used + amount - capacity};
     uint64_t at_ms = 0;
     const rl_expiry_ring *ring = &limit->reservations;
@@ -138,12 +207,43 @@ uint64_t rl__mem_limit_retry_after_ms(const rl_mem_limit *limit, uint64_t amount
     return at_ms > now_ms ? at_ms - now_ms : 1;
 }
 
+/* The zone of a budget's definition, or NULL for other kinds; false if it
+ * cannot be read. */
+static bool calendar_for(const rl_limit_def *def, struct rl__calendar **out) {
+    *out = NULL;
+    if (def->kind != RL_KIND_BUDGET) return true;
+    char err[160];
+    return rl__calendar_open(def->timezone, out, err, sizeof err) == RL_OK;
+}
+
 rl_status rl__mem_limit_apply(rl_mem_limit *limit, const rl_limit_def *def, uint64_t now_ms,
-                              rl_limit_status *out_status) {
-    rl__mem_limit_expire(limit, now_ms);
+                              uint64_t now_unix_ms, rl_limit_status *out_status) {
+    rl__mem_limit_expire(limit, now_ms, now_unix_ms);
     *out_status = limit->pending_decrease_to != 0 ? RL_LIMIT_STATUS_DECREASING : RL_LIMIT_STATUS_ACTIVE;
     if (def->kind != limit->def.kind && rl_mem_limit_active(limit) > 0) return RL_LIMIT_IN_USE;
+    struct rl__calendar *calendar;
+    if (!calendar_for(def, &calendar)) return RL_INVALID_REQUEST;
+    bool new_period = def->kind == RL_KIND_BUDGET &&
+                      (limit->def.kind != RL_KIND_BUDGET || def->period != limit->def.period ||
+                       strcmp(def->timezone, limit->def.timezone) != 0);
+    rl__calendar_close(limit->calendar);
+    limit->calendar = calendar;
+    if (def->kind != RL_KIND_BUDGET) limit->committed = limit->period_start_unix_ms = limit->period_end_unix_ms = 0;
     limit->def = *def;
+    /* Another period or zone: the period now counted is the new
+     * definition's, and what the old one counted (charges and open
+     * reservations) goes on counting in it, so a change never hands out a
+     * fresh budget. */
+    if (new_period) {
+        uint64_t old_start = limit->period_start_unix_ms, committed = limit->committed, used = limit->used;
+        roll_period(limit, now_unix_ms);
+        limit->committed = committed;
+        limit->used = used;
+        for (uint32_t i = 0; i < limit->holds.count; i++) {
+            rl_mem_entry *entry = ENTRY_OF(limit->holds.nodes[i]);
+            if (entry->period_start_unix_ms == old_start) entry->period_start_unix_ms = limit->period_start_unix_ms;
+        }
+    }
     if (def->capacity >= limit->capacity_enforced) {
         limit->capacity_enforced = def->capacity;
         limit->pending_decrease_to = 0;
@@ -166,6 +266,12 @@ void rl__mem_limit_usage(const rl_mem_limit *limit, rl_limit_usage *out) {
     out->debt = limit->used > limit->capacity_enforced ? limit->used - limit->capacity_enforced : 0;
     out->debt_total = limit->debt_total;
     out->overage_denied_total = limit->overage_denied_total;
+    if (limit->def.kind == RL_KIND_BUDGET) {
+        out->period_start_unix_ms = limit->period_start_unix_ms;
+        out->period_end_unix_ms = limit->period_end_unix_ms;
+        out->committed = limit->committed;
+        out->reserved = limit->used - limit->committed;
+    }
 }
 
 /* ---- key -> limit table ---- */
@@ -205,6 +311,7 @@ void rl__mem_limit_table_free(rl_mem_limit_table *table) {
             rl_mem_limit *next = limit->next_in_bucket;
             rl__expiry_ring_free(&limit->reservations);
             rl__heap_free(&limit->holds);
+            rl__calendar_close(limit->calendar);
             free(limit);
             limit = next;
         }
@@ -247,6 +354,10 @@ static void grow(rl_mem_limit_table *table) {
 rl_mem_limit *rl__mem_limit_table_add(rl_mem_limit_table *table, const rl_limit_def *def) {
     rl_mem_limit *limit = calloc(1, sizeof *limit);
     if (limit == NULL) return NULL;
+    if (!calendar_for(def, &limit->calendar)) {
+        free(limit);
+        return NULL;
+    }
     size_t len;
     limit->key_hash = hash_key(def->key, &len);
     limit->def = *def;

@@ -21,7 +21,10 @@ struct rl_mem_lease;
  * (holds mostly leave early, on Complete, which a heap does in O(log n)). */
 typedef struct rl_mem_entry {
     rl_heap_node expiry;         /* at_ms = when it frees itself; index for holds */
-    uint64_t ring_seq;           /* place in the ring, for reservations */
+    union {
+        uint64_t ring_seq;              /* rolling: place in the ring */
+        uint64_t period_start_unix_ms;  /* budget: the period it belongs to */
+    };
     struct rl_mem_limit *limit;  /* NULL once released (a hold also when it expires) */
     uint64_t amount;             /* holds only: a reservation's amount is in its ring slot */
     rl_kind kind;                /* the kind when reserved: Complete follows it */
@@ -37,12 +40,27 @@ typedef struct rl_mem_limit {
     uint64_t debt_total;
     uint64_t overage_denied_total;
     rl_expiry_ring reservations; /* rolling entries, in expiry order */
-    rl_heap holds;               /* concurrency entries */
+    rl_heap holds;               /* concurrency and budget entries */
+    /* Budgets: the zone, the period counted now ([start, end), Unix ms; end 0
+     * until the first expire), and the actuals charged in it. used is
+     * committed + what this period's open reservations hold; reservations of
+     * an earlier period stay in holds until completed or timed out, counted
+     * nowhere now. */
+    struct rl__calendar *calendar;
+    uint64_t period_start_unix_ms, period_end_unix_ms;
+    uint64_t committed;
 } rl_mem_limit;
 
 /* Frees every entry whose expiry is <= now_ms (used drops by their amount),
- * then applies a pending decrease if usage now allows it. */
-void rl__mem_limit_expire(rl_mem_limit *limit, uint64_t now_ms);
+ * starts a budget's next period once now_unix_ms has reached its end, then
+ * applies a pending decrease if usage now allows it. */
+void rl__mem_limit_expire(rl_mem_limit *limit, uint64_t now_ms, uint64_t now_unix_ms);
+
+/* A budget's Complete: the hold is released and actual charged to the
+ * period the reservation was made in, under the limit's overage policy
+ * (debt: all of it; deny: what fits, the rest counted). A reservation of an
+ * earlier period charges nothing now: that period is over. */
+void rl__mem_limit_charge(rl_mem_entry *entry, uint64_t actual);
 
 /* Makes room for one more entry of the limit's current kind, so that
  * rl__mem_limit_hold cannot fail. False on allocation failure. */
@@ -58,7 +76,7 @@ uint64_t rl__mem_limit_next_expiry_ms(const rl_mem_limit *limit, uint64_t now_ms
  * now (so that the ring stays in order). Room must be reserved. */
 void rl__mem_limit_hold(rl_mem_limit *limit, rl_mem_entry *entry, uint64_t amount, uint64_t at_ms);
 
-/* Live entries (reservations + holds). */
+/* Live entries (reservations + holds, a budget's of earlier periods too). */
 static inline uint64_t rl_mem_limit_active(const rl_mem_limit *limit) {
     return limit->reservations.live + limit->holds.count;
 }
@@ -81,9 +99,11 @@ uint64_t rl__mem_entry_amount(const rl_mem_entry *entry);
 void rl__mem_limit_try_decrease(rl_mem_limit *limit);
 
 /* Milliseconds from now_ms until `amount` more would fit, walking expiries in
- * order (DESIGN.md "retry_after_ms"); at least 1. scratch as in rl__heap_walk. */
+ * order (DESIGN.md "retry_after_ms"); for a budget, its open reservations'
+ * timeouts, else the end of its period; at least 1. scratch as in
+ * rl__heap_walk. */
 uint64_t rl__mem_limit_retry_after_ms(const rl_mem_limit *limit, uint64_t amount, uint64_t now_ms,
-                                      uint32_t **scratch, uint32_t *scratch_capacity);
+                                      uint64_t now_unix_ms, uint32_t **scratch, uint32_t *scratch_capacity);
 
 /* Installs a definition on a limit (new or existing): an increase applies at
  * once and cancels a pending decrease; a decrease applies at once only if
@@ -94,7 +114,7 @@ uint64_t rl__mem_limit_retry_after_ms(const rl_mem_limit *limit, uint64_t amount
  * releases), so while it holds any the answer is RL_LIMIT_IN_USE and
  * nothing changes. */
 rl_status rl__mem_limit_apply(rl_mem_limit *limit, const rl_limit_def *def, uint64_t now_ms,
-                              rl_limit_status *out_status);
+                              uint64_t now_unix_ms, rl_limit_status *out_status);
 
 void rl__mem_limit_usage(const rl_mem_limit *limit, rl_limit_usage *out);
 
@@ -109,7 +129,8 @@ typedef struct rl_mem_limit_table {
 bool rl__mem_limit_table_init(rl_mem_limit_table *table);
 void rl__mem_limit_table_free(rl_mem_limit_table *table); /* frees the limits too */
 rl_mem_limit *rl__mem_limit_table_find(const rl_mem_limit_table *table, const char *key);
-/* Creates the limit for def->key (which must not exist yet). NULL on OOM. */
+/* Creates the limit for def->key (which must not exist yet). NULL on OOM
+ * (or a budget's zone that cannot be read: validated definitions have one). */
 rl_mem_limit *rl__mem_limit_table_add(rl_mem_limit_table *table, const rl_limit_def *def);
 
 #define RL_MEM_FOR_EACH_LIMIT(table, var)                               \

@@ -60,7 +60,8 @@ static rl_status apply_definition(rl_backend *base, const rl_limit_def *def,
     if (limit == NULL) {
         if (rl__mem_limit_table_add(&backend->limits, def) == NULL) result = RL_NO_MEMORY;
     } else {
-        result = rl__mem_limit_apply(limit, def, backend->clock->monotonic_ms(backend->clock), &status);
+        result = rl__mem_limit_apply(limit, def, backend->clock->monotonic_ms(backend->clock),
+                                     backend->clock->unix_ms(backend->clock), &status);
     }
     pthread_mutex_unlock(&backend->lock);
     if (out_status != NULL) *out_status = status;
@@ -121,8 +122,8 @@ static void replay(const rl_mem_lease *lease, const rl_reserve_request *request,
  * exceeds_capacity beats limit_decreasing beats a plain deny, because a
  * client must not retry what can never fit; a plain deny names the full
  * limit whose room comes back last (the one the caller waits for). */
-static void decide(memory_backend *backend, const rl_reserve_request *request,
-                   rl_mem_limit *const *limits, uint64_t now_ms, rl_reserve_result *result) {
+static void decide(memory_backend *backend, const rl_reserve_request *request, rl_mem_limit *const *limits,
+                   uint64_t now_ms, uint64_t now_unix_ms, rl_reserve_result *result) {
     size_t decreasing = SIZE_MAX, full = SIZE_MAX;
     uint64_t retry_after_ms = 0;
     for (size_t i = 0; i < request->requirement_count; i++) {
@@ -137,7 +138,7 @@ static void decide(memory_backend *backend, const rl_reserve_request *request,
             continue;
         }
         if (limit->used + amount > limit->capacity_enforced) {
-            uint64_t wait_ms = rl__mem_limit_retry_after_ms(limit, amount, now_ms, &backend->walk_scratch,
+            uint64_t wait_ms = rl__mem_limit_retry_after_ms(limit, amount, now_ms, now_unix_ms, &backend->walk_scratch,
                                                             &backend->walk_scratch_capacity);
             if (full == SIZE_MAX || wait_ms > retry_after_ms) {
                 full = i;
@@ -185,12 +186,12 @@ static void reserve_one(memory_backend *backend, const rl_reserve_request *reque
             return;
         }
         limits[i] = limit;
-        rl__mem_limit_expire(limit, now_ms);
+        rl__mem_limit_expire(limit, now_ms, now_unix_ms);
         expires_at_ms[i] = rl__mem_limit_next_expiry_ms(limit, now_ms);
         if (expires_at_ms[i] > forget_at_ms) forget_at_ms = expires_at_ms[i];
     }
 
-    decide(backend, request, limits, now_ms, result);
+    decide(backend, request, limits, now_ms, now_unix_ms, result);
     rl__mem_lease_forget_due(&backend->leases, now_ms, FORGET_PER_RESERVE);
     if (!rl__mem_lease_make_room(&backend->leases, backend->max_leases, now_ms)) {
         /* Full of leases that hold capacity: admitting without remembering
@@ -278,8 +279,18 @@ static void reconcile(rl_mem_lease *lease, const rl_mem_limit *limit, uint64_t a
     }
 }
 
+/* A budget's charge: the actual the Complete gives for its key, else what
+ * it reserved (a key it does not mention keeps its reservation, as a
+ * rolling one does). */
+static uint64_t actual_for(const rl_complete_request *request, const rl_mem_entry *entry) {
+    for (size_t a = 0; a < request->actual_count; a++)
+        if (strcmp(request->actuals[a].key, entry->limit->def.key) == 0) return request->actuals[a].actual_amount;
+    return entry->amount;
+}
+
 /* RL_OK whatever the lease was. */
-static rl_status complete_one(memory_backend *backend, const rl_complete_request *request, uint64_t now_ms) {
+static rl_status complete_one(memory_backend *backend, const rl_complete_request *request, uint64_t now_ms,
+                              uint64_t now_unix_ms) {
     assert(rl__complete_request_is_valid(request)); /* backend.h: checked by whoever decoded it */
     uint64_t id_hi, id_lo;
     (void)rl_ulid_decode(request->lease_id, strlen(request->lease_id), &id_hi, &id_lo); /* valid */
@@ -294,8 +305,9 @@ static rl_status complete_one(memory_backend *backend, const rl_complete_request
         rl_mem_entry *entry = &lease->entries[i];
         if (entry->limit == NULL) continue;
         touched[touched_count++] = entry->limit;
-        rl__mem_limit_expire(entry->limit, now_ms);
+        rl__mem_limit_expire(entry->limit, now_ms, now_unix_ms);
         if (entry->kind == RL_KIND_CONCURRENCY) rl__mem_limit_release(entry);
+        else if (entry->kind == RL_KIND_BUDGET && entry->limit != NULL) rl__mem_limit_charge(entry, actual_for(request, entry));
     }
     for (size_t a = 0; a < request->actual_count; a++) {
         const rl_mem_limit *limit = rl__mem_limit_table_find(&backend->limits, request->actuals[a].key);
@@ -311,9 +323,8 @@ static void complete_batch(rl_backend *base, const rl_complete_request *requests
     memory_backend *backend = from_base(base);
     pthread_mutex_lock(&backend->lock);
     uint64_t now_ms = backend->clock->monotonic_ms(backend->clock);
-    for (size_t i = 0; i < count; i++) {
-        statuses[i] = complete_one(backend, &requests[i], now_ms);
-    }
+    uint64_t now_unix_ms = backend->clock->unix_ms(backend->clock);
+    for (size_t i = 0; i < count; i++) statuses[i] = complete_one(backend, &requests[i], now_ms, now_unix_ms);
     pthread_mutex_unlock(&backend->lock);
 }
 
@@ -325,7 +336,7 @@ static rl_status limit_usage(rl_backend *base, const char *key, rl_limit_usage *
     if (limit == NULL) {
         status = RL_UNKNOWN_LIMIT_KEY;
     } else {
-        rl__mem_limit_expire(limit, backend->clock->monotonic_ms(backend->clock));
+        rl__mem_limit_expire(limit, backend->clock->monotonic_ms(backend->clock), backend->clock->unix_ms(backend->clock));
         rl__mem_limit_usage(limit, out);
     }
     pthread_mutex_unlock(&backend->lock);
@@ -334,8 +345,9 @@ static rl_status limit_usage(rl_backend *base, const char *key, rl_limit_usage *
 
 static void sweep_locked(memory_backend *backend) {
     uint64_t now_ms = backend->clock->monotonic_ms(backend->clock);
+    uint64_t now_unix_ms = backend->clock->unix_ms(backend->clock);
     rl__mem_lease_forget_due(&backend->leases, now_ms, 0);
-    RL_MEM_FOR_EACH_LIMIT(&backend->limits, limit) rl__mem_limit_expire(limit, now_ms);
+    RL_MEM_FOR_EACH_LIMIT(&backend->limits, limit) rl__mem_limit_expire(limit, now_ms, now_unix_ms);
 }
 
 static void sweep(rl_backend *base) {

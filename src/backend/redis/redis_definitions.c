@@ -86,6 +86,9 @@ static rl_status define(redis_backend *backend, const rl_clock *clock, const cha
 }
 
 rl_status rl_redis_apply_definition(rl_backend *base, const rl_limit_def *def, rl_limit_status *out_status) {
+    /* Budgets are counted by the memory backend only, so far: refused here,
+     * before any script could take one for a limit of another kind. */
+    if (def->kind == RL_KIND_BUDGET) return RL_INVALID_REQUEST;
     redis_backend *backend = rl_redis_backend_of(base);
     rl_buf json;
     rl__buf_init(&json);

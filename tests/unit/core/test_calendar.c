@@ -12,18 +12,11 @@
 #include <cmocka.h>
 
 #include "core/calendar.h"
+#include "support/civil_time.h"
 
-/* Unix ms of a UTC time, by days from civil (Howard Hinnant's algorithm),
- * so that the expected values are not computed by what is tested. */
-static uint64_t utc_ms(int y, int m, int d, int hh, int mm) {
-    y -= m <= 2;
-    int era = (y >= 0 ? y : y - 399) / 400;
-    int yoe = y - era * 400;
-    int doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    int64_t days = (int64_t)era * 146097 + doe - 719468;
-    return (uint64_t)((days * 86400 + hh * 3600 + mm * 60) * 1000);
-}
+/* A UTC time as Unix ms (support/civil_time.h). */
+static uint64_t utc(int y, int m, int d, int hh, int mm) { return rl_test_utc_ms(y, m, d, hh, mm); }
+
 
 static rl__calendar *open_zone(const char *zone) {
     rl__calendar *c = NULL;
@@ -32,11 +25,11 @@ static rl__calendar *open_zone(const char *zone) {
     return c;
 }
 
-static void expect_period(const rl__calendar *c, rl__period p, uint64_t at, uint64_t start, uint64_t end) {
+static void expect_period(const rl__calendar *c, rl_period p, uint64_t at, uint64_t start, uint64_t end) {
     uint64_t s = 0, e = 0;
     assert_true(rl__calendar_period_of(c, p, at, &s, &e));
     if (s != start || e != end)
-        fail_msg("%s %s at %llu: [%llu, %llu) want [%llu, %llu)", rl__calendar_zone(c), rl__period_name(p),
+        fail_msg("%s %s at %llu: [%llu, %llu) want [%llu, %llu)", rl__calendar_zone(c), rl_period_name(p),
                  (unsigned long long)at, (unsigned long long)s, (unsigned long long)e, (unsigned long long)start,
                  (unsigned long long)end);
     /* the boundaries themselves: the start is in the period, the end in the next */
@@ -48,15 +41,15 @@ static void expect_period(const rl__calendar *c, rl__period p, uint64_t at, uint
 static void utc_periods(void **state) {
     (void)state;
     rl__calendar *c = open_zone("UTC");
-    uint64_t at = utc_ms(2026, 11, 25, 7, 42) + 123; /* a Wednesday */
-    expect_period(c, RL__PERIOD_HOUR, at, utc_ms(2026, 11, 25, 7, 0), utc_ms(2026, 11, 25, 8, 0));
-    expect_period(c, RL__PERIOD_DAY, at, utc_ms(2026, 11, 25, 0, 0), utc_ms(2026, 11, 26, 0, 0));
-    expect_period(c, RL__PERIOD_WEEK, at, utc_ms(2026, 11, 23, 0, 0), utc_ms(2026, 11, 30, 0, 0));
-    expect_period(c, RL__PERIOD_MONTH, at, utc_ms(2026, 11, 1, 0, 0), utc_ms(2026, 12, 1, 0, 0));
+    uint64_t at = utc(2026, 11, 25, 7, 42) + 123; /* a Wednesday */
+    expect_period(c, RL_PERIOD_HOUR, at, utc(2026, 11, 25, 7, 0), utc(2026, 11, 25, 8, 0));
+    expect_period(c, RL_PERIOD_DAY, at, utc(2026, 11, 25, 0, 0), utc(2026, 11, 26, 0, 0));
+    expect_period(c, RL_PERIOD_WEEK, at, utc(2026, 11, 23, 0, 0), utc(2026, 11, 30, 0, 0));
+    expect_period(c, RL_PERIOD_MONTH, at, utc(2026, 11, 1, 0, 0), utc(2026, 12, 1, 0, 0));
     /* a week across a month and a year end; Monday itself starts one */
-    expect_period(c, RL__PERIOD_WEEK, utc_ms(2027, 1, 2, 12, 0), utc_ms(2026, 12, 28, 0, 0), utc_ms(2027, 1, 4, 0, 0));
-    expect_period(c, RL__PERIOD_WEEK, utc_ms(2027, 1, 4, 0, 0), utc_ms(2027, 1, 4, 0, 0), utc_ms(2027, 1, 11, 0, 0));
-    expect_period(c, RL__PERIOD_MONTH, utc_ms(2026, 12, 31, 23, 59), utc_ms(2026, 12, 1, 0, 0), utc_ms(2027, 1, 1, 0, 0));
+    expect_period(c, RL_PERIOD_WEEK, utc(2027, 1, 2, 12, 0), utc(2026, 12, 28, 0, 0), utc(2027, 1, 4, 0, 0));
+    expect_period(c, RL_PERIOD_WEEK, utc(2027, 1, 4, 0, 0), utc(2027, 1, 4, 0, 0), utc(2027, 1, 11, 0, 0));
+    expect_period(c, RL_PERIOD_MONTH, utc(2026, 12, 31, 23, 59), utc(2026, 12, 1, 0, 0), utc(2027, 1, 1, 0, 0));
     rl__calendar_close(c);
 }
 
@@ -68,13 +61,13 @@ static void months_of_every_length(void **state) {
     };
     for (size_t i = 0; i < sizeof months / sizeof months[0]; i++) {
         int y = months[i].year, m = months[i].month;
-        uint64_t start = utc_ms(y, m, 1, 0, 0);
-        uint64_t end = m == 12 ? utc_ms(y + 1, 1, 1, 0, 0) : utc_ms(y, m + 1, 1, 0, 0);
+        uint64_t start = utc(y, m, 1, 0, 0);
+        uint64_t end = m == 12 ? utc(y + 1, 1, 1, 0, 0) : utc(y, m + 1, 1, 0, 0);
         assert_int_equal((end - start) / 86400000u, (uint64_t)months[i].days);
-        expect_period(c, RL__PERIOD_MONTH, utc_ms(y, m, months[i].days, 13, 0), start, end);
+        expect_period(c, RL_PERIOD_MONTH, utc(y, m, months[i].days, 13, 0), start, end);
     }
     /* Feb 29, 2028 is a day of February */
-    expect_period(c, RL__PERIOD_DAY, utc_ms(2028, 2, 29, 23, 0), utc_ms(2028, 2, 29, 0, 0), utc_ms(2028, 3, 1, 0, 0));
+    expect_period(c, RL_PERIOD_DAY, utc(2028, 2, 29, 23, 0), utc(2028, 2, 29, 0, 0), utc(2028, 3, 1, 0, 0));
     rl__calendar_close(c);
 }
 
@@ -84,22 +77,22 @@ static void new_york_across_both_dst_changes(void **state) {
     (void)state;
     rl__calendar *c = open_zone("America/New_York");
     /* spring forward: local midnight to midnight is 23 hours */
-    uint64_t march8 = utc_ms(2026, 3, 8, 17, 0); /* 13:00 EDT */
-    expect_period(c, RL__PERIOD_DAY, march8, utc_ms(2026, 3, 8, 5, 0), utc_ms(2026, 3, 9, 4, 0));
+    uint64_t march8 = utc(2026, 3, 8, 17, 0); /* 13:00 EDT */
+    expect_period(c, RL_PERIOD_DAY, march8, utc(2026, 3, 8, 5, 0), utc(2026, 3, 9, 4, 0));
     /* fall back: 25 hours */
-    uint64_t nov1 = utc_ms(2026, 11, 1, 17, 0); /* 12:00 EST */
-    expect_period(c, RL__PERIOD_DAY, nov1, utc_ms(2026, 11, 1, 4, 0), utc_ms(2026, 11, 2, 5, 0));
+    uint64_t nov1 = utc(2026, 11, 1, 17, 0); /* 12:00 EST */
+    expect_period(c, RL_PERIOD_DAY, nov1, utc(2026, 11, 1, 4, 0), utc(2026, 11, 2, 5, 0));
     /* the weeks and months holding them start and end at local midnight */
-    expect_period(c, RL__PERIOD_WEEK, march8, utc_ms(2026, 3, 2, 5, 0), utc_ms(2026, 3, 9, 4, 0));
-    expect_period(c, RL__PERIOD_MONTH, march8, utc_ms(2026, 3, 1, 5, 0), utc_ms(2026, 4, 1, 4, 0));
-    expect_period(c, RL__PERIOD_WEEK, nov1, utc_ms(2026, 10, 26, 4, 0), utc_ms(2026, 11, 2, 5, 0));
-    expect_period(c, RL__PERIOD_MONTH, nov1, utc_ms(2026, 11, 1, 4, 0), utc_ms(2026, 12, 1, 5, 0));
+    expect_period(c, RL_PERIOD_WEEK, march8, utc(2026, 3, 2, 5, 0), utc(2026, 3, 9, 4, 0));
+    expect_period(c, RL_PERIOD_MONTH, march8, utc(2026, 3, 1, 5, 0), utc(2026, 4, 1, 4, 0));
+    expect_period(c, RL_PERIOD_WEEK, nov1, utc(2026, 10, 26, 4, 0), utc(2026, 11, 2, 5, 0));
+    expect_period(c, RL_PERIOD_MONTH, nov1, utc(2026, 11, 1, 4, 0), utc(2026, 12, 1, 5, 0));
     /* the hour 01:00-02:00 happens twice on November 1: two periods */
-    expect_period(c, RL__PERIOD_HOUR, utc_ms(2026, 11, 1, 5, 30), utc_ms(2026, 11, 1, 5, 0), utc_ms(2026, 11, 1, 6, 0));
-    expect_period(c, RL__PERIOD_HOUR, utc_ms(2026, 11, 1, 6, 30), utc_ms(2026, 11, 1, 6, 0), utc_ms(2026, 11, 1, 7, 0));
+    expect_period(c, RL_PERIOD_HOUR, utc(2026, 11, 1, 5, 30), utc(2026, 11, 1, 5, 0), utc(2026, 11, 1, 6, 0));
+    expect_period(c, RL_PERIOD_HOUR, utc(2026, 11, 1, 6, 30), utc(2026, 11, 1, 6, 0), utc(2026, 11, 1, 7, 0));
     /* on March 8 the local clock skips 02:00-03:00: 01:59 EST is followed by 03:00 EDT */
-    expect_period(c, RL__PERIOD_HOUR, utc_ms(2026, 3, 8, 6, 59), utc_ms(2026, 3, 8, 6, 0), utc_ms(2026, 3, 8, 7, 0));
-    expect_period(c, RL__PERIOD_HOUR, utc_ms(2026, 3, 8, 7, 0), utc_ms(2026, 3, 8, 7, 0), utc_ms(2026, 3, 8, 8, 0));
+    expect_period(c, RL_PERIOD_HOUR, utc(2026, 3, 8, 6, 59), utc(2026, 3, 8, 6, 0), utc(2026, 3, 8, 7, 0));
+    expect_period(c, RL_PERIOD_HOUR, utc(2026, 3, 8, 7, 0), utc(2026, 3, 8, 7, 0), utc(2026, 3, 8, 8, 0));
     rl__calendar_close(c);
 }
 
@@ -107,26 +100,26 @@ static void new_york_across_both_dst_changes(void **state) {
 static void other_offsets_and_a_skipped_midnight(void **state) {
     (void)state;
     rl__calendar *c = open_zone("Asia/Kolkata"); /* +05:30 */
-    expect_period(c, RL__PERIOD_HOUR, utc_ms(2026, 6, 1, 10, 45), utc_ms(2026, 6, 1, 10, 30), utc_ms(2026, 6, 1, 11, 30));
-    expect_period(c, RL__PERIOD_DAY, utc_ms(2026, 6, 1, 10, 45), utc_ms(2026, 5, 31, 18, 30), utc_ms(2026, 6, 1, 18, 30));
+    expect_period(c, RL_PERIOD_HOUR, utc(2026, 6, 1, 10, 45), utc(2026, 6, 1, 10, 30), utc(2026, 6, 1, 11, 30));
+    expect_period(c, RL_PERIOD_DAY, utc(2026, 6, 1, 10, 45), utc(2026, 5, 31, 18, 30), utc(2026, 6, 1, 18, 30));
     rl__calendar_close(c);
     /* Santiago springs forward at 00:00 (to 01:00) on Sunday September 6,
      * 2026: that day starts at 01:00 local, 04:00 UTC. */
     c = open_zone("America/Santiago");
-    expect_period(c, RL__PERIOD_DAY, utc_ms(2026, 9, 6, 15, 0), utc_ms(2026, 9, 6, 4, 0), utc_ms(2026, 9, 7, 3, 0));
+    expect_period(c, RL_PERIOD_DAY, utc(2026, 9, 6, 15, 0), utc(2026, 9, 6, 4, 0), utc(2026, 9, 7, 3, 0));
     rl__calendar_close(c);
 }
 
 static void names_and_unknown_zones(void **state) {
     (void)state;
-    rl__period p;
+    rl_period p;
     const char *names[] = {"hour", "day", "week", "month"};
     for (size_t i = 0; i < 4; i++) {
-        assert_true(rl__period_parse(names[i], &p));
-        assert_string_equal(rl__period_name(p), names[i]);
+        assert_true(rl_period_parse(names[i], &p));
+        assert_string_equal(rl_period_name(p), names[i]);
     }
-    assert_false(rl__period_parse("year", &p));
-    assert_false(rl__period_parse("Day", &p));
+    assert_false(rl_period_parse("year", &p));
+    assert_false(rl_period_parse("Day", &p));
     const char *bad[] = {"Mars/Olympus_Mons", "", "/etc/passwd", "../zoneinfo/UTC", "EST5EDT,M3.2.0,M11.1.0",
                          "+05:30", "America/New York"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -145,9 +138,9 @@ static void names_and_unknown_zones(void **state) {
  * but the immutable zone): each walks a year of days and checks them. */
 static void *walk_days(void *arg) {
     const rl__calendar *c = arg;
-    uint64_t at = utc_ms(2026, 1, 1, 12, 0), start, end, previous_end = 0;
+    uint64_t at = utc(2026, 1, 1, 12, 0), start, end, previous_end = 0;
     for (int i = 0; i < 365; i++) {
-        if (!rl__calendar_period_of(c, RL__PERIOD_DAY, at, &start, &end)) return "no period";
+        if (!rl__calendar_period_of(c, RL_PERIOD_DAY, at, &start, &end)) return "no period";
         if (previous_end != 0 && start != previous_end) return "days do not follow each other";
         uint64_t hours = (end - start) / 3600000u;
         if (hours < 23 || hours > 25) return "a day that is not 23..25 hours";

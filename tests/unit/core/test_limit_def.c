@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -75,7 +76,7 @@ static void test_key_rules(void **state) {
 static void test_kind_rules(void **state) {
     (void)state;
     rl_limit_def def = rolling();
-    def.kind = (rl_kind)2;
+    def.kind = (rl_kind)3;
     assert_refused(&def, "kind");
     def.kind = (rl_kind)-1;
     assert_refused(&def, "kind");
@@ -165,10 +166,60 @@ static void test_small_error_buffer(void **state) {
     assert_int_equal(strlen(err), sizeof err - 1); /* truncated, terminated */
 }
 
+static rl_limit_def budget(void) {
+    rl_limit_def def = {.kind = RL_KIND_BUDGET, .capacity = 50000000, .timeout_seconds = 600,
+                        .period = RL_PERIOD_MONTH, .overage = RL_OVERAGE_DEBT};
+    snprintf(def.key, sizeof def.key, "tenant:acme:spend:monthly");
+    snprintf(def.unit, sizeof def.unit, "usd_micros");
+    snprintf(def.timezone, sizeof def.timezone, "UTC");
+    return def;
+}
+
+static void test_budget_rules(void **state) {
+    (void)state;
+    char err[200];
+    rl_limit_def def = budget();
+    assert_true(rl_limit_def_validate(&def, err, sizeof err));
+    snprintf(def.timezone, sizeof def.timezone, "America/New_York");
+    assert_true(rl_limit_def_validate(&def, err, sizeof err));
+    def.period = RL_PERIOD_HOUR;
+    assert_true(rl_limit_def_validate(&def, err, sizeof err));
+    /* a timeout is required: a reservation never completed is refunded after it */
+    def = budget();
+    def.timeout_seconds = 0;
+    assert_refused(&def, "timeout_seconds");
+    def.timeout_seconds = RL_TIMEOUT_SECONDS_MAX + 1;
+    assert_refused(&def, "timeout_seconds");
+    def.timeout_seconds = RL_TIMEOUT_SECONDS_MAX;
+    assert_true(rl_limit_def_validate(&def, err, sizeof err));
+    def = budget();
+    def.window_seconds = 60;
+    assert_refused(&def, "window_seconds");
+    def = budget();
+    def.period = RL_PERIOD_NONE;
+    assert_refused(&def, "period");
+    /* a zone tzdata does not know is refused naming the field */
+    def = budget();
+    snprintf(def.timezone, sizeof def.timezone, "Mars/Olympus_Mons");
+    assert_refused(&def, "timezone");
+    def.timezone[0] = '\0';
+    assert_refused(&def, "timezone");
+    /* period and timezone belong to budgets */
+    def = rolling();
+    def.period = RL_PERIOD_DAY;
+    assert_refused(&def, "period");
+    def = concurrency();
+    snprintf(def.timezone, sizeof def.timezone, "UTC");
+    assert_refused(&def, "timezone");
+}
+
 static void test_names(void **state) {
     (void)state;
     assert_string_equal(rl_kind_name(RL_KIND_ROLLING), "rolling");
     assert_string_equal(rl_kind_name(RL_KIND_CONCURRENCY), "concurrency");
+    assert_string_equal(rl_kind_name(RL_KIND_BUDGET), "budget");
+    assert_string_equal(rl_period_name(RL_PERIOD_MONTH), "month");
+    assert_string_equal(rl_period_name(RL_PERIOD_NONE), "");
     assert_string_equal(rl_overage_name(RL_OVERAGE_DEBT), "debt");
     assert_string_equal(rl_overage_name(RL_OVERAGE_DENY), "deny");
     assert_string_equal(rl_limit_status_name(RL_LIMIT_STATUS_ACTIVE), "active");
@@ -182,6 +233,14 @@ static void test_parse(void **state) {
     assert_int_equal(kind, RL_KIND_ROLLING);
     assert_true(rl_kind_parse("concurrency", &kind));
     assert_int_equal(kind, RL_KIND_CONCURRENCY);
+    assert_true(rl_kind_parse("budget", &kind));
+    assert_int_equal(kind, RL_KIND_BUDGET);
+    rl_period period = RL_PERIOD_NONE;
+    assert_true(rl_period_parse("week", &period));
+    assert_int_equal(period, RL_PERIOD_WEEK);
+    assert_false(rl_period_parse("", &period));
+    assert_false(rl_period_parse("year", &period));
+    assert_int_equal(period, RL_PERIOD_WEEK);
     kind = (rl_kind)7;
     assert_false(rl_kind_parse("Rolling", &kind)); /* exact, case-sensitive */
     assert_false(rl_kind_parse("", &kind));
@@ -212,6 +271,7 @@ int main(void) {
         cmocka_unit_test(test_overage_rules),
         cmocka_unit_test(test_text_length_rules),
         cmocka_unit_test(test_small_error_buffer),
+        cmocka_unit_test(test_budget_rules),
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_parse),
     };

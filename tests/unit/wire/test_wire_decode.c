@@ -1080,7 +1080,7 @@ static void test_limit_def_malformed(void **state) {
                           key),
                   key_msg);
     /* kind */
-    const char *kind_msg = "kind must be \"rolling\" or \"concurrency\"";
+    const char *kind_msg = "kind must be \"rolling\", \"concurrency\" or \"budget\"";
     LIMIT_REFUSED(def_without("\"key\":\"k\",", "\"kind\":\"Rolling\",", "\"capacity\":1,"), kind_msg);
     LIMIT_REFUSED(def_without("\"key\":\"k\",", "\"kind\":\"window\",", "\"capacity\":1,"), kind_msg);
     LIMIT_REFUSED(def_without("\"key\":\"k\",", "\"kind\":0,", "\"capacity\":1,"), kind_msg);
