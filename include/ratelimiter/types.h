@@ -119,6 +119,7 @@ typedef struct rl_denial {
     uint64_t requested; /* the lease's amount on key */
     uint64_t available; /* key's free capacity when it was decided: capacity minus use, at least 0 */
     uint64_t capacity;  /* key's capacity then; for "decreasing", the capacity it is decreasing to */
+    uint64_t period_end_unix_ms; /* a budget's: when its period ends (room comes back then at the latest); else 0 */
 } rl_denial;
 
 typedef struct rl_reserve_result {

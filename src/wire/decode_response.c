@@ -78,8 +78,8 @@ static bool read_error(rl__json_scan *s, rl_status *status, const char **key) {
     return true;
 }
 
-/* {"key":..,"reason":..,"requested":..,"available":..,"capacity":..}; other
- * members (a budget's period_end_unix_ms) are skipped. */
+/* {"key":..,"reason":..,"requested":..,"available":..,"capacity":..}, and a
+ * budget's "period_end_unix_ms"; other members are skipped. */
 static bool read_denial(rl__json_scan *s, rl_denial *out) {
     const char *at = s->cur;
     memset(out, 0, sizeof *out);
@@ -102,6 +102,8 @@ static bool read_denial(rl__json_scan *s, rl_denial *out) {
             ok = read_u64(s, &out->available);
         } else if (strcmp(name, "capacity") == 0) {
             ok = read_u64(s, &out->capacity);
+        } else if (strcmp(name, "period_end_unix_ms") == 0) {
+            ok = read_u64(s, &out->period_end_unix_ms);
         } else {
             ok = rl__scan_skip(s);
         }

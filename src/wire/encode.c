@@ -55,6 +55,10 @@ void rl__wire_encode_reserve_result(rl_buf *buf, const rl_reserve_result *result
         rl__buf_append_u64(buf, d->available);
         LIT(buf, ",\"capacity\":");
         rl__buf_append_u64(buf, d->capacity);
+        if (d->period_end_unix_ms != 0) {
+            LIT(buf, ",\"period_end_unix_ms\":");
+            rl__buf_append_u64(buf, d->period_end_unix_ms);
+        }
         LIT(buf, "}");
     }
     LIT(buf, "}");

@@ -95,7 +95,7 @@ rl_status rl__wire_decode_limit_def(const char *body, size_t len, rl_limit_def *
 /* {"allowed":..,"retry_after_ms":..,"reserved_at_unix_ms":..,"error":".."},
  * and for lease_id_conflict a "detail" after "error"; a denial with
  * denied_by.key set then carries "denied_by":{"key","reason","requested",
- * "available","capacity"} last. */
+ * "available","capacity"} last (and a budget's "period_end_unix_ms"). */
 void rl__wire_encode_reserve_result(rl_buf *buf, const rl_reserve_result *result);
 /* {"ok":true,"error":""} or {"ok":false,"error":"<status>"} */
 void rl__wire_encode_complete_result(rl_buf *buf, rl_status status);

@@ -45,6 +45,7 @@ static void check_answer(const rl_wire_reserve_answer *a) {
         FUZZ_CHECK(again.denied_by.requested == a->denied_by.requested);
         FUZZ_CHECK(again.denied_by.available == a->denied_by.available);
         FUZZ_CHECK(again.denied_by.capacity == a->denied_by.capacity);
+        FUZZ_CHECK(again.denied_by.period_end_unix_ms == a->denied_by.period_end_unix_ms);
     }
     rl__buf_free(&buf);
 }

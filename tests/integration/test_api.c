@@ -473,7 +473,9 @@ static void test_budget_over_http(void **state) {
     /* a denial names the budget and waits for the month's end at most */
     expect("POST", "/v1/reserve", reserve_body(rl_test_ulid_new(id), "tenant:acme:spend:monthly", 49000000), 200, NULL);
     assert_non_null(strstr(last.body, "\"denied_by\":{\"key\":\"tenant:acme:spend:monthly\",\"reason\":\"capacity\","
-                                      "\"requested\":49000000,\"available\":48750000,\"capacity\":50000000}"));
+                                      "\"requested\":49000000,\"available\":48750000,\"capacity\":50000000,"
+                                      "\"period_end_unix_ms\":"));
+    assert_true(jnum("denied_by.period_end_unix_ms") == end);
     assert_true(jnum("retry_after_ms") > 0 && jnum("retry_after_ms") <= 31.0 * 86400000);
     /* the time zone defaults to UTC; a local one is kept as given */
     put_limit("{\"key\":\"tenant:acme:daily\",\"kind\":\"budget\",\"capacity\":10,\"period\":\"day\",\"timeout_seconds\":60}");

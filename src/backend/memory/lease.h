@@ -31,6 +31,7 @@ typedef struct rl_mem_lease {
         uint64_t denied_available;    /* denied: denied_by.available */
     };
     uint64_t denied_capacity;    /* denied: denied_by.capacity */
+    uint64_t denied_period_end_unix_ms; /* denied: denied_by.period_end_unix_ms */
     uint64_t fingerprint;        /* of its requirements: a retry must match (core/lease_fingerprint.h) */
     rl_mem_entry entries[];
 } rl_mem_lease;

@@ -90,6 +90,7 @@ static void deny_on(rl_reserve_result *result, rl_status status, const rl_mem_li
     d->requested = requested;
     d->capacity = status == RL_LIMIT_DECREASING ? limit->pending_decrease_to : limit->capacity_enforced;
     d->available = limit->used < d->capacity ? d->capacity - limit->used : 0;
+    d->period_end_unix_ms = limit->def.kind == RL_KIND_BUDGET ? limit->period_end_unix_ms : 0;
 }
 
 /* The lease's amount on key (a retry matched its fingerprint: it is there). */
@@ -116,6 +117,7 @@ static void replay(const rl_mem_lease *lease, const rl_reserve_request *request,
     d->requested = amount_on(request, lease->status_key);
     d->available = lease->denied_available;
     d->capacity = lease->denied_capacity;
+    d->period_end_unix_ms = lease->denied_period_end_unix_ms;
 }
 
 /* The decision for one lease whose limits are resolved and expired:
@@ -233,6 +235,7 @@ static void reserve_one(memory_backend *backend, const rl_reserve_request *reque
     } else {
         lease->denied_available = result->denied_by.available;
         lease->denied_capacity = result->denied_by.capacity;
+        lease->denied_period_end_unix_ms = result->denied_by.period_end_unix_ms;
     }
     lease->fingerprint = rl__lease_fingerprint(request->requirements, count);
 }

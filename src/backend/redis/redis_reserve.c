@@ -119,6 +119,7 @@ static void run_reserves(redis_backend *backend, const rl_reserve_request *reque
         d->requested = rl__redis_number(reply->element[at + 7]);
         d->available = rl__redis_number(reply->element[at + 8]);
         d->capacity = rl__redis_number(reply->element[at + 9]);
+        d->period_end_unix_ms = 0; /* budgets are not counted here (redis_definitions.c) */
     }
     if (reply != NULL) freeReplyObject(reply);
 }

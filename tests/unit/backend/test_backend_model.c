@@ -248,7 +248,7 @@ static uint64_t expiry_of(int l) {
 static void model_denial(rl_reserve_result *r, int l, rl_denial_reason reason, uint64_t requested,
                          uint64_t capacity) {
     uint64_t used = used_of(l);
-    r->denied_by = (rl_denial){limits[l].def.key, reason, requested, used < capacity ? capacity - used : 0, capacity};
+    r->denied_by = (rl_denial){limits[l].def.key, reason, requested, used < capacity ? capacity - used : 0, capacity, 0};
 }
 
 static rl_reserve_result model_reserve(int lease, const int *keys, const uint64_t *amounts, int n) {
@@ -666,7 +666,7 @@ static void check_reserve(int lease, const request_record *r, const rl_reserve_r
     const rl_denial *gd = &got->denied_by, *wd = &want.denied_by;
     if ((gd->key == NULL) != (wd->key == NULL) || (gd->key != NULL && strcmp(gd->key, wd->key) != 0) ||
         gd->reason != wd->reason || gd->requested != wd->requested || gd->available != wd->available ||
-        gd->capacity != wd->capacity)
+        gd->capacity != wd->capacity || gd->period_end_unix_ms != wd->period_end_unix_ms)
         fail_step("reserve lease %d: denied_by %s %s %llu/%llu/%llu vs the model's %s %s %llu/%llu/%llu "
                   "(requested/available/capacity)",
                   lease, gd->key ? gd->key : "(null)", rl_denial_reason_name(gd->reason),

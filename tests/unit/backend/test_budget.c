@@ -129,6 +129,7 @@ static void spend_accumulates_and_resets_at_the_month(void **state) {
     assert_int_equal(r.denied_by.reason, RL_DENIAL_CAPACITY);
     assert_int_equal(r.denied_by.available, 38000000);
     assert_int_equal(r.denied_by.capacity, 50000000);
+    assert_int_equal(r.denied_by.period_end_unix_ms, utc(2026, 12, 1, 0, 0));
     /* the next period starts with nothing spent */
     move_to(f, utc(2026, 12, 1, 0, 0));
     u = usage(f, "acme:spend");

@@ -80,10 +80,11 @@ static void reserve_answers_from_the_server_encoder(void **state) {
     (void)state;
     const rl_reserve_result results[] = {
         {true, 0, 1736660000000u, RL_OK, NULL, {0}},
-        {false, 120, 0, RL_OK, NULL, {"g:tpm", RL_DENIAL_CAPACITY, 1800, 1200, 90000}},
+        {false, 120, 0, RL_OK, NULL, {"g:tpm", RL_DENIAL_CAPACITY, 1800, 1200, 90000, 0}},
+        {false, 3600000, 0, RL_OK, NULL, {"acme:spend", RL_DENIAL_CAPACITY, 9, 2, 50, 1796083200000u}},
         {false, 0, 0, RL_UNKNOWN_LIMIT_KEY, "tenant:foo", {0}},
-        {false, 10000, 0, RL_LIMIT_DECREASING, "g:tpm", {"g:tpm", RL_DENIAL_DECREASING, 5, 0, 50}},
-        {false, 0, 0, RL_EXCEEDS_CAPACITY, "g:rpm", {"g:rpm", RL_DENIAL_EXCEEDS_CAPACITY, 9007199254740992u, 7, 100}},
+        {false, 10000, 0, RL_LIMIT_DECREASING, "g:tpm", {"g:tpm", RL_DENIAL_DECREASING, 5, 0, 50, 0}},
+        {false, 0, 0, RL_EXCEEDS_CAPACITY, "g:rpm", {"g:rpm", RL_DENIAL_EXCEEDS_CAPACITY, 9007199254740992u, 7, 100, 0}},
         {false, 0, 0, RL_BACKEND_ERROR, NULL, {0}},
         {false, 0, 0, RL_LEASE_ID_CONFLICT, NULL, {0}}, /* with its detail */
     };
@@ -117,6 +118,7 @@ static void reserve_answers_from_the_server_encoder(void **state) {
         assert_int_equal(got->requested, want->requested);
         assert_int_equal(got->available, want->available);
         assert_int_equal(got->capacity, want->capacity);
+        assert_int_equal(got->period_end_unix_ms, want->period_end_unix_ms);
     }
     rl__buf_free(&buf);
 }
