@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "wire/json_scan.h"
+#include "ratelimiter/keys.h"
 #include "wire/wire.h"
 
 /* Statuses whose wire string is "<name>:<key>" (DESIGN.md "Error strings"). */
@@ -46,6 +47,9 @@ bool rl__wire_parse_error_string(const char *text, rl_status *status, const char
         if (*rest != ':') continue;
         rest++;
         while (*rest == ' ') rest++; /* api.md's examples put a space there */
+        /* A daemon only names keys (1..256 printable ASCII): anything else
+         * is not its answer. */
+        if (*rest != '\0' && !rl_key_is_valid(rest, strlen(rest))) return false;
         *status = keyed_statuses[i];
         *key = *rest != '\0' ? rest : NULL;
         return true;
@@ -92,7 +96,7 @@ static bool read_denial(rl__json_scan *s, rl_denial *out) {
         if (strcmp(name, "key") == 0) {
             ok = rl__scan_string(s, &text, &len);
             out->key = text;
-            have_key = ok && len > 0;
+            have_key = ok && rl_key_is_valid(text, len); /* a daemon only names keys */
         } else if (strcmp(name, "reason") == 0) {
             ok = rl__scan_string(s, &text, &len);
             have_reason = ok && rl_denial_reason_parse(text, &out->reason);

@@ -147,8 +147,8 @@ typedef struct rl_wire_reserve_answer {
 
 /* The error string of a result: "" -> RL_OK, "invalid_request",
  * "backend_error", "<name>:<key>" for the statuses that name a key (the key
- * may be missing: *key NULL). Returns false for any other string. *key
- * points into text. */
+ * may be missing: *key NULL; present, it must be a valid key). Returns false
+ * for any other string. *key points into text. */
 bool rl__wire_parse_error_string(const char *text, rl_status *status, const char **key);
 
 /* The body of POST /v1/reserve (200, or the 404 of an unknown key). */
