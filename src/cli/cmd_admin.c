@@ -178,13 +178,15 @@ int rlctl_cmd_get(const rlctl_global *global, int argc, char **argv) {
 /* ---- put ----------------------------------------------------------------- */
 
 static const char put_usage[] =
-    "usage: rlctl [global options] put --key K --kind rolling|concurrency --capacity N\n"
+    "usage: rlctl [global options] put --key K --kind rolling|concurrency|budget --capacity N\n"
     "                                  [--window-seconds N] [--timeout-seconds N] [--unit U]\n"
     "                                  [--description D] [--overage debt|deny]\n"
+    "                                  [--period hour|day|week|month] [--timezone ZONE]\n"
     "       rlctl [global options] put --file FILE\n"
     "  Defines a limit or changes it (PUT /v1/admin/limits). A rolling limit needs\n"
-    "  --window-seconds, a concurrency limit --timeout-seconds. A lower capacity than\n"
-    "  now makes the limit \"decreasing\" until its usage fits.\n"
+    "  --window-seconds, a concurrency limit --timeout-seconds, a budget --period and\n"
+    "  --timeout-seconds (--timezone: an IANA name, UTC by default). A lower capacity\n"
+    "  than now makes the limit \"decreasing\" until its usage fits.\n"
     "  --file FILE   a definition object, or an array of them, in api.md's JSON (\"-\" is\n"
     "                stdin); they are sent one by one, stopping at the first error\n"
     "  Prints \"KEY STATUS\" for each limit put.\n";
@@ -358,7 +360,8 @@ static int put_file(const rlctl_global *global, const char *path) {
 }
 
 int rlctl_cmd_put(const rlctl_global *global, int argc, char **argv) {
-    enum { O_KEY = 256, O_KIND, O_CAPACITY, O_WINDOW, O_TIMEOUT, O_UNIT, O_DESCRIPTION, O_OVERAGE, O_FILE };
+    enum { O_KEY = 256, O_KIND, O_CAPACITY, O_WINDOW, O_TIMEOUT, O_UNIT, O_DESCRIPTION, O_OVERAGE, O_PERIOD,
+           O_TIMEZONE, O_FILE };
     static const struct option options[] = {
         {"key", required_argument, NULL, O_KEY},
         {"kind", required_argument, NULL, O_KIND},
@@ -368,6 +371,8 @@ int rlctl_cmd_put(const rlctl_global *global, int argc, char **argv) {
         {"unit", required_argument, NULL, O_UNIT},
         {"description", required_argument, NULL, O_DESCRIPTION},
         {"overage", required_argument, NULL, O_OVERAGE},
+        {"period", required_argument, NULL, O_PERIOD},
+        {"timezone", required_argument, NULL, O_TIMEZONE},
         {"file", required_argument, NULL, O_FILE},
         {"help", no_argument, NULL, 'h'},
         {0},
@@ -391,7 +396,10 @@ int rlctl_cmd_put(const rlctl_global *global, int argc, char **argv) {
     rl_kind kind;
     rl_overage overage;
     if (!rl_kind_parse(text[O_KIND - O_KEY], &kind))
-        return usage_error(put_usage, "put: --kind \"%s\" is neither rolling nor concurrency", text[O_KIND - O_KEY]);
+        return usage_error(put_usage, "put: --kind \"%s\" is not rolling, concurrency or budget", text[O_KIND - O_KEY]);
+    rl_period period;
+    if (text[O_PERIOD - O_KEY] != NULL && !rl_period_parse(text[O_PERIOD - O_KEY], &period))
+        return usage_error(put_usage, "put: --period \"%s\" is not hour, day, week or month", text[O_PERIOD - O_KEY]);
     if (text[O_OVERAGE - O_KEY] != NULL && !rl_overage_parse(text[O_OVERAGE - O_KEY], &overage))
         return usage_error(put_usage, "put: --overage \"%s\" is neither debt nor deny", text[O_OVERAGE - O_KEY]);
 
@@ -419,6 +427,9 @@ int rlctl_cmd_put(const rlctl_global *global, int argc, char **argv) {
     if (text[O_DESCRIPTION - O_KEY] != NULL)
         cJSON_AddStringToObject(def, "description", text[O_DESCRIPTION - O_KEY]);
     if (text[O_OVERAGE - O_KEY] != NULL) cJSON_AddStringToObject(def, "overage", text[O_OVERAGE - O_KEY]);
+    /* The daemon says what is wrong with a zone (or a period on another kind). */
+    if (text[O_PERIOD - O_KEY] != NULL) cJSON_AddStringToObject(def, "period", text[O_PERIOD - O_KEY]);
+    if (text[O_TIMEZONE - O_KEY] != NULL) cJSON_AddStringToObject(def, "timezone", text[O_TIMEZONE - O_KEY]);
     char *body = object_text(def);
     cJSON_Delete(def);
     if (body == NULL) {

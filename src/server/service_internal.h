@@ -48,11 +48,14 @@ rl_status rl__service_read_usage(rl_service *service, const rl_limit_def *def, r
 
 /* Why the backend refused def with RL_LIMIT_IN_USE (a change of kind while
  * the limit holds reservations), in err: what it holds and when it can change. */
-void rl__service_in_use_detail(rl_service *service, const rl_limit_def *def, char *err, size_t err_size);
+void rl__service_in_use_detail(rl_service *service, const rl_limit_def *def, const rl_limit_def *previous, char *err,
+                               size_t err_size);
 
-/* put's answer when the backend refused its definition with status: 409
+/* put's answer (previous: the definition before it, or NULL) when the
+ * backend refused its definition with status: 409
  * limit_in_use with what the limit holds, 400 invalid_request for a kind
  * the backend does not count (a budget on redis), or backend_error with why. */
-void rl__service_backend_refused(rl_service *service, rl_service_put *put, rl_status status);
+void rl__service_backend_refused(rl_service *service, rl_service_put *put, rl_status status,
+                                 const rl_limit_def *previous);
 
 #endif

@@ -76,7 +76,9 @@ static void local_put_limits(rl_service *service, rl_service_put *puts, size_t c
             continue;
         }
         rl_status applied = rl_backend_apply_definition(service->backend, &put->def, &put->limit_status);
-        if (applied != RL_OK) rl__service_backend_refused(service, put, applied);
+        /* The registry holds the new definition already: say the old kind. */
+        size_t i = index_of[j];
+        if (applied != RL_OK) rl__service_backend_refused(service, put, applied, had_before[i] ? &before[i] : NULL);
     }
     /* The registry agrees with the backend again for every key whose last
      * put the backend refused. */

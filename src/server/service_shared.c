@@ -207,7 +207,7 @@ static void shared_put_limits(rl_service *service, rl_service_put *puts, size_t 
         }
         rl_status applied = rl_backend_apply_definition(service->backend, &put->def, &put->limit_status);
         if (applied != RL_OK) {
-            rl__service_backend_refused(service, put, applied);
+            rl__service_backend_refused(service, put, applied, NULL);
             continue;
         }
         applied_count++;

@@ -20,24 +20,31 @@ rl_status rl__service_read_usage(rl_service *service, const rl_limit_def *def,
     return RL_OK;
 }
 
-void rl__service_in_use_detail(rl_service *service, const rl_limit_def *def, char *err, size_t err_size) {
+void rl__service_in_use_detail(rl_service *service, const rl_limit_def *def, const rl_limit_def *previous, char *err,
+                               size_t err_size) {
     rl_limit_usage usage;
     bool read = rl_backend_limit_usage(service->backend, def->key, &usage) == RL_OK;
-    const char *to = def->kind == RL_KIND_ROLLING ? "rolling" : "concurrency";
-    const char *from = def->kind == RL_KIND_ROLLING ? "concurrency" : "rolling";
+    /* The kind it has: the caller's previous definition, else the
+     * registry's (which the shared mode writes only after the backend; the
+     * caller holds the admin mutex). */
+    rl_limit_def now;
+    if (previous == NULL && rl_registry_get(service->registry, def->key, &now)) previous = &now;
+    const char *to = rl_kind_name(def->kind);
+    const char *from = previous != NULL ? rl_kind_name(previous->kind) : "other";
     char held[96] = "reservations";
     if (read) snprintf(held, sizeof held, "%llu in %llu %s", (unsigned long long)usage.used,
                        (unsigned long long)usage.active, usage.active == 1 ? "reservation" : "reservations");
     snprintf(err, err_size,
              "limit \"%s\" holds %s of its %s kind: its kind can change to %s only when it holds nothing "
-             "(rolling usage leaves at the end of its window, concurrency holds at Complete or their timeout); "
-             "or define the new limit under another key",
+             "(rolling usage leaves at the end of its window, concurrency holds and budget reservations at "
+             "Complete or their timeout); or define the new limit under another key",
              def->key, held, from, to);
 }
 
-void rl__service_backend_refused(rl_service *service, rl_service_put *put, rl_status status) {
+void rl__service_backend_refused(rl_service *service, rl_service_put *put, rl_status status,
+                                 const rl_limit_def *previous) {
     if (status == RL_LIMIT_IN_USE) {
-        rl__service_in_use_detail(service, &put->def, put->err, sizeof put->err);
+        rl__service_in_use_detail(service, &put->def, previous, put->err, sizeof put->err);
         put->status = RL_LIMIT_IN_USE;
     } else if (status == RL_INVALID_REQUEST) { /* valid, but not for this backend */
         snprintf(put->err, sizeof put->err, "the %s backend does not count limits of kind \"%s\"%s",

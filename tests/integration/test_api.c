@@ -509,6 +509,13 @@ static void test_budget_over_http(void **state) {
             fail_msg("case %zu: %s does not name %s", i, last.body, bad[i].names);
     }
     expect("GET", "/v1/admin/limits/b1", NULL, 404, "{\"error\":\"unknown_limit_key:b1\"}");
+
+    /* an open reservation keeps a budget a budget, and the 409 names both kinds */
+    expect("POST", "/v1/reserve", reserve_body(rl_test_ulid_new(id), "tenant:acme:daily", 3), 200, NULL);
+    expect("PUT", "/v1/admin/limits", "{\"key\":\"tenant:acme:daily\",\"kind\":\"rolling\",\"capacity\":10,\"window_seconds\":60}",
+           409, NULL);
+    if (strstr(last.body, "holds 3 in 1 reservation of its budget kind: its kind can change to rolling only") == NULL)
+        fail_msg("%s", last.body);
 }
 
 /* Issue 9: a capacity above 2^53 was rounded to 2^53 and accepted (200),

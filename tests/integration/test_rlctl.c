@@ -399,6 +399,33 @@ static void test_reserve_complete(void **state) {
     expect_code(2);
 }
 
+/* A budget from the command line: its period and zone, a reserve and a
+ * Complete that charges the actual; a bad period or zone says why. */
+static void test_budget(void **state) {
+    (void)state;
+    RLCTL("put", "--key", "cli:b:spend", "--kind", "budget", "--capacity", "1000", "--period", "month",
+          "--timezone", "Europe/Paris", "--timeout-seconds", "600", "--unit", "usd_micros");
+    expect_code(0);
+    expect_contains(ran.out, "cli:b:spend active");
+    char lease_id[27];
+    RLCTL("reserve", "--lease-id", rl_test_ulid_new(lease_id), "cli:b:spend=400");
+    expect_code(0);
+    RLCTL("complete", "--lease-id", lease_id, "--actual", "cli:b:spend=150");
+    expect_code(0);
+    RLCTL("get", "--json", "cli:b:spend");
+    assert_true(out_number("limit", "usage", "committed") == 150);
+    assert_true(out_number("limit", "usage", "reserved") == 0);
+    assert_true(out_number("limit", "usage", "period_end_unix_ms") > out_number("limit", "usage", "period_start_unix_ms"));
+    expect_contains(ran.out, "\"timezone\":\"Europe/Paris\"");
+    RLCTL("put", "--key", "cli:b:x", "--kind", "budget", "--capacity", "1", "--period", "year", "--timeout-seconds", "9");
+    expect_code(2);
+    expect_contains(ran.err, "--period \"year\" is not hour, day, week or month");
+    RLCTL("put", "--key", "cli:b:x", "--kind", "budget", "--capacity", "1", "--period", "day", "--timezone", "Mars/Base",
+          "--timeout-seconds", "9");
+    expect_code(3);
+    expect_contains(ran.err, "timezone");
+}
+
 static void test_unreachable(void **state) {
     (void)state;
     /* Nothing listens on port 1: 4, and stderr says so. */
@@ -427,7 +454,7 @@ int main(void) {
         cmocka_unit_test(test_help_and_version), cmocka_unit_test(test_health),
         cmocka_unit_test(test_put_get_list),     cmocka_unit_test(test_put_errors),
         cmocka_unit_test(test_put_file),         cmocka_unit_test(test_reserve_complete),
-        cmocka_unit_test(test_unreachable),
+        cmocka_unit_test(test_budget),           cmocka_unit_test(test_unreachable),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
