@@ -158,7 +158,7 @@ typedef struct rl_limit_usage {
 /* Checks a definition against api.md: key, kind, capacity 1..2^53, window
  * only and > 0 for rolling, timeout only and > 0 for concurrency and
  * budgets, a period and a time zone tzdata knows for budgets only, overage.
- * Pure, thread-safe. Returns true if valid; otherwise false with a human sentence in err. */
+ * Thread-safe; changes nothing (a budget's zone is read from tzdata). Returns true if valid; otherwise false with a human sentence in err. */
 RL_API bool rl_limit_def_validate(const rl_limit_def *def, char *err, size_t err_size);
 
 RL_API const char *rl_kind_name(rl_kind kind);             /* "rolling" | "concurrency" | "budget" */

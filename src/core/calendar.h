@@ -36,7 +36,7 @@ void rl__calendar_close(rl__calendar *calendar);
 const char *rl__calendar_zone(const rl__calendar *calendar);
 
 /* The period that holds unix_ms: [*start_ms, *end_ms). false only for an
- * instant outside the years 1..9998. */
+ * instant outside the years 1..9998, and then *start_ms and *end_ms are untouched. */
 bool rl__calendar_period_of(const rl__calendar *calendar, rl_period period, uint64_t unix_ms, uint64_t *start_ms,
                             uint64_t *end_ms);
 

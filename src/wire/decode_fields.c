@@ -49,7 +49,7 @@ static bool decode_job_id(rl__json_scan *s, const char **out, uint32_t *rank,
 /* One {key, <amount>} element (the scanner at it). *valid says whether both
  * are there and allowed; problems are noted under path. */
 static bool decode_element(rl__json_scan *s, const rl__list_spec *spec, const char **key,
-                           size_t *key_len, uint64_t *amount, bool *valid, uint32_t *rank,
+                           uint64_t *amount, bool *valid, uint32_t *rank,
                            const rl__json_path *path) {
     *valid = false;
     if (rl__scan_peek(s) != '{') {
@@ -72,8 +72,9 @@ static bool decode_element(rl__json_scan *s, const rl__list_spec *spec, const ch
             }
             seen_key = true;
             char *text;
-            if (!rl__read_string_or_skip(s, &text, key_len)) return false;
-            key_ok = rl__lease_key_ok(text, *key_len);
+            size_t key_len;
+            if (!rl__read_string_or_skip(s, &text, &key_len)) return false;
+            key_ok = rl__lease_key_ok(text, key_len);
             *key = text;
             if (!key_ok)
                 rl__json_note(rank, RL__RANK_ELEMENT_KEY, path, "key",
@@ -130,7 +131,6 @@ static bool decode_list(rl__json_scan *s, const rl__list_spec *spec, rl__lease_f
     if (!rl__scan_array_open(s)) return false;
     rl__json_path element_path = *path;
     element_path.inner = spec->name;
-    size_t key_len[RL_MAX_REQUIREMENTS];
     bool failed = false;
     size_t i = 0;
     int more;
@@ -141,7 +141,7 @@ static bool decode_list(rl__json_scan *s, const rl__list_spec *spec, rl__lease_f
         }
         element_path.inner_index = i;
         bool valid;
-        if (!decode_element(s, spec, &out->key[i], &key_len[i], &out->amount[i], &valid, rank,
+        if (!decode_element(s, spec, &out->key[i], &out->amount[i], &valid, rank,
                             &element_path))
             return false;
         size_t earlier = valid ? rl__lease_key_repeats(out->key, i) : i;

@@ -88,13 +88,17 @@ void rl__mem_limit_try_decrease(rl_mem_limit *limit) {
     }
 }
 
+/* The period holding now_unix_ms, into the limit (false: kept as it was;
+ * rl__calendar_period_of writes only on success). */
+static bool find_period(rl_mem_limit *limit, uint64_t now_unix_ms) {
+    return rl__calendar_period_of(limit->calendar, limit->def.period, now_unix_ms, &limit->period_start_unix_ms,
+                                  &limit->period_end_unix_ms);
+}
+
 /* A budget's period has ended: the next one starts with nothing charged
  * and nothing held (its open reservations belong to the one before). */
 static void roll_period(rl_mem_limit *limit, uint64_t now_unix_ms) {
-    uint64_t start, end;
-    if (!rl__calendar_period_of(limit->calendar, limit->def.period, now_unix_ms, &start, &end)) return;
-    limit->period_start_unix_ms = start;
-    limit->period_end_unix_ms = end;
+    if (!find_period(limit, now_unix_ms)) return;
     limit->committed = 0;
     limit->used = 0;
 }
@@ -234,11 +238,8 @@ rl_status rl__mem_limit_apply(rl_mem_limit *limit, const rl_limit_def *def, uint
      * definition's, and what the old one counted (charges and open
      * reservations) goes on counting in it, so a change never hands out a
      * fresh budget. */
-    if (new_period) {
-        uint64_t old_start = limit->period_start_unix_ms, committed = limit->committed, used = limit->used;
-        roll_period(limit, now_unix_ms);
-        limit->committed = committed;
-        limit->used = used;
+    uint64_t old_start = limit->period_start_unix_ms;
+    if (new_period && find_period(limit, now_unix_ms)) {
         for (uint32_t i = 0; i < limit->holds.count; i++) {
             rl_mem_entry *entry = ENTRY_OF(limit->holds.nodes[i]);
             if (entry->period_start_unix_ms == old_start) entry->period_start_unix_ms = limit->period_start_unix_ms;

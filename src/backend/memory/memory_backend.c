@@ -77,6 +77,13 @@ static void deny(rl_reserve_result *result, rl_status status, const char *key, u
     memset(&result->denied_by, 0, sizeof result->denied_by);
 }
 
+/* denied_by.reason of a denial's status. */
+static rl_denial_reason reason_of(rl_status status) {
+    return status == RL_EXCEEDS_CAPACITY   ? RL_DENIAL_EXCEEDS_CAPACITY
+           : status == RL_LIMIT_DECREASING ? RL_DENIAL_DECREASING
+                                           : RL_DENIAL_CAPACITY;
+}
+
 /* A denial for want of room on limit: the status names the key unless it
  * is a plain one (RL_OK), denied_by always does. */
 static void deny_on(rl_reserve_result *result, rl_status status, const rl_mem_limit *limit, uint64_t requested,
@@ -84,9 +91,7 @@ static void deny_on(rl_reserve_result *result, rl_status status, const rl_mem_li
     deny(result, status, status == RL_OK ? NULL : limit->def.key, retry_after_ms);
     rl_denial *d = &result->denied_by;
     d->key = limit->def.key;
-    d->reason = status == RL_EXCEEDS_CAPACITY   ? RL_DENIAL_EXCEEDS_CAPACITY
-                : status == RL_LIMIT_DECREASING ? RL_DENIAL_DECREASING
-                                                : RL_DENIAL_CAPACITY;
+    d->reason = reason_of(status);
     d->requested = requested;
     d->capacity = status == RL_LIMIT_DECREASING ? limit->pending_decrease_to : limit->capacity_enforced;
     d->available = limit->used < d->capacity ? d->capacity - limit->used : 0;
@@ -111,9 +116,7 @@ static void replay(const rl_mem_lease *lease, const rl_reserve_request *request,
     if (lease->allowed || lease->status_key == NULL) return;
     rl_denial *d = &result->denied_by;
     d->key = lease->status_key;
-    d->reason = lease->status == RL_EXCEEDS_CAPACITY   ? RL_DENIAL_EXCEEDS_CAPACITY
-                : lease->status == RL_LIMIT_DECREASING ? RL_DENIAL_DECREASING
-                                                       : RL_DENIAL_CAPACITY;
+    d->reason = reason_of(lease->status);
     d->requested = amount_on(request, lease->status_key);
     d->available = lease->denied_available;
     d->capacity = lease->denied_capacity;

@@ -60,6 +60,18 @@ static void rl__http_on_request_disposed(void *token) {
     if (pending != NULL) pending->req = NULL;
 }
 
+/* The loop's thread: sends an answer (if its client is still there), lets
+ * go of the request's state and keeps it for the next. */
+static void answer_and_recycle(rl_http_thread *thread, pending_request *pending, h2o_req_t *req,
+                               const rl_http_response *response) {
+    if (req != NULL) {
+        rl__http_send_response(req, response);
+        rl_handler_ctx_trim(&thread->handler); /* the answer is copied: big buffers can go */
+    }
+    rl_api_call_end(&pending->call);
+    give_back_pending(thread, pending);
+}
+
 /* The loop's thread: these requests have their answers. */
 void rl__http_on_answers(h2o_multithread_receiver_t *receiver, h2o_linklist_t *messages) {
     rl_http_thread *thread = H2O_STRUCT_FROM_MEMBER(rl_http_thread, receiver, receiver);
@@ -67,15 +79,12 @@ void rl__http_on_answers(h2o_multithread_receiver_t *receiver, h2o_linklist_t *m
         h2o_multithread_message_t *message = H2O_STRUCT_FROM_MEMBER(h2o_multithread_message_t, link, messages->next);
         h2o_linklist_unlink(&message->link);
         pending_request *pending = H2O_STRUCT_FROM_MEMBER(pending_request, message, message);
+        rl_http_response response = {0, NULL, NULL};
         if (pending->req != NULL) {
             *pending->token = NULL; /* the pool outlives pending: its dispose must not look */
-            rl_http_response response = {0, NULL, NULL};
             rl_api_finish(&thread->handler, &pending->call, &response);
-            rl__http_send_response(pending->req, &response);
-            rl_handler_ctx_trim(&thread->handler);
         }
-        rl_api_call_end(&pending->call);
-        give_back_pending(thread, pending);
+        answer_and_recycle(thread, pending, pending->req, &response);
         thread->in_flight--;
     }
 }
@@ -98,10 +107,7 @@ static void run_request(rl_http_thread *thread, h2o_req_t *req, const rl_http_re
     thread->in_flight++;
     if (rl_api_begin(&thread->handler, request, &pending->call, &response)) {
         thread->in_flight--;
-        rl__http_send_response(req, &response);
-        rl_api_call_end(&pending->call);
-        give_back_pending(thread, pending);
-        rl_handler_ctx_trim(&thread->handler); /* the answer is copied: big buffers can go */
+        answer_and_recycle(thread, pending, req, &response);
         return;
     }
     pending->token = h2o_mem_alloc_shared(&req->pool, sizeof *pending->token, rl__http_on_request_disposed);
