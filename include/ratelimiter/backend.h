@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-#define RL_BACKEND_ABI_VERSION 5 /* 5: rl_reserve_result.denied_by */
+#define RL_BACKEND_ABI_VERSION 6 /* 5: rl_reserve_result.denied_by; 6: audit_query */
 
 typedef struct rl_backend rl_backend;
 
@@ -102,6 +102,15 @@ typedef struct rl_backend_ops {
 
     /* How many definitions the backend holds. NULL: count list_definitions. */
     rl_status (*count_definitions)(rl_backend *backend, size_t *count);
+
+    /* --- ABI 6, optional: the audit log of spend (types.h) --- */
+
+    /* Fills page->entries (query->limit of them, the caller's) with key's
+     * entries since query->since_unix_ms, oldest first. RL_OK (also for a
+     * key with none, or a backend keeping no log: count 0),
+     * RL_BACKEND_ERROR or RL_IO_ERROR. Thread-safe, concurrent with
+     * everything. NULL: the backend keeps no audit log. */
+    rl_status (*audit_query)(rl_backend *backend, const rl_audit_query *query, rl_audit_page *page);
 } rl_backend_ops;
 
 struct rl_backend {
@@ -183,6 +192,15 @@ static inline rl_status rl_backend_get_definition(rl_backend *b, const char *key
 static inline rl_status rl_backend_count_definitions(rl_backend *b, size_t *count) {
     if (b->ops->count_definitions == NULL) return RL_INVALID_REQUEST;
     return b->ops->count_definitions(b, count);
+}
+
+/* The audit op, or for a backend without it an empty page (next since =
+ * since). */
+static inline rl_status rl_backend_audit_query(rl_backend *b, const rl_audit_query *query, rl_audit_page *page) {
+    page->count = 0;
+    page->next_since_unix_ms = query->since_unix_ms;
+    if (b->ops->audit_query == NULL) return RL_OK;
+    return b->ops->audit_query(b, query, page);
 }
 
 #ifdef __cplusplus

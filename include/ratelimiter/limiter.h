@@ -30,7 +30,7 @@
 extern "C" {
 #endif
 
-#define RL_LIMITER_ABI_VERSION 2 /* 2: rl_reserve_result.denied_by */
+#define RL_LIMITER_ABI_VERSION 3 /* 2: rl_reserve_result.denied_by; 3: audit */
 #define RL_LIMITER_ERR_SIZE 256
 
 typedef struct rl_limiter rl_limiter;
@@ -43,6 +43,8 @@ typedef struct rl_limiter_ops {
     rl_status (*complete_batch)(rl_limiter *limiter, const rl_complete_request *requests, size_t count,
                                 rl_status *statuses);
     void (*destroy)(rl_limiter *limiter);
+    /* ABI 3: the audit log of spend, as rl_backend_audit_query (types.h). */
+    rl_status (*audit)(rl_limiter *limiter, const rl_audit_query *query, rl_audit_page *page);
 } rl_limiter_ops;
 
 struct rl_limiter {
@@ -73,6 +75,14 @@ static inline rl_status rl_limiter_complete(rl_limiter *l, const rl_complete_req
     rl_status status;
     rl_status call = l->ops->complete_batch(l, request, 1, &status);
     return call != RL_OK ? call : status;
+}
+/* The audit log's entries of query->key (GET /v1/admin/audit): RL_OK,
+ * RL_INVALID_REQUEST (a bad query, or a limiter without it, such as the
+ * batcher: rl_limiter_last_error says which),
+ * RL_BACKEND_ERROR, RL_TIMEOUT. */
+static inline rl_status rl_limiter_audit(rl_limiter *l, const rl_audit_query *query, rl_audit_page *page) {
+    if (l->ops->audit == NULL) return RL_INVALID_REQUEST;
+    return l->ops->audit(l, query, page);
 }
 /* Frees the limiter. No call may be in flight or follow. NULL is allowed. */
 static inline void rl_limiter_destroy(rl_limiter *l) {

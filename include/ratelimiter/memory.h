@@ -18,23 +18,47 @@
 extern "C" {
 #endif
 
+/* When the journal reaches the disk (memory.journal_fsync). */
+typedef enum rl_journal_fsync {
+    RL_JOURNAL_FSYNC_ALWAYS = 0, /* before each answer: one fdatasync for all the answers ready (group commit) */
+    RL_JOURNAL_FSYNC_EVERYSEC,   /* written at once, synced once a second: a power loss may lose the last second */
+    RL_JOURNAL_FSYNC_OFF,        /* written at once, never synced: the kernel decides */
+} rl_journal_fsync;
+
 typedef struct rl_memory_options {
     const rl_clock *clock;       /* NULL: rl_clock_system(); borrowed, must outlive the backend */
     uint32_t sweep_interval_ms;  /* > 0: a thread sweeps expired state this often; 0: no thread */
     uint32_t lease_memory_ms;    /* how long a decided lease is remembered after its state is gone */
     uint64_t max_leases;         /* bound on remembered leases; 0: default */
+    /* Usage that survives a restart: every change to usage is in the
+     * journal at path before its answer (fsync as journal_fsync says), and
+     * opening the backend replays it. NULL: usage lives in memory only. */
+    const char *journal_path;    /* borrowed for the call that opens */
+    rl_journal_fsync journal_fsync;
+    /* The audit log of spend (types.h), one file a day in this directory,
+     * kept audit_retention_days (0: default). NULL: none is kept. */
+    const char *audit_dir;       /* borrowed for the call that opens */
+    uint32_t audit_retention_days;
 } rl_memory_options;
 
 #define RL_MEMORY_DEFAULT_SWEEP_INTERVAL_MS 1000u
 #define RL_MEMORY_DEFAULT_LEASE_MEMORY_MS 600000u /* 10 minutes of retries */
 #define RL_MEMORY_DEFAULT_MAX_LEASES 4000000u
 
-/* Fills options with the defaults above (system clock, sweeper on). */
+/* Fills options with the defaults above (system clock, sweeper on, no
+ * journal, no audit log). */
 RL_API void rl_memory_options_default(rl_memory_options *options);
 
 /* Creates a memory backend. *out is owned by the caller: free it with
  * rl_backend_destroy. Returns RL_OK or RL_NO_MEMORY. */
 RL_API rl_status rl_memory_backend_create(const rl_memory_options *options, rl_backend **out);
+
+/* rl_memory_backend_create, also for a journal or an audit log: replays the
+ * journal (a torn tail is cut with one line on stderr; damage before it
+ * fails with RL_IO_ERROR naming the file and the offset, leaving it
+ * untouched). RL_OK, RL_IO_ERROR or RL_NO_MEMORY, with a sentence in err. */
+RL_API rl_status rl_memory_backend_open(const rl_memory_options *options, rl_backend **out, char *err,
+                                        size_t err_size);
 
 #ifdef __cplusplus
 }

@@ -155,6 +155,45 @@ typedef struct rl_limit_usage {
     uint64_t reserved;
 } rl_limit_usage;
 
+/* ---- the audit log of spend (api.md "Audit") ----
+ *
+ * The billing truth: for every Complete, one entry per rolling or budget key
+ * it charged (a concurrency hold spends nothing), and for every budget
+ * reservation refunded by its timeout one entry with expired = true and
+ * actual 0. A backend writes an entry if and only if it charged the spend.
+ * Entries come back in time order, kept audit_retention_days. */
+#define RL_AUDIT_QUERY_MAX 1000u               /* entries in one answer */
+#define RL_AUDIT_DEFAULT_RETENTION_DAYS 62u
+#define RL_AUDIT_MAX_RETENTION_DAYS 3660u
+
+typedef struct rl_audit_entry {
+    uint64_t at_unix_ms;                  /* when it was charged (or refunded) */
+    char lease_id[RL_ULID_LEN + 1];       /* upper case */
+    char job_id[RL_JOB_ID_MAX_LEN + 1];   /* the reserve request's, "" if none */
+    char key[RL_KEY_MAX_LEN + 1];
+    uint64_t reserved;                    /* what the lease held on key */
+    uint64_t actual;                      /* what was charged: 0 when expired */
+    uint64_t period_start_unix_ms;        /* a budget's period it was charged to; 0 for rolling */
+    bool expired;                         /* refunded in full by timeout */
+} rl_audit_entry;
+
+/* Entries of key with at_unix_ms >= since_unix_ms, oldest first, at most
+ * limit (1..RL_AUDIT_QUERY_MAX). */
+typedef struct rl_audit_query {
+    const char *key;
+    uint64_t since_unix_ms;
+    uint32_t limit;
+} rl_audit_query;
+
+/* An answer: entries[0..count) and where the next page starts
+ * (since_unix_ms of the next query; equal to the query's when nothing newer
+ * was found: ask again later). */
+typedef struct rl_audit_page {
+    rl_audit_entry *entries; /* the caller's array of query.limit entries */
+    size_t count;
+    uint64_t next_since_unix_ms;
+} rl_audit_page;
+
 /* Checks a definition against api.md: key, kind, capacity 1..2^53, window
  * only and > 0 for rolling, timeout only and > 0 for concurrency and
  * budgets, a period and a time zone tzdata knows for budgets only, overage.

@@ -84,6 +84,10 @@ static rl_status count_definitions(rl_backend *base, size_t *count) {
     return rl_backend_count_definitions(inner, count);
 }
 
+static rl_status audit_query(rl_backend *base, const rl_audit_query *query, rl_audit_page *page) {
+    return from_base(base)->inner->ops->audit_query(from_base(base)->inner, query, page);
+}
+
 static void destroy(rl_backend *base) {
     submitter *s = from_base(base);
     rl__batcher_lane_destroy(&s->reserve); /* its last flush still uses inner */
@@ -112,6 +116,7 @@ rl_status rl_submitter_create(rl_backend *inner, const rl_submitter_options *opt
         .list_definitions = inner->ops->list_definitions != NULL ? list_definitions : NULL,
         .get_definition = inner->ops->get_definition != NULL ? get_definition : NULL,
         .count_definitions = inner->ops->count_definitions != NULL ? count_definitions : NULL,
+        .audit_query = inner->ops->audit_query != NULL ? audit_query : NULL,
         /* Always: waiting for a flush is the submitter's, whatever inner is. */
         .reserve_batch_async = reserve_batch_async, .complete_batch_async = complete_batch_async,
     };

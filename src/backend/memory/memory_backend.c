@@ -8,6 +8,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -438,4 +439,14 @@ rl_status rl_memory_backend_create(const rl_memory_options *options, rl_backend 
     }
     *out = &backend->base;
     return RL_OK;
+}
+
+rl_status rl_memory_backend_open(const rl_memory_options *options, rl_backend **out, char *err, size_t err_size) {
+    if (err_size > 0) err[0] = '\0';
+    if (options != NULL && (options->journal_path != NULL || options->audit_dir != NULL)) {
+        *out = NULL;
+        if (err_size > 0) snprintf(err, err_size, "the memory backend keeps no journal or audit log in this build");
+        return RL_INVALID_REQUEST;
+    }
+    return rl_memory_backend_create(options, out);
 }
