@@ -64,6 +64,9 @@ typedef struct rl_redis_options {
     /* How often the background thread purges expired state; default 1000,
      * 0: never (scripts still purge every limit they touch). */
     uint32_t sweep_interval_ms;
+    /* How long the audit log of spend (types.h) keeps an entry, in days;
+     * default RL_AUDIT_DEFAULT_RETENTION_DAYS. */
+    uint32_t audit_retention_days;
     /* Accept a Redis whose maxmemory-policy may evict keys (see above); default false. */
     bool allow_eviction;
     /* Tests only: read "now" from this clock instead of Redis TIME, so that a

@@ -36,6 +36,7 @@ void rl_redis_options_default(rl_redis_options *options) {
     options->complete_retry_deadline_ms = 30000;
     options->max_pending_completes = 100000;
     options->sweep_interval_ms = 1000;
+    options->audit_retention_days = RL_AUDIT_DEFAULT_RETENTION_DAYS;
 }
 
 static void destroy(rl_backend *base) {
