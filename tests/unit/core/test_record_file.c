@@ -16,6 +16,8 @@
 
 #include <cmocka.h>
 
+#include "support/file_bytes.h"
+
 #include "core/crc32c.h"
 #include "core/record_file.h"
 
@@ -72,30 +74,6 @@ static void append_all(rl__record_file *file, const char *const *records, size_t
     if (rl__record_file_flush(file, sync, err, sizeof err) != RL_OK) fail_msg("%s", err);
 }
 
-static off_t size_of(const char *path) {
-    struct stat st;
-    assert_int_equal(stat(path, &st), 0);
-    return st.st_size;
-}
-
-/* The file's bytes, malloc'd. */
-static unsigned char *bytes_of(const char *path, size_t *len) {
-    *len = (size_t)size_of(path);
-    unsigned char *data = malloc(*len + 1);
-    FILE *in = fopen(path, "rb");
-    assert_non_null(in);
-    assert_int_equal(fread(data, 1, *len, in), *len);
-    fclose(in);
-    return data;
-}
-
-static void write_bytes(const char *path, const void *data, size_t len, const char *mode) {
-    FILE *out = fopen(path, mode);
-    assert_non_null(out);
-    assert_int_equal(fwrite(data, 1, len, out), len);
-    fclose(out);
-}
-
 static const char *const three[] = {"reserve A", "complete A", "reserve B"};
 
 /* A closed file holding the three records above. */
@@ -117,10 +95,10 @@ static void appended_records_read_back_in_order(void **state) {
     seen s;
     rl__record_file *file = open_file(f->path, &s);
     assert_int_equal(s.count, 0);
-    assert_int_equal(size_of(f->path), RL__RECORD_FILE_HEADER_BYTES); /* made with its header, durably */
+    assert_int_equal(rl_test_file_size(f->path), RL__RECORD_FILE_HEADER_BYTES); /* made with its header, durably */
     append_all(file, three, 3, true);
     assert_int_equal(rl__record_file_pending_bytes(file), 0);
-    assert_int_equal(rl__record_file_size(file), (uint64_t)size_of(f->path));
+    assert_int_equal(rl__record_file_size(file), (uint64_t)rl_test_file_size(f->path));
     rl__record_file_close(file);
     file = open_file(f->path, &s);
     assert_string_equal(s.text, "reserve A|complete A|reserve B");
@@ -146,27 +124,27 @@ static void a_torn_tail_is_cut(void **state) {
     rl__record_file *file = NULL;
     write_three(f->path);
     size_t len;
-    unsigned char *whole = bytes_of(f->path, &len);
+    unsigned char *whole = rl_test_file_bytes(f->path, &len);
     size_t third = len - (RL__RECORD_FRAME_BYTES + strlen(three[2]));
     /* every cut inside the last record */
     for (size_t cut = third + 1; cut < len; cut++) {
-        write_bytes(f->path, whole, cut, "wb");
+        rl_test_file_write(f->path, whole, cut, "wb");
         file = open_file(f->path, &s);
         assert_string_equal(s.text, "reserve A|complete A");
-        assert_int_equal(size_of(f->path), (off_t)third);
+        assert_int_equal(rl_test_file_size(f->path), (off_t)third);
         rl__record_file_close(file);
     }
     /* zeros after the last record (a file system's tail) */
-    write_bytes(f->path, whole, len, "wb");
+    rl_test_file_write(f->path, whole, len, "wb");
     unsigned char zeros[100] = {0};
-    write_bytes(f->path, zeros, sizeof zeros, "ab");
+    rl_test_file_write(f->path, zeros, sizeof zeros, "ab");
     file = open_file(f->path, &s);
     assert_int_equal(s.count, 3);
-    assert_int_equal(size_of(f->path), (off_t)len);
+    assert_int_equal(rl_test_file_size(f->path), (off_t)len);
     rl__record_file_close(file);
     /* a last record whose checksum fails */
     whole[len - 1] ^= 0x40;
-    write_bytes(f->path, whole, len, "wb");
+    rl_test_file_write(f->path, whole, len, "wb");
     file = open_file(f->path, &s);
     assert_int_equal(s.count, 2);
     append_all(file, three + 2, 1, true);
@@ -175,10 +153,10 @@ static void a_torn_tail_is_cut(void **state) {
     assert_string_equal(s.text, "reserve A|complete A|reserve B");
     rl__record_file_close(file);
     /* a header cut short: an empty file again */
-    write_bytes(f->path, RL__RECORD_FILE_HEADER, 3, "wb");
+    rl_test_file_write(f->path, RL__RECORD_FILE_HEADER, 3, "wb");
     file = open_file(f->path, &s);
     assert_int_equal(s.count, 0);
-    assert_int_equal(size_of(f->path), RL__RECORD_FILE_HEADER_BYTES);
+    assert_int_equal(rl_test_file_size(f->path), RL__RECORD_FILE_HEADER_BYTES);
     rl__record_file_close(file);
     free(whole);
 }
@@ -189,7 +167,7 @@ static void damage_is_refused_and_left_alone(void **state) {
     fixture *f = *state;
     write_three(f->path);
     size_t len;
-    unsigned char *whole = bytes_of(f->path, &len);
+    unsigned char *whole = rl_test_file_bytes(f->path, &len);
     const size_t second = RL__RECORD_FILE_HEADER_BYTES + RL__RECORD_FRAME_BYTES + strlen(three[0]);
     struct {
         size_t at;
@@ -205,7 +183,7 @@ static void damage_is_refused_and_left_alone(void **state) {
         unsigned char *bad = malloc(len);
         memcpy(bad, whole, len);
         bad[damages[i].at] ^= damages[i].flip;
-        write_bytes(f->path, bad, len, "wb");
+        rl_test_file_write(f->path, bad, len, "wb");
         rl__record_file *none = NULL;
         char err[512] = "";
         assert_int_equal(rl__record_file_open(f->path, NULL, NULL, &none, err, sizeof err), RL_IO_ERROR);
@@ -216,7 +194,7 @@ static void damage_is_refused_and_left_alone(void **state) {
         snprintf(offset, sizeof offset, "offset %zu", damages[i].at == 1 ? (size_t)0 : second);
         if (strstr(err, offset) == NULL) fail_msg("%s: no \"%s\"", err, offset);
         size_t after_len;
-        unsigned char *after = bytes_of(f->path, &after_len);
+        unsigned char *after = rl_test_file_bytes(f->path, &after_len);
         assert_int_equal(after_len, len);
         assert_memory_equal(after, bad, len);
         free(after);
@@ -256,7 +234,7 @@ static void a_rewrite_replaces_and_keeps_the_buffered(void **state) {
     if (rl__record_file_rewrite(file, snapshot_source, NULL, err, sizeof err) != RL_OK) fail_msg("%s", err);
     assert_int_equal(rl__record_file_pending_bytes(file), 0);
     append_all(file, three + 1, 1, true); /* appends go to the new file */
-    assert_int_equal(rl__record_file_size(file), (uint64_t)size_of(f->path));
+    assert_int_equal(rl__record_file_size(file), (uint64_t)rl_test_file_size(f->path));
     rl__record_file_close(file);
     file = open_file(f->path, &s);
     assert_string_equal(s.text, "snapshot 1|snapshot 2|after snapshot|complete A");
