@@ -46,20 +46,11 @@ cleanup() {
 trap cleanup EXIT
 [ -z "$BASE" ] || base_build "$BASE" "$TMP/base"
 
-# Capacities nothing reaches; 1-second windows and hold timeouts keep the
-# live state at about one second of traffic, as a busy limiter sees it.
-cat >"$TMP/limits.json" <<'JSON'
-[
- {"key":"global:llm:openai:gpt-4o:rpm","kind":"rolling","capacity":1000000000000,"window_seconds":1,"unit":"requests"},
- {"key":"global:llm:openai:gpt-4o:tpm","kind":"rolling","capacity":1000000000000000,"window_seconds":1,"unit":"tokens"},
- {"key":"global:llm:openai:gpt-4o:concurrency","kind":"concurrency","capacity":1000000000000,"timeout_seconds":1,"unit":"inflight"},
- {"key":"tenant:tenant_a:llm:daily_tokens","kind":"rolling","capacity":1000000000000000,"window_seconds":1,"unit":"tokens"}
-]
-JSON
-cat >"$TMP/config.yaml" <<'YAML'
-memory:
-  lease_memory_ms: 2000
-YAML
+# bench/http/limits.json: capacities nothing reaches; 1-second windows and
+# hold timeouts keep the live state at about one second of traffic, as a
+# busy limiter sees it (config.yaml: 2 s of lease memory).
+cp "$ROOT/bench/http/limits.json" "$TMP/limits.json"
+cp "$ROOT/bench/http/config.yaml" "$TMP/config.yaml"
 
 # Requests/sec from wrk's summary; warns if any answer was not 2xx.
 run_wrk() {

@@ -5,6 +5,15 @@
  * is remembered (for idempotent retries) until its last reservation has
  * expired and lease_memory_ms has passed, or until max_leases forces the
  * oldest decided-and-finished leases out.
+ *
+ * With a journal (journal_path) usage survives a restart, kill -9 included:
+ * every change to usage (a lease decided, a Complete, a budget refund, a
+ * definition applied) is in the journal before its answer is given, and
+ * opening the backend replays it, applying what fell due meanwhile. The
+ * journal is compacted (a snapshot of the live state replaces it) without
+ * stopping answers. With an audit log (audit_dir), every charge and every
+ * budget refund is kept there (types.h, "the audit log of spend"), written
+ * before the journal records of the same changes.
  */
 #ifndef RATELIMITER_MEMORY_H
 #define RATELIMITER_MEMORY_H
@@ -35,6 +44,9 @@ typedef struct rl_memory_options {
      * opening the backend replays it. NULL: usage lives in memory only. */
     const char *journal_path;    /* borrowed for the call that opens */
     rl_journal_fsync journal_fsync;
+    /* The journal is compacted (rewritten as a snapshot of the live state)
+     * once it is larger than this and twice its last snapshot; 0: 64 MiB. */
+    uint64_t journal_compact_bytes;
     /* The audit log of spend (types.h), one file a day in this directory,
      * kept audit_retention_days (0: default). NULL: none is kept. */
     const char *audit_dir;       /* borrowed for the call that opens */

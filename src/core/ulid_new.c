@@ -5,6 +5,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "core/ulid_text.h"
 #include "ratelimiter/ulid.h"
 
 static const char crockford[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
@@ -63,11 +64,16 @@ char *rl_ulid_new(char out[RL_ULID_TEXT_SIZE]) {
     pthread_mutex_unlock(&last_lock);
 
     time_ms &= (UINT64_C(1) << 48) - 1;
+    rl__ulid_text(time_ms << 16 | hi16, lo64, out);
+    return out;
+}
+
+void rl__ulid_text(uint64_t hi, uint64_t lo, char out[RL_ULID_TEXT_SIZE]) {
+    uint64_t time_ms = hi >> 16;
     for (int i = 9; i >= 0; i--, time_ms >>= 5) out[i] = crockford[time_ms & 31];
-    /* 80 random bits = 16 characters: 4 from (hi16 << 4 | lo64 >> 60), 12 from lo64's 60 low bits */
-    uint64_t top20 = hi16 << 4 | lo64 >> 60, low60 = lo64 & ((UINT64_C(1) << 60) - 1);
+    /* 80 random bits = 16 characters: 4 from (hi16 << 4 | lo >> 60), 12 from lo's 60 low bits */
+    uint64_t top20 = (hi & 0xffffu) << 4 | lo >> 60, low60 = lo & ((UINT64_C(1) << 60) - 1);
     for (int i = 13; i >= 10; i--, top20 >>= 5) out[i] = crockford[top20 & 31];
     for (int i = 25; i >= 14; i--, low60 >>= 5) out[i] = crockford[low60 & 31];
     out[26] = '\0';
-    return out;
 }

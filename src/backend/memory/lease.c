@@ -26,6 +26,8 @@ static rl_mem_lease *lease_alloc(rl_mem_lease_table *table, uint16_t entry_count
 }
 
 static void lease_free(rl_mem_lease_table *table, rl_mem_lease *lease) {
+    free(lease->job_id);
+    lease->job_id = NULL;
     rl_mem_lease_recycler *recycler = &table->recycler;
     uint16_t entry_count = lease->entry_count;
     if (entry_count <= RL_MAX_REQUIREMENTS && recycler->lengths[entry_count] < RL_MEM_LEASE_RECYCLE_MAX) {
@@ -48,7 +50,10 @@ bool rl__mem_lease_table_init(rl_mem_lease_table *table) {
 
 void rl__mem_lease_table_free(rl_mem_lease_table *table) {
     if (table->slots != NULL) {
-        for (uint64_t i = 0; i <= table->mask; i++) free(table->slots[i].lease);
+        for (uint64_t i = 0; i <= table->mask; i++) {
+            if (table->slots[i].lease != NULL) free(table->slots[i].lease->job_id);
+            free(table->slots[i].lease);
+        }
     }
     free(table->slots);
     table->slots = NULL;
@@ -121,7 +126,12 @@ rl_mem_lease *rl__mem_lease_add(rl_mem_lease_table *table, uint64_t id_hi, uint6
     lease->status_key = NULL;
     lease->retry_after_ms = 0;
     lease->reserved_at_unix_ms = 0;
-    for (uint16_t i = 0; i < entry_count; i++) lease->entries[i].limit = NULL; /* nothing held yet */
+    lease->at_unix_ms = 0;
+    lease->job_id = NULL;
+    for (uint16_t i = 0; i < entry_count; i++) {
+        lease->entries[i].limit = NULL; /* nothing held yet */
+        lease->entries[i].index = (uint8_t)i;
+    }
     uint64_t hash = hash_of(id_hi, id_lo);
     insert_slot(table, hash, lease);
     rl__due_queue_push(&table->by_forget_at, lease, hash, now_ms, lifetime_ms);
@@ -143,7 +153,7 @@ static void forget(rl_mem_lease_table *table, const rl_due_slot *due, int front)
         __builtin_prefetch(next->item, 1);
         __builtin_prefetch(&table->slots[next->hash & table->mask], 1);
     }
-    for (uint16_t i = 0; i < lease->entry_count; i++) rl__mem_limit_release(&lease->entries[i]);
+    for (uint16_t i = 0; i < lease->entry_count; i++) rl__mem_limit_time_out(&lease->entries[i]);
     remove_slot(table, hash, lease);
     table->count--;
     /* Shrink after a burst so that memory follows the live load. */

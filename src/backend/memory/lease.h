@@ -33,8 +33,15 @@ typedef struct rl_mem_lease {
     uint64_t denied_capacity;    /* denied: denied_by.capacity */
     uint64_t denied_period_end_unix_ms; /* denied: denied_by.period_end_unix_ms */
     uint64_t fingerprint;        /* of its requirements: a retry must match (core/lease_fingerprint.h) */
+    uint64_t at_unix_ms;         /* when it was decided (a snapshot keeps leases in that order) */
+    char *job_id;                /* the reserve's job id (malloc'd, for the audit log), or NULL */
     rl_mem_entry entries[];
 } rl_mem_lease;
+
+/* The lease an entry belongs to. */
+static inline rl_mem_lease *rl_mem_entry_lease(rl_mem_entry *entry) {
+    return (rl_mem_lease *)(void *)((char *)(entry - entry->index) - offsetof(rl_mem_lease, entries));
+}
 
 typedef struct rl_mem_lease_slot {
     uint64_t hash;       /* of the id: probing and moving slots never touch the lease */

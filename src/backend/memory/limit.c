@@ -41,6 +41,16 @@ void rl__mem_limit_hold(rl_mem_limit *limit, rl_mem_entry *entry, uint64_t amoun
     limit->used += amount;
 }
 
+void rl__mem_limit_restore(rl_mem_limit *limit, rl_mem_entry *entry, uint64_t amount, uint64_t at_ms,
+                           uint64_t period_start_unix_ms) {
+    uint64_t tail_ms = limit->def.kind == RL_KIND_ROLLING ? rl__expiry_ring_tail_ms(&limit->reservations) : 0;
+    rl__mem_limit_hold(limit, entry, amount, at_ms > tail_ms ? at_ms : tail_ms);
+    if (entry->kind == RL_KIND_BUDGET && period_start_unix_ms != limit->period_start_unix_ms) {
+        entry->period_start_unix_ms = period_start_unix_ms; /* of an earlier period: counted nowhere now */
+        limit->used -= amount;
+    }
+}
+
 /* Whether a live entry's amount is in its limit's used now: a budget's
  * reservation of an earlier period is not. */
 static bool counted_now(const rl_mem_entry *entry) {
@@ -69,6 +79,13 @@ void rl__mem_limit_release(rl_mem_entry *entry) {
     else
         rl__heap_remove(&limit->holds, &entry->expiry);
     entry->limit = NULL;
+}
+
+void rl__mem_limit_time_out(rl_mem_entry *entry) {
+    if (!rl__mem_entry_is_live(entry)) return;
+    rl_mem_observer *observer = entry->limit->observer;
+    if (entry->kind == RL_KIND_BUDGET && observer != NULL) observer->budget_timed_out(observer, entry);
+    rl__mem_limit_release(entry);
 }
 
 void rl__mem_limit_resize(rl_mem_entry *entry, uint64_t amount) {
@@ -103,13 +120,13 @@ static void roll_period(rl_mem_limit *limit, uint64_t now_unix_ms) {
     limit->used = 0;
 }
 
-void rl__mem_limit_charge(rl_mem_entry *entry, uint64_t actual) {
-    if (!rl__mem_entry_is_live(entry)) return;
+uint64_t rl__mem_limit_charge(rl_mem_entry *entry, uint64_t actual) {
+    if (!rl__mem_entry_is_live(entry)) return 0;
     rl_mem_limit *limit = entry->limit;
     bool now = counted_now(entry);
     uint64_t reserved = entry->amount;
     rl__mem_limit_release(entry); /* the hold, out of used if it counts now */
-    if (!now) return;
+    if (!now) return actual;
     uint64_t capacity = limit->capacity_enforced, charged = actual;
     if (actual > reserved) { /* overage (DESIGN.md "Overage"), as for rolling limits */
         if (limit->def.overage == RL_OVERAGE_DEBT) {
@@ -125,6 +142,7 @@ void rl__mem_limit_charge(rl_mem_entry *entry, uint64_t actual) {
     }
     limit->committed += charged;
     limit->used += charged;
+    return charged;
 }
 
 void rl__mem_limit_expire(rl_mem_limit *limit, uint64_t now_ms, uint64_t now_unix_ms) {
@@ -135,8 +153,9 @@ void rl__mem_limit_expire(rl_mem_limit *limit, uint64_t now_ms, uint64_t now_uni
         rl__expiry_ring_pop(&limit->reservations);
     }
     rl_heap_node *top;
-    while ((top = rl_heap_top(&limit->holds)) != NULL && top->at_ms <= now_ms)
-        rl__mem_limit_release(ENTRY_OF(top));
+    bool budget_waits = limit->def.kind == RL_KIND_BUDGET && limit->observer != NULL && limit->observer->replaying;
+    while (!budget_waits && (top = rl_heap_top(&limit->holds)) != NULL && top->at_ms <= now_ms)
+        rl__mem_limit_time_out(ENTRY_OF(top));
     rl__mem_limit_try_decrease(limit);
 }
 
@@ -363,6 +382,7 @@ rl_mem_limit *rl__mem_limit_table_add(rl_mem_limit_table *table, const rl_limit_
     limit->key_hash = hash_key(def->key, &len);
     limit->def = *def;
     limit->capacity_enforced = def->capacity;
+    limit->observer = table->observer;
     rl__expiry_ring_init(&limit->reservations);
     rl__heap_init(&limit->holds);
     if (table->count + 1 > table->bucket_count) grow(table);

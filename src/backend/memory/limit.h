@@ -28,7 +28,19 @@ typedef struct rl_mem_entry {
     struct rl_mem_limit *limit;  /* NULL once released (a hold also when it expires) */
     uint64_t amount;             /* holds only: a reservation's amount is in its ring slot */
     rl_kind kind;                /* the kind when reserved: Complete follows it */
+    uint8_t index;               /* its place in its lease's entries (rl_mem_entry_lease) */
 } rl_mem_entry;
+
+/* Who hears of a budget reservation refunded by its timeout (the journal
+ * and the audit log); owned by the backend, shared by all its limits. */
+typedef struct rl_mem_observer {
+    /* Called before entry, live and of a budget, is released by its
+     * timeout (its limit expiring, or its lease being forgotten). */
+    void (*budget_timed_out)(struct rl_mem_observer *observer, rl_mem_entry *entry);
+    /* While a journal is replayed, budgets time out only through its
+     * records (journal_record.h): none is refunded by the clock. */
+    bool replaying;
+} rl_mem_observer;
 
 typedef struct rl_mem_limit {
     struct rl_mem_limit *next_in_bucket;
@@ -49,6 +61,7 @@ typedef struct rl_mem_limit {
     struct rl__calendar *calendar;
     uint64_t period_start_unix_ms, period_end_unix_ms;
     uint64_t committed;
+    rl_mem_observer *observer; /* the table's, or NULL */
 } rl_mem_limit;
 
 /* Frees every entry whose expiry is <= now_ms (used drops by their amount),
@@ -59,8 +72,10 @@ void rl__mem_limit_expire(rl_mem_limit *limit, uint64_t now_ms, uint64_t now_uni
 /* A budget's Complete: the hold is released and actual charged to the
  * period the reservation was made in, under the limit's overage policy
  * (debt: all of it; deny: what fits, the rest counted). A reservation of an
- * earlier period charges nothing now: that period is over. */
-void rl__mem_limit_charge(rl_mem_entry *entry, uint64_t actual);
+ * earlier period charges nothing now: that period is over. Returns what
+ * was charged (actual, or less under deny; what it would have been for an
+ * earlier period). */
+uint64_t rl__mem_limit_charge(rl_mem_entry *entry, uint64_t actual);
 
 /* Makes room for one more entry of the limit's current kind, so that
  * rl__mem_limit_hold cannot fail. False on allocation failure. */
@@ -87,6 +102,17 @@ bool rl__mem_entry_is_live(const rl_mem_entry *entry);
 /* Takes an entry out of its limit now, if still live (Complete, or
  * forgetting a lease). */
 void rl__mem_limit_release(rl_mem_entry *entry);
+
+/* Releases a live entry whose time is up: a budget's through the observer
+ * first (a refund the audit log must see). */
+void rl__mem_limit_time_out(rl_mem_entry *entry);
+
+/* A replayed entry (journal_record.h): queued as rl__mem_limit_hold does,
+ * expiring at at_ms (later if the ring needs it), a budget's counted in the
+ * period it was made in (counted now only if that is the current one).
+ * Room must be reserved. */
+void rl__mem_limit_restore(rl_mem_limit *limit, rl_mem_entry *entry, uint64_t amount, uint64_t at_ms,
+                           uint64_t period_start_unix_ms);
 
 /* Changes a live rolling reservation's amount (Complete's reconcile and
  * overage); 0 releases it. */
@@ -121,6 +147,7 @@ void rl__mem_limit_usage(const rl_mem_limit *limit, rl_limit_usage *out);
 /* key -> limit. Limits are never removed, so pointers stay valid for the
  * table's life. */
 typedef struct rl_mem_limit_table {
+    rl_mem_observer *observer; /* given to every limit added; may be NULL */
     rl_mem_limit **buckets;
     size_t bucket_count; /* a power of two */
     size_t count;

@@ -13,8 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "backend/memory/lease.h"
-#include "backend/memory/limit.h"
+#include "backend/memory/memory_backend.h"
 #include "core/lease_fingerprint.h"
 #include "core/lease_rules.h"
 #include "ratelimiter/memory.h"
@@ -24,24 +23,6 @@
  * (each reserve adds at most one), small enough to keep latency flat. */
 #define FORGET_PER_RESERVE 4
 
-typedef struct memory_backend {
-    rl_backend base;
-    pthread_mutex_t lock;
-    const rl_clock *clock;
-    uint64_t lease_memory_ms;
-    uint64_t max_leases;
-    rl_mem_limit_table limits;
-    rl_mem_lease_table leases;
-    uint32_t *walk_scratch; /* for retry_after walks, under lock */
-    uint32_t walk_scratch_capacity;
-
-    uint32_t sweep_interval_ms;
-    bool sweeper_running;
-    bool stopping;
-    pthread_t sweeper;
-    pthread_cond_t sweeper_wake;
-} memory_backend;
-
 static inline memory_backend *from_base(rl_backend *base) { return (memory_backend *)base; }
 
 void rl_memory_options_default(rl_memory_options *options) {
@@ -49,22 +30,39 @@ void rl_memory_options_default(rl_memory_options *options) {
     options->sweep_interval_ms = RL_MEMORY_DEFAULT_SWEEP_INTERVAL_MS;
     options->lease_memory_ms = RL_MEMORY_DEFAULT_LEASE_MEMORY_MS;
     options->max_leases = RL_MEMORY_DEFAULT_MAX_LEASES;
+    options->journal_path = NULL;
+    options->journal_fsync = RL_JOURNAL_FSYNC_ALWAYS;
+    options->journal_compact_bytes = 0;
+    options->audit_dir = NULL;
+    options->audit_retention_days = RL_AUDIT_DEFAULT_RETENTION_DAYS;
+}
+
+rl_status rl__mem_apply_locked(memory_backend *backend, const rl_limit_def *def, uint64_t now_ms,
+                               uint64_t now_unix_ms, rl_limit_status *out_status) {
+    *out_status = RL_LIMIT_STATUS_ACTIVE;
+    rl_mem_limit *limit = rl__mem_limit_table_find(&backend->limits, def->key);
+    if (limit == NULL) return rl__mem_limit_table_add(&backend->limits, def) == NULL ? RL_NO_MEMORY : RL_OK;
+    return rl__mem_limit_apply(limit, def, now_ms, now_unix_ms, out_status);
+}
+
+/* Waits until the changes up to ticket are as durable as promised: false
+ * if the journal could not write them. */
+static bool durable(memory_backend *backend, uint64_t ticket) {
+    return backend->journal == NULL || rl__journal_wait_durable(backend->journal, ticket);
 }
 
 static rl_status apply_definition(rl_backend *base, const rl_limit_def *def,
                                   rl_limit_status *out_status) {
     memory_backend *backend = from_base(base);
-    rl_status result = RL_OK;
-    rl_limit_status status = RL_LIMIT_STATUS_ACTIVE;
+    rl_limit_status status;
     pthread_mutex_lock(&backend->lock);
-    rl_mem_limit *limit = rl__mem_limit_table_find(&backend->limits, def->key);
-    if (limit == NULL) {
-        if (rl__mem_limit_table_add(&backend->limits, def) == NULL) result = RL_NO_MEMORY;
-    } else {
-        result = rl__mem_limit_apply(limit, def, backend->clock->monotonic_ms(backend->clock),
-                                     backend->clock->unix_ms(backend->clock), &status);
-    }
+    uint64_t now_unix_ms = backend->clock->unix_ms(backend->clock);
+    rl_status result =
+        rl__mem_apply_locked(backend, def, backend->clock->monotonic_ms(backend->clock), now_unix_ms, &status);
+    if (result == RL_OK && !rl__mem_journal_define(backend, def, now_unix_ms)) result = RL_NO_MEMORY;
+    uint64_t ticket = rl__mem_journal_ticket(backend);
     pthread_mutex_unlock(&backend->lock);
+    if (!durable(backend, ticket)) result = RL_IO_ERROR;
     if (out_status != NULL) *out_status = status;
     return result;
 }
@@ -242,6 +240,22 @@ static void reserve_one(memory_backend *backend, const rl_reserve_request *reque
         lease->denied_period_end_unix_ms = result->denied_by.period_end_unix_ms;
     }
     lease->fingerprint = rl__lease_fingerprint(request->requirements, count);
+    lease->at_unix_ms = now_unix_ms;
+    if (backend->audit != NULL && request->job_id != NULL && request->job_id[0] != '\0')
+        lease->job_id = strdup(request->job_id); /* NULL on OOM: its audit entries say "" */
+    if (!rl__mem_journal_lease(backend, lease, now_ms, now_unix_ms))
+        fprintf(stderr, "ratelimiterd: out of memory: lease not journaled\n");
+}
+
+/* The journal could not write the changes these answers depend on: none
+ * may be given as decided. The state in memory holds them (failing
+ * closed); a retry with the same lease id gets the first outcome once the
+ * journal writes again. */
+static void fail_reserves(rl_reserve_result *results, size_t count) {
+    for (size_t i = 0; i < count; i++) deny(&results[i], RL_BACKEND_ERROR, NULL, 0);
+}
+static void fail_completes(rl_status *statuses, size_t count) {
+    for (size_t i = 0; i < count; i++) statuses[i] = RL_BACKEND_ERROR;
 }
 
 static void reserve_batch(rl_backend *base, const rl_reserve_request *requests, size_t count,
@@ -251,7 +265,9 @@ static void reserve_batch(rl_backend *base, const rl_reserve_request *requests, 
     uint64_t now_ms = backend->clock->monotonic_ms(backend->clock);
     uint64_t now_unix_ms = backend->clock->unix_ms(backend->clock);
     for (size_t i = 0; i < count; i++) reserve_one(backend, &requests[i], now_ms, now_unix_ms, &results[i]);
+    uint64_t ticket = rl__mem_journal_ticket(backend);
     pthread_mutex_unlock(&backend->lock);
+    if (!durable(backend, ticket)) fail_reserves(results, count);
 }
 
 /* Overage: the call used more than it reserved (DESIGN.md "Overage"). The
@@ -272,32 +288,31 @@ static void charge_overage(rl_mem_entry *entry, uint64_t reserved, uint64_t extr
     }
 }
 
-static void reconcile(rl_mem_lease *lease, const rl_mem_limit *limit, uint64_t actual_amount) {
-    for (uint16_t i = 0; i < lease->entry_count; i++) {
-        rl_mem_entry *entry = &lease->entries[i];
-        if (entry->limit != limit || entry->kind != RL_KIND_ROLLING) continue;
-        if (!rl__mem_entry_is_live(entry)) return; /* its window is over: nothing left to adjust */
-        uint64_t reserved = rl__mem_entry_amount(entry);
-        if (actual_amount < reserved)
-            rl__mem_limit_resize(entry, actual_amount);
-        else if (actual_amount > reserved)
-            charge_overage(entry, reserved, actual_amount - reserved);
-        return;
-    }
+/* A rolling reservation's Complete: resized to the actual (DESIGN.md
+ * "Reconcile"), the excess as overage; returns what it holds now (the
+ * actual itself when its window is already over: nothing left to adjust). */
+static uint64_t reconcile(rl_mem_entry *entry, uint64_t actual_amount) {
+    if (!rl__mem_entry_is_live(entry)) return actual_amount;
+    uint64_t reserved = rl__mem_entry_amount(entry);
+    if (actual_amount < reserved)
+        rl__mem_limit_resize(entry, actual_amount);
+    else if (actual_amount > reserved)
+        charge_overage(entry, reserved, actual_amount - reserved);
+    return rl__mem_entry_is_live(entry) ? rl__mem_entry_amount(entry) : 0;
 }
 
-/* A budget's charge: the actual the Complete gives for its key, else what
- * it reserved (a key it does not mention keeps its reservation, as a
- * rolling one does). */
+/* The actual the Complete gives for entry's key, else what it reserved (a
+ * key it does not mention keeps its reservation). */
 static uint64_t actual_for(const rl_complete_request *request, const rl_mem_entry *entry) {
     for (size_t a = 0; a < request->actual_count; a++)
         if (strcmp(request->actuals[a].key, entry->limit->def.key) == 0) return request->actuals[a].actual_amount;
     return entry->amount;
 }
 
-/* RL_OK whatever the lease was. */
-static rl_status complete_one(memory_backend *backend, const rl_complete_request *request, uint64_t now_ms,
-                              uint64_t now_unix_ms) {
+/* RL_OK whatever the lease was. Every rolling or budget key it charges
+ * gets its audit entry. */
+rl_status rl__mem_complete_one(memory_backend *backend, const rl_complete_request *request, uint64_t now_ms,
+                               uint64_t now_unix_ms) {
     assert(rl__complete_request_is_valid(request)); /* backend.h: checked by whoever decoded it */
     uint64_t id_hi, id_lo;
     (void)rl_ulid_decode(request->lease_id, strlen(request->lease_id), &id_hi, &id_lo); /* valid */
@@ -310,18 +325,23 @@ static rl_status complete_one(memory_backend *backend, const rl_complete_request
     size_t touched_count = 0;
     for (uint16_t i = 0; i < lease->entry_count; i++) {
         rl_mem_entry *entry = &lease->entries[i];
-        if (entry->limit == NULL) continue;
-        touched[touched_count++] = entry->limit;
-        rl__mem_limit_expire(entry->limit, now_ms, now_unix_ms);
-        if (entry->kind == RL_KIND_CONCURRENCY) rl__mem_limit_release(entry);
-        else if (entry->kind == RL_KIND_BUDGET && entry->limit != NULL) rl__mem_limit_charge(entry, actual_for(request, entry));
-    }
-    for (size_t a = 0; a < request->actual_count; a++) {
-        const rl_mem_limit *limit = rl__mem_limit_table_find(&backend->limits, request->actuals[a].key);
-        if (limit != NULL) reconcile(lease, limit, request->actuals[a].actual_amount);
+        rl_mem_limit *limit = entry->limit;
+        if (limit == NULL) continue;
+        touched[touched_count++] = limit;
+        rl__mem_limit_expire(limit, now_ms, now_unix_ms);
+        if (entry->limit == NULL) continue; /* a budget's reservation just timed out: refunded */
+        if (entry->kind == RL_KIND_CONCURRENCY) {
+            rl__mem_limit_release(entry);
+            continue;
+        }
+        uint64_t reserved = entry->amount, actual = actual_for(request, entry);
+        uint64_t charged = entry->kind == RL_KIND_BUDGET ? rl__mem_limit_charge(entry, actual) : reconcile(entry, actual);
+        rl__mem_audit(backend, lease, entry, limit->def.key, reserved, charged, false, now_unix_ms);
     }
     /* Released capacity may let a pending decrease through. */
     for (size_t i = 0; i < touched_count; i++) rl__mem_limit_try_decrease(touched[i]);
+    if (!rl__mem_journal_complete(backend, lease, request, now_unix_ms))
+        fprintf(stderr, "ratelimiterd: out of memory: a Complete is not journaled\n");
     return RL_OK;
 }
 
@@ -331,8 +351,83 @@ static void complete_batch(rl_backend *base, const rl_complete_request *requests
     pthread_mutex_lock(&backend->lock);
     uint64_t now_ms = backend->clock->monotonic_ms(backend->clock);
     uint64_t now_unix_ms = backend->clock->unix_ms(backend->clock);
-    for (size_t i = 0; i < count; i++) statuses[i] = complete_one(backend, &requests[i], now_ms, now_unix_ms);
+    for (size_t i = 0; i < count; i++) statuses[i] = rl__mem_complete_one(backend, &requests[i], now_ms, now_unix_ms);
+    uint64_t ticket = rl__mem_journal_ticket(backend);
     pthread_mutex_unlock(&backend->lock);
+    if (!durable(backend, ticket)) fail_completes(statuses, count);
+}
+
+/* ---- answering once the journal has the changes (a journal only) ---- */
+
+typedef struct journal_answer {
+    rl_reserve_result *results; /* or */
+    rl_status *statuses;
+    size_t count;
+    void (*done)(void *context);
+    void *context;
+} journal_answer;
+
+static void answer_when_durable(void *context, bool is_durable) {
+    journal_answer *answer = context;
+    if (!is_durable && answer->results != NULL) fail_reserves(answer->results, answer->count);
+    if (!is_durable && answer->statuses != NULL) fail_completes(answer->statuses, answer->count);
+    answer->done(answer->context);
+    free(answer);
+}
+
+static void answer_after(memory_backend *backend, uint64_t ticket, journal_answer answer) {
+    journal_answer *waiting = malloc(sizeof *waiting);
+    if (waiting == NULL) { /* wait here rather than answer early */
+        if (!rl__journal_wait_durable(backend->journal, ticket)) {
+            if (answer.results != NULL) fail_reserves(answer.results, answer.count);
+            if (answer.statuses != NULL) fail_completes(answer.statuses, answer.count);
+        }
+        answer.done(answer.context);
+        return;
+    }
+    *waiting = answer;
+    rl__journal_when_durable(backend->journal, ticket, answer_when_durable, waiting);
+}
+
+static void reserve_batch_async(rl_backend *base, const rl_reserve_request *requests, size_t count,
+                                rl_reserve_result *results, void (*done)(void *context), void *context) {
+    memory_backend *backend = from_base(base);
+    pthread_mutex_lock(&backend->lock);
+    uint64_t now_ms = backend->clock->monotonic_ms(backend->clock);
+    uint64_t now_unix_ms = backend->clock->unix_ms(backend->clock);
+    for (size_t i = 0; i < count; i++) reserve_one(backend, &requests[i], now_ms, now_unix_ms, &results[i]);
+    uint64_t ticket = rl__mem_journal_ticket(backend);
+    pthread_mutex_unlock(&backend->lock);
+    answer_after(backend, ticket, (journal_answer){results, NULL, count, done, context});
+}
+
+static void complete_batch_async(rl_backend *base, const rl_complete_request *requests, size_t count,
+                                 rl_status *statuses, void (*done)(void *context), void *context) {
+    memory_backend *backend = from_base(base);
+    pthread_mutex_lock(&backend->lock);
+    uint64_t now_ms = backend->clock->monotonic_ms(backend->clock);
+    uint64_t now_unix_ms = backend->clock->unix_ms(backend->clock);
+    for (size_t i = 0; i < count; i++) statuses[i] = rl__mem_complete_one(backend, &requests[i], now_ms, now_unix_ms);
+    uint64_t ticket = rl__mem_journal_ticket(backend);
+    pthread_mutex_unlock(&backend->lock);
+    answer_after(backend, ticket, (journal_answer){NULL, statuses, count, done, context});
+}
+
+/* Unable to serve while the journal cannot write. */
+static rl_status health(rl_backend *base, char *detail, size_t detail_size) {
+    memory_backend *backend = from_base(base);
+    char why[256];
+    if (!rl__journal_failing(backend->journal, why, sizeof why)) return RL_OK;
+    snprintf(detail, detail_size, "the journal cannot be written: %s", why);
+    return RL_BACKEND_ERROR;
+}
+
+static rl_status audit_query(rl_backend *base, const rl_audit_query *query, rl_audit_page *page) {
+    memory_backend *backend = from_base(base);
+    char err[256];
+    rl_status status = rl__audit_log_query(backend->audit, query, page, err, sizeof err);
+    if (status != RL_OK) fprintf(stderr, "ratelimiterd: audit query: %s\n", err);
+    return status;
 }
 
 static rl_status limit_usage(rl_backend *base, const char *key, rl_limit_usage *out) {
@@ -389,6 +484,7 @@ static void destroy(rl_backend *base) {
         pthread_mutex_unlock(&backend->lock);
         pthread_join(backend->sweeper, NULL);
     }
+    rl__mem_journal_close(backend);
     pthread_cond_destroy(&backend->sweeper_wake);
     pthread_mutex_destroy(&backend->lock);
     rl__mem_lease_table_free(&backend->leases);
@@ -409,7 +505,20 @@ static const rl_backend_ops memory_ops = {
 };
 
 rl_status rl_memory_backend_create(const rl_memory_options *options, rl_backend **out) {
+    rl_memory_options plain;
+    rl_memory_options_default(&plain);
+    if (options != NULL) {
+        plain = *options;
+        plain.journal_path = NULL;
+        plain.audit_dir = NULL;
+    }
+    char err[256];
+    return rl_memory_backend_open(&plain, out, err, sizeof err);
+}
+
+rl_status rl_memory_backend_open(const rl_memory_options *options, rl_backend **out, char *err, size_t err_size) {
     *out = NULL;
+    if (err_size > 0) err[0] = '\0';
     rl_memory_options defaults;
     rl_memory_options_default(&defaults);
     if (options == NULL) options = &defaults;
@@ -430,6 +539,21 @@ rl_status rl_memory_backend_create(const rl_memory_options *options, rl_backend 
         destroy(&backend->base);
         return RL_NO_MEMORY;
     }
+    rl_status status = rl__mem_journal_open(backend, options, err, err_size);
+    if (status != RL_OK) {
+        destroy(&backend->base);
+        return status;
+    }
+    /* With a journal (or an audit log): answers wait for the disk, the
+     * health says when it fails, and the audit log can be read. */
+    if (backend->journal != NULL) {
+        backend->ops = memory_ops;
+        backend->ops.health = health;
+        backend->ops.reserve_batch_async = reserve_batch_async;
+        backend->ops.complete_batch_async = complete_batch_async;
+        if (backend->audit != NULL) backend->ops.audit_query = audit_query;
+        backend->base.ops = &backend->ops;
+    }
     if (backend->sweep_interval_ms > 0) {
         if (pthread_create(&backend->sweeper, NULL, sweeper_main, backend) != 0) {
             destroy(&backend->base);
@@ -439,14 +563,4 @@ rl_status rl_memory_backend_create(const rl_memory_options *options, rl_backend 
     }
     *out = &backend->base;
     return RL_OK;
-}
-
-rl_status rl_memory_backend_open(const rl_memory_options *options, rl_backend **out, char *err, size_t err_size) {
-    if (err_size > 0) err[0] = '\0';
-    if (options != NULL && (options->journal_path != NULL || options->audit_dir != NULL)) {
-        *out = NULL;
-        if (err_size > 0) snprintf(err, err_size, "the memory backend keeps no journal or audit log in this build");
-        return RL_INVALID_REQUEST;
-    }
-    return rl_memory_backend_create(options, out);
 }

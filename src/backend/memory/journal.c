@@ -1,0 +1,486 @@
+/* journal.c — the memory backend's journal writer (see journal.h).
+ *
+ * Three locks, always taken in this order when nested:
+ *   io_lock       one writer of the file at a time (a flush, a compaction);
+ *   (the owner's lock, taken by owner.snapshot inside a compaction)
+ *   pending_lock  the buffers records are added to; held for a copy or a
+ *                 swap, never across I/O;
+ *   state_lock    tickets, waiters, the flusher's wake-ups.
+ */
+#include "backend/memory/journal.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define TICK_MS 100u
+#define TICKS_PER_SECOND 10u
+
+/* Encoded records, each as a 4-byte length and its bytes. */
+typedef struct record_buf {
+    unsigned char *bytes;
+    size_t len, capacity;
+} record_buf;
+
+typedef struct audit_buf {
+    rl__journal_audit *entries;
+    size_t count, capacity;
+} audit_buf;
+
+typedef struct waiter {
+    uint64_t ticket;
+    void (*done)(void *context, bool durable);
+    void *context;
+} waiter;
+
+struct rl__journal {
+    rl__record_file *file;
+    rl_journal_fsync fsync;
+    uint64_t compact_bytes;
+    uint64_t snapshot_bytes; /* the file's size after the last compaction (or at open) */
+    rl__journal_owner owner;
+
+    pthread_mutex_t io_lock;
+    record_buf writing; /* swapped out of pending by a flush; io_lock */
+    audit_buf writing_audit;
+    record_buf snapshot; /* filled by owner.snapshot; io_lock */
+
+    pthread_mutex_t pending_lock;
+    record_buf pending;
+    audit_buf pending_audit;
+    uint64_t added; /* the ticket: grows with every addition */
+    uint64_t cut_ticket;
+
+    pthread_mutex_t state_lock;
+    pthread_cond_t wake;    /* the flusher: waiters, or stop */
+    pthread_cond_t synced;  /* rl__journal_wait_durable */
+    uint64_t durable;       /* every addition up to this ticket is as durable as promised */
+    uint64_t failed_upto;   /* additions up to this ticket were answered as failed */
+    bool failing;
+    char failure[256];
+    waiter *waiters;
+    size_t waiter_count, waiter_capacity;
+    bool stopping, running;
+    pthread_t thread;
+    /* Group commit, for the log line at close: syncs made for waiters, and
+     * the answers they released. */
+    uint64_t syncs, answers;
+};
+
+/* ---- buffers ---- */
+
+static bool grow(void **data, size_t *capacity, size_t needed, size_t item_size) {
+    if (needed <= *capacity) return true;
+    size_t capacity_new = *capacity ? *capacity : 16;
+    while (capacity_new < needed) capacity_new *= 2;
+    void *bigger = realloc(*data, capacity_new * item_size);
+    if (bigger == NULL) return false;
+    *data = bigger;
+    *capacity = capacity_new;
+    return true;
+}
+
+/* Encodes record at the end of buf. */
+static bool buf_add(record_buf *buf, const rl__jrec *record) {
+    if (!grow((void **)&buf->bytes, &buf->capacity, buf->len + 4 + RL__JREC_MAX_BYTES, 1)) return false;
+    size_t len = rl__jrec_encode(record, buf->bytes + buf->len + 4);
+    uint32_t len32 = (uint32_t)len;
+    memcpy(buf->bytes + buf->len, &len32, 4);
+    buf->len += 4 + len;
+    return true;
+}
+
+/* Calls each(record, len) for every record of buf, stopping at a false. */
+static bool buf_each(const record_buf *buf, bool (*each)(void *context, const void *record, size_t len),
+                     void *context) {
+    for (size_t at = 0; at < buf->len;) {
+        uint32_t len;
+        memcpy(&len, buf->bytes + at, 4);
+        if (!each(context, buf->bytes + at + 4, len)) return false;
+        at += 4 + len;
+    }
+    return true;
+}
+
+static void swap_records(record_buf *a, record_buf *b) {
+    record_buf t = *a;
+    *a = *b;
+    *b = t;
+}
+static void swap_audit(audit_buf *a, audit_buf *b) {
+    audit_buf t = *a;
+    *a = *b;
+    *b = t;
+}
+
+/* ---- adding (under the owner's lock) ---- */
+
+bool rl__journal_add(rl__journal *journal, const rl__jrec *record) {
+    pthread_mutex_lock(&journal->pending_lock);
+    bool ok = buf_add(&journal->pending, record);
+    if (ok) journal->added++;
+    pthread_mutex_unlock(&journal->pending_lock);
+    return ok;
+}
+
+bool rl__journal_add_audit(rl__journal *journal, uint64_t seq, const rl_audit_entry *entry) {
+    pthread_mutex_lock(&journal->pending_lock);
+    audit_buf *buf = &journal->pending_audit;
+    bool ok = grow((void **)&buf->entries, &buf->capacity, buf->count + 1, sizeof *buf->entries);
+    if (ok) {
+        buf->entries[buf->count].seq = seq;
+        buf->entries[buf->count].entry = *entry;
+        buf->count++;
+        journal->added++;
+    }
+    pthread_mutex_unlock(&journal->pending_lock);
+    return ok;
+}
+
+uint64_t rl__journal_ticket(const rl__journal *journal) {
+    /* Written only under pending_lock, which the owner's lock orders:
+     * reading it under the owner's lock sees every addition made there. */
+    pthread_mutex_lock((pthread_mutex_t *)&journal->pending_lock);
+    uint64_t ticket = journal->added;
+    pthread_mutex_unlock((pthread_mutex_t *)&journal->pending_lock);
+    return ticket;
+}
+
+/* ---- writing (under io_lock) ---- */
+
+static bool append_one(void *context, const void *record, size_t len) {
+    return rl__record_file_append(context, record, len) == RL_OK;
+}
+
+/* Writes the audit entries in writing_audit (and forgets them: a failed
+ * write keeps them in the audit log's own buffer). */
+static bool write_audit(rl__journal *journal, bool sync, char *err, size_t err_size) {
+    audit_buf *audit = &journal->writing_audit;
+    bool ok = true;
+    if (audit->count > 0 && journal->owner.write_audit != NULL)
+        ok = journal->owner.write_audit(journal->owner.context, audit->entries, audit->count, sync, err, err_size);
+    audit->count = 0;
+    return ok;
+}
+
+static void set_outcome(rl__journal *journal, uint64_t ticket, bool ok, const char *err) {
+    pthread_mutex_lock(&journal->state_lock);
+    if (ok) {
+        if (ticket > journal->durable) journal->durable = ticket;
+        journal->failing = false;
+    } else {
+        if (ticket > journal->failed_upto) journal->failed_upto = ticket;
+        journal->failing = true;
+        snprintf(journal->failure, sizeof journal->failure, "%s", err);
+    }
+    pthread_cond_broadcast(&journal->synced);
+    pthread_mutex_unlock(&journal->state_lock);
+}
+
+/* Writes everything added so far (and syncs it if sync). */
+static void flush_locked(rl__journal *journal, bool sync) {
+    pthread_mutex_lock(&journal->pending_lock);
+    swap_records(&journal->pending, &journal->writing);
+    swap_audit(&journal->pending_audit, &journal->writing_audit);
+    uint64_t ticket = journal->added;
+    pthread_mutex_unlock(&journal->pending_lock);
+
+    char err[256] = "";
+    bool ok = write_audit(journal, sync, err, sizeof err);
+    /* Buffered in the file even if the audit failed: order is kept, and
+     * the next flush writes them. */
+    if (journal->file != NULL && !buf_each(&journal->writing, append_one, journal->file)) {
+        ok = false;
+        snprintf(err, sizeof err, "the journal is out of memory");
+    }
+    journal->writing.len = 0;
+    if (ok && journal->file != NULL) ok = rl__record_file_flush(journal->file, sync, err, sizeof err) == RL_OK;
+    set_outcome(journal, ticket, ok, err);
+}
+
+/* ---- compaction (flusher, under io_lock) ---- */
+
+bool rl__journal_snapshot_add(rl__journal *journal, const rl__jrec *record) {
+    return buf_add(&journal->snapshot, record);
+}
+
+void rl__journal_cut(rl__journal *journal) {
+    pthread_mutex_lock(&journal->pending_lock);
+    swap_records(&journal->pending, &journal->writing);
+    swap_audit(&journal->pending_audit, &journal->writing_audit);
+    journal->cut_ticket = journal->added;
+    pthread_mutex_unlock(&journal->pending_lock);
+}
+
+static bool sink_one(void *context, const void *record, size_t len) {
+    return rl__record_sink_add(context, record, len);
+}
+static bool snapshot_source(rl__record_sink *sink, void *context) {
+    return buf_each(&((rl__journal *)context)->snapshot, sink_one, sink);
+}
+
+static bool wants_compaction(const rl__journal *journal) {
+    if (journal->file == NULL) return false;
+    uint64_t size = rl__record_file_size(journal->file);
+    return size > journal->compact_bytes && size > 2 * journal->snapshot_bytes &&
+           rl__record_file_pending_bytes(journal->file) == 0;
+}
+
+static void compact_locked(rl__journal *journal) {
+    journal->snapshot.len = 0;
+    if (journal->owner.snapshot == NULL || !journal->owner.snapshot(journal->owner.context, journal)) return;
+    uint64_t ticket = journal->cut_ticket;
+    char err[256] = "";
+    /* The audit entries of the changes in the snapshot go first, as always. */
+    bool ok = write_audit(journal, true, err, sizeof err) &&
+              rl__record_file_rewrite(journal->file, snapshot_source, journal, err, sizeof err) == RL_OK;
+    if (ok) {
+        journal->writing.len = 0; /* in the snapshot */
+        journal->snapshot_bytes = rl__record_file_size(journal->file);
+        set_outcome(journal, ticket, true, "");
+    } else {
+        /* The old file stays: the changes before the cut go into it. */
+        if (!buf_each(&journal->writing, append_one, journal->file)) snprintf(err, sizeof err, "out of memory");
+        journal->writing.len = 0;
+        bool flushed = rl__record_file_flush(journal->file, true, err, sizeof err) == RL_OK;
+        set_outcome(journal, ticket, flushed, err);
+        fprintf(stderr, "ratelimiterd: journal compaction failed (%s); the journal goes on growing\n", err);
+        journal->snapshot_bytes = rl__record_file_size(journal->file); /* not again at once */
+    }
+    if (journal->snapshot.capacity > (64u << 20)) { /* give a big snapshot's memory back */
+        free(journal->snapshot.bytes);
+        journal->snapshot = (record_buf){0};
+    }
+}
+
+/* ---- answering ---- */
+
+/* Answers the waiters whose ticket is settled (durable, or failed). */
+static void answer_settled(rl__journal *journal) {
+    pthread_mutex_lock(&journal->state_lock);
+    size_t kept = 0, settled_count = 0;
+    waiter settled[64];
+    for (size_t i = 0; i < journal->waiter_count; i++) {
+        waiter w = journal->waiters[i];
+        bool done = w.ticket <= journal->durable || w.ticket <= journal->failed_upto;
+        if (done && settled_count < 64) {
+            settled[settled_count++] = w;
+        } else {
+            journal->waiters[kept++] = w;
+        }
+    }
+    journal->waiter_count = kept;
+    uint64_t durable = journal->durable;
+    pthread_mutex_unlock(&journal->state_lock);
+    if (settled_count > 0) {
+        pthread_mutex_lock(&journal->state_lock);
+        journal->answers += settled_count;
+        pthread_mutex_unlock(&journal->state_lock);
+    }
+    for (size_t i = 0; i < settled_count; i++) settled[i].done(settled[i].context, settled[i].ticket <= durable);
+    if (settled_count == 64) answer_settled(journal); /* more of them */
+}
+
+static bool settled(rl__journal *journal, uint64_t ticket, bool *durable) {
+    pthread_mutex_lock(&journal->state_lock);
+    bool is_settled = ticket <= journal->durable || ticket <= journal->failed_upto;
+    *durable = ticket <= journal->durable;
+    pthread_mutex_unlock(&journal->state_lock);
+    return is_settled;
+}
+
+void rl__journal_when_durable(rl__journal *journal, uint64_t ticket, void (*done)(void *context, bool durable),
+                              void *context) {
+    bool durable;
+    if (settled(journal, ticket, &durable) && durable) {
+        done(context, true);
+        return;
+    }
+    if (journal->fsync != RL_JOURNAL_FSYNC_ALWAYS) {
+        /* Written by this thread (the kernel has it), or by whoever held
+         * the lock and took ours along. */
+        pthread_mutex_lock(&journal->io_lock);
+        if (!settled(journal, ticket, &durable) || !durable) flush_locked(journal, false);
+        pthread_mutex_unlock(&journal->io_lock);
+        (void)settled(journal, ticket, &durable);
+        done(context, durable);
+        return;
+    }
+    pthread_mutex_lock(&journal->state_lock);
+    if (ticket <= journal->durable) {
+        pthread_mutex_unlock(&journal->state_lock);
+        done(context, true);
+        return;
+    }
+    if (!grow((void **)&journal->waiters, &journal->waiter_capacity, journal->waiter_count + 1,
+              sizeof *journal->waiters)) {
+        pthread_mutex_unlock(&journal->state_lock);
+        done(context, false);
+        return;
+    }
+    journal->waiters[journal->waiter_count++] = (waiter){ticket, done, context};
+    pthread_cond_signal(&journal->wake);
+    pthread_mutex_unlock(&journal->state_lock);
+}
+
+typedef struct sync_wait {
+    rl__journal *journal;
+    bool done, durable;
+} sync_wait;
+
+static void sync_done(void *context, bool durable) {
+    sync_wait *wait = context;
+    pthread_mutex_lock(&wait->journal->state_lock);
+    wait->durable = durable;
+    wait->done = true;
+    pthread_cond_broadcast(&wait->journal->synced);
+    pthread_mutex_unlock(&wait->journal->state_lock);
+}
+
+bool rl__journal_wait_durable(rl__journal *journal, uint64_t ticket) {
+    sync_wait wait = {journal, false, false};
+    rl__journal_when_durable(journal, ticket, sync_done, &wait);
+    pthread_mutex_lock(&journal->state_lock);
+    while (!wait.done) pthread_cond_wait(&journal->synced, &journal->state_lock);
+    pthread_mutex_unlock(&journal->state_lock);
+    return wait.durable;
+}
+
+bool rl__journal_failing(rl__journal *journal, char *err, size_t err_size) {
+    pthread_mutex_lock(&journal->state_lock);
+    bool failing = journal->failing;
+    if (failing && err_size > 0) snprintf(err, err_size, "%s", journal->failure);
+    pthread_mutex_unlock(&journal->state_lock);
+    return failing;
+}
+
+/* ---- the flusher thread ---- */
+
+static bool has_unwritten(rl__journal *journal) {
+    uint64_t added = rl__journal_ticket(journal);
+    pthread_mutex_lock(&journal->state_lock);
+    bool unwritten = added > journal->durable;
+    pthread_mutex_unlock(&journal->state_lock);
+    return unwritten;
+}
+
+static uint64_t monotonic_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Waits (state_lock held) for a waiter, a stop or until at_ms. */
+static void wait_for_work(rl__journal *journal, uint64_t at_ms) {
+    if (journal->waiter_count > 0 || journal->stopping) return;
+    struct timespec deadline = {(time_t)(at_ms / 1000u), (long)(at_ms % 1000u) * 1000000L};
+    pthread_cond_timedwait(&journal->wake, &journal->state_lock, &deadline);
+}
+
+static void *flusher_main(void *arg) {
+    rl__journal *journal = arg;
+    uint64_t next_tick_ms = monotonic_ms() + TICK_MS;
+    unsigned ticks = 0;
+    for (;;) {
+        pthread_mutex_lock(&journal->state_lock);
+        wait_for_work(journal, next_tick_ms);
+        bool stopping = journal->stopping;
+        pthread_mutex_unlock(&journal->state_lock);
+        if (stopping) return NULL;
+
+        /* Ticks by the clock, so that a steady stream of waiters does not
+         * hold off syncs, compaction or retention. */
+        bool ticked = monotonic_ms() >= next_tick_ms;
+        if (ticked) next_tick_ms = monotonic_ms() + TICK_MS;
+        bool second = ticked && ++ticks % TICKS_PER_SECOND == 0;
+        pthread_mutex_lock(&journal->io_lock);
+        if (journal->fsync == RL_JOURNAL_FSYNC_ALWAYS) {
+            if (has_unwritten(journal)) {
+                flush_locked(journal, true);
+                pthread_mutex_lock(&journal->state_lock);
+                journal->syncs++;
+                pthread_mutex_unlock(&journal->state_lock);
+            }
+        } else if (second || has_unwritten(journal)) {
+            flush_locked(journal, second && journal->fsync == RL_JOURNAL_FSYNC_EVERYSEC);
+        }
+        if (ticked && wants_compaction(journal)) compact_locked(journal);
+        pthread_mutex_unlock(&journal->io_lock);
+        answer_settled(journal);
+        if (second && journal->owner.tick != NULL) journal->owner.tick(journal->owner.context);
+    }
+}
+
+/* ---- life ---- */
+
+rl_status rl__journal_open(const char *path, rl_journal_fsync fsync, uint64_t compact_bytes, rl__record_fn replay,
+                           void *replay_context, rl__journal **out, char *err, size_t err_size) {
+    *out = NULL;
+    rl__journal *journal = calloc(1, sizeof *journal);
+    if (journal == NULL) return RL_NO_MEMORY;
+    rl_status status =
+        path != NULL ? rl__record_file_open(path, replay, replay_context, &journal->file, err, err_size) : RL_OK;
+    if (status != RL_OK) {
+        free(journal);
+        return status;
+    }
+    journal->fsync = fsync;
+    journal->compact_bytes = compact_bytes != 0 ? compact_bytes : RL__JOURNAL_DEFAULT_COMPACT_BYTES;
+    journal->snapshot_bytes = path != NULL ? rl__record_file_size(journal->file) : 0;
+    pthread_mutex_init(&journal->io_lock, NULL);
+    pthread_mutex_init(&journal->pending_lock, NULL);
+    pthread_mutex_init(&journal->state_lock, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&journal->wake, &attr);
+    pthread_condattr_destroy(&attr);
+    pthread_cond_init(&journal->synced, NULL);
+    *out = journal;
+    return RL_OK;
+}
+
+rl_status rl__journal_start(rl__journal *journal, const rl__journal_owner *owner, char *err, size_t err_size) {
+    journal->owner = *owner;
+    if (pthread_create(&journal->thread, NULL, flusher_main, journal) != 0) {
+        snprintf(err, err_size, "cannot start the journal's thread");
+        return RL_NO_MEMORY;
+    }
+    journal->running = true;
+    return RL_OK;
+}
+
+void rl__journal_close(rl__journal *journal) {
+    if (journal == NULL) return;
+    if (journal->running) {
+        pthread_mutex_lock(&journal->state_lock);
+        journal->stopping = true;
+        pthread_cond_signal(&journal->wake);
+        pthread_mutex_unlock(&journal->state_lock);
+        pthread_join(journal->thread, NULL);
+    }
+    pthread_mutex_lock(&journal->io_lock);
+    flush_locked(journal, journal->fsync != RL_JOURNAL_FSYNC_OFF);
+    pthread_mutex_unlock(&journal->io_lock);
+    answer_settled(journal);
+    if (journal->syncs > 0)
+        fprintf(stderr, "ratelimiterd: journal: %llu fdatasyncs answered %llu waiting calls (%.1f per sync)\n",
+                (unsigned long long)journal->syncs, (unsigned long long)journal->answers,
+                (double)journal->answers / (double)journal->syncs);
+    rl__record_file_close(journal->file);
+    pthread_cond_destroy(&journal->wake);
+    pthread_cond_destroy(&journal->synced);
+    pthread_mutex_destroy(&journal->io_lock);
+    pthread_mutex_destroy(&journal->pending_lock);
+    pthread_mutex_destroy(&journal->state_lock);
+    free(journal->pending.bytes);
+    free(journal->writing.bytes);
+    free(journal->snapshot.bytes);
+    free(journal->pending_audit.entries);
+    free(journal->writing_audit.entries);
+    free(journal->waiters);
+    free(journal);
+}

@@ -1,0 +1,115 @@
+/* memory/journal.h — when the memory backend's changes reach the disk: the
+ * journal's writer, its group commit and its compaction.
+ *
+ * The backend adds records (journal_record.h) and audit entries under its
+ * own lock, in the order it changes usage; each addition moves a ticket
+ * forward. An answer may be given once the journal is durable up to the
+ * ticket of the last change it saw (rl__journal_when_durable):
+ *   always    a flusher thread writes everything added, the audit entries
+ *             first, fdatasyncs, then answers all the waiters whose ticket
+ *             that covers: one sync for every answer ready (group commit);
+ *   everysec  the answering thread writes (the kernel has it: a kill -9
+ *             loses nothing) and answers; the flusher syncs once a second;
+ *   off       the same writes, never synced.
+ * Audit entries are written (and synced) before the journal records added
+ * with them, so the audit log is never behind an acknowledged journal.
+ *
+ * Compaction: when the file has grown past compact_bytes and twice its last
+ * snapshot, the flusher asks the owner for a snapshot of its live state
+ * (under the owner's lock: rl__journal_cut marks where it stands), writes
+ * the audit entries added before it, then replaces the file atomically with
+ * the snapshot (record_file.h: tmp, fsync, rename, fsync the directory).
+ * Answers go on meanwhile: changes after the cut wait in memory for the new
+ * file. A crash at any point leaves the old file or the new one whole.
+ *
+ * If a write fails, the records stay buffered (retried by the next flush),
+ * the waiters covered are answered with durable = false, and
+ * rl__journal_failing says so until a flush succeeds.
+ *
+ * Threading: rl__journal_add*, rl__journal_ticket and rl__journal_cut under
+ * the owner's lock; rl__journal_when_durable and rl__journal_wait_durable
+ * from any thread, never under the owner's lock (a flush may need it for a
+ * snapshot). open, start and close from one thread.
+ */
+#ifndef RL_MEMORY_JOURNAL_H
+#define RL_MEMORY_JOURNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend/memory/journal_record.h"
+#include "core/record_file.h"
+#include "ratelimiter/memory.h"
+
+typedef struct rl__journal rl__journal;
+
+/* One audit entry waiting to be written, with its sequence number. */
+typedef struct rl__journal_audit {
+    uint64_t seq;
+    rl_audit_entry entry;
+} rl__journal_audit;
+
+typedef struct rl__journal_owner {
+    /* Writes entries[0..count) to the audit log and flushes it (synced if
+     * sync); false with a sentence in err on failure (they must stay
+     * buffered for the retry). NULL: no audit log. */
+    bool (*write_audit)(void *context, const rl__journal_audit *entries, size_t count, bool sync, char *err,
+                        size_t err_size);
+    /* Takes the owner's lock, adds every live record to the sink through
+     * rl__journal_snapshot_add, calls rl__journal_cut, releases the lock.
+     * False if it could not (no memory): compaction waits for next time. */
+    bool (*snapshot)(void *context, rl__journal *journal);
+    /* Called on the flusher thread about once a second, outside every lock
+     * of the journal (the audit log's retention). NULL: nothing. */
+    void (*tick)(void *context);
+    void *context;
+} rl__journal_owner;
+
+#define RL__JOURNAL_DEFAULT_COMPACT_BYTES (64u * 1024u * 1024u)
+
+/* Opens (or makes) the journal at path, replaying every whole record
+ * through replay (record_file.h: a torn tail is cut, damage fails naming
+ * file and offset). No thread yet, and nothing may be added before
+ * rl__journal_start. path NULL: no file, only the audit entries are
+ * written (an audit log without a journal). RL_OK, RL_IO_ERROR,
+ * RL_NO_MEMORY. */
+rl_status rl__journal_open(const char *path, rl_journal_fsync fsync, uint64_t compact_bytes, rl__record_fn replay,
+                           void *replay_context, rl__journal **out, char *err, size_t err_size);
+
+/* Starts the flusher thread, writing through owner from now on. */
+rl_status rl__journal_start(rl__journal *journal, const rl__journal_owner *owner, char *err, size_t err_size);
+
+/* Buffers a record / an audit entry. False on allocation failure (nothing
+ * added: the caller refuses the change). */
+bool rl__journal_add(rl__journal *journal, const rl__jrec *record);
+bool rl__journal_add_audit(rl__journal *journal, uint64_t seq, const rl_audit_entry *entry);
+
+/* The ticket of everything added so far. */
+uint64_t rl__journal_ticket(const rl__journal *journal);
+
+/* done(context, durable) once everything up to ticket is as durable as the
+ * fsync mode promises (durable false: a write failed). Called on this
+ * thread before returning when that is already so, or when the mode lets
+ * this thread write it (everysec, off); else on the flusher thread. */
+void rl__journal_when_durable(rl__journal *journal, uint64_t ticket, void (*done)(void *context, bool durable),
+                              void *context);
+
+/* The same, waiting on this thread: true, or false if a write failed. */
+bool rl__journal_wait_durable(rl__journal *journal, uint64_t ticket);
+
+/* The snapshot's side (inside owner.snapshot): adds one record to the new
+ * file's content; false on allocation failure. Then rl__journal_cut, still
+ * under the owner's lock: what was added before it is in the snapshot (its
+ * audit entries are still written). */
+bool rl__journal_snapshot_add(rl__journal *journal, const rl__jrec *record);
+void rl__journal_cut(rl__journal *journal);
+
+/* True while the last flush failed; err gets why. */
+bool rl__journal_failing(rl__journal *journal, char *err, size_t err_size);
+
+/* Writes and syncs everything, answers every waiter, stops the thread,
+ * closes the file. NULL is allowed. */
+void rl__journal_close(rl__journal *journal);
+
+#endif

@@ -1,0 +1,86 @@
+/* memory/memory_backend.h — private: the memory backend's state, shared by
+ * its operations (memory_backend.c) and its journal (memory_journal.c).
+ *
+ * Everything is guarded by lock, except what the journal and the audit log
+ * guard themselves (journal.h).
+ */
+#ifndef RL_MEMORY_MEMORY_BACKEND_H
+#define RL_MEMORY_MEMORY_BACKEND_H
+
+#include <pthread.h>
+
+#include "backend/memory/journal.h"
+#include "backend/memory/lease.h"
+#include "backend/memory/limit.h"
+#include "core/audit_log.h"
+#include "ratelimiter/memory.h"
+
+typedef struct memory_backend {
+    rl_backend base;
+    rl_backend_ops ops; /* memory_ops and what a journal adds (base.ops points here then) */
+    pthread_mutex_t lock;
+    const rl_clock *clock;
+    uint64_t lease_memory_ms;
+    uint64_t max_leases;
+    rl_mem_limit_table limits;
+    rl_mem_lease_table leases;
+    uint32_t *walk_scratch; /* for retry_after walks, under lock */
+    uint32_t walk_scratch_capacity;
+
+    uint32_t sweep_interval_ms;
+    bool sweeper_running;
+    bool stopping;
+    pthread_t sweeper;
+    pthread_cond_t sweeper_wake;
+
+    /* Durability (memory_journal.c); NULL when not kept. */
+    rl__journal *journal;
+    rl__audit_log *audit;
+    rl_mem_observer observer;
+    uint64_t audit_seq;        /* the last audit entry's sequence number */
+    uint64_t audit_at_unix_ms; /* the last audit entry's time: entries never go back */
+    rl__jrec scratch_record;   /* a change's record being written, under lock (too big for a stack) */
+    /* While replaying: monotonic = unix + replay_offset_ms, never going back
+     * (replay_now_ms), and the audit entries the log has not got yet
+     * (sequence > audit_on_disk), written once the journal runs. */
+    int64_t replay_offset_ms;
+    uint64_t replay_now_ms;
+    uint64_t audit_on_disk;
+    rl__journal_audit *replay_audit;
+    size_t replay_audit_count, replay_audit_capacity;
+} memory_backend;
+
+/* ---- memory_backend.c, for the replay ---- */
+
+/* Completes one valid request at now (under lock, or while replaying). */
+rl_status rl__mem_complete_one(memory_backend *backend, const rl_complete_request *request, uint64_t now_ms,
+                               uint64_t now_unix_ms);
+/* Applies a definition at now (under lock, or while replaying). */
+rl_status rl__mem_apply_locked(memory_backend *backend, const rl_limit_def *def, uint64_t now_ms,
+                               uint64_t now_unix_ms, rl_limit_status *out_status);
+
+/* ---- memory_journal.c: all under lock ---- */
+
+/* Opens the audit log and the journal of options (either may be absent),
+ * replays the journal into backend (empty, with its limits table's
+ * observer set), repairs the audit log, refunds what fell due meanwhile,
+ * and starts the writer. RL_OK when neither is configured. */
+rl_status rl__mem_journal_open(memory_backend *backend, const rl_memory_options *options, char *err, size_t err_size);
+/* Writes everything, stops the writer, closes both. */
+void rl__mem_journal_close(memory_backend *backend);
+
+/* The records of each change; false: no memory (the caller refuses it). */
+bool rl__mem_journal_define(memory_backend *backend, const rl_limit_def *def, uint64_t now_unix_ms);
+bool rl__mem_journal_lease(memory_backend *backend, const rl_mem_lease *lease, uint64_t now_ms, uint64_t now_unix_ms);
+/* A Complete's record, after its audit entries (rl__mem_audit). */
+bool rl__mem_journal_complete(memory_backend *backend, const rl_mem_lease *lease,
+                              const rl_complete_request *request, uint64_t now_unix_ms);
+/* One audit entry of entry (of lease, on the limit keyed key): reserved,
+ * actual charged, or expired when refunded by timeout, at now. */
+void rl__mem_audit(memory_backend *backend, const rl_mem_lease *lease, const rl_mem_entry *entry, const char *key,
+                   uint64_t reserved, uint64_t actual, bool expired, uint64_t now_unix_ms);
+
+/* The ticket an answer given now must wait for (0 without a journal). */
+uint64_t rl__mem_journal_ticket(memory_backend *backend);
+
+#endif
