@@ -258,16 +258,23 @@ static void fail_completes(rl_status *statuses, size_t count) {
     for (size_t i = 0; i < count; i++) statuses[i] = RL_BACKEND_ERROR;
 }
 
-static void reserve_batch(rl_backend *base, const rl_reserve_request *requests, size_t count,
-                          rl_reserve_result *results) {
-    memory_backend *backend = from_base(base);
+/* Decides a batch under one lock; returns the journal ticket its answers
+ * wait for. */
+static uint64_t reserve_all(memory_backend *backend, const rl_reserve_request *requests, size_t count,
+                            rl_reserve_result *results) {
     pthread_mutex_lock(&backend->lock);
     uint64_t now_ms = backend->clock->monotonic_ms(backend->clock);
     uint64_t now_unix_ms = backend->clock->unix_ms(backend->clock);
     for (size_t i = 0; i < count; i++) reserve_one(backend, &requests[i], now_ms, now_unix_ms, &results[i]);
     uint64_t ticket = rl__mem_journal_ticket(backend);
     pthread_mutex_unlock(&backend->lock);
-    if (!durable(backend, ticket)) fail_reserves(results, count);
+    return ticket;
+}
+
+static void reserve_batch(rl_backend *base, const rl_reserve_request *requests, size_t count,
+                          rl_reserve_result *results) {
+    memory_backend *backend = from_base(base);
+    if (!durable(backend, reserve_all(backend, requests, count, results))) fail_reserves(results, count);
 }
 
 /* Overage: the call used more than it reserved (DESIGN.md "Overage"). The
@@ -345,16 +352,22 @@ rl_status rl__mem_complete_one(memory_backend *backend, const rl_complete_reques
     return RL_OK;
 }
 
-static void complete_batch(rl_backend *base, const rl_complete_request *requests, size_t count,
-                           rl_status *statuses) {
-    memory_backend *backend = from_base(base);
+/* Completes a batch under one lock; returns the journal ticket. */
+static uint64_t complete_all(memory_backend *backend, const rl_complete_request *requests, size_t count,
+                             rl_status *statuses) {
     pthread_mutex_lock(&backend->lock);
     uint64_t now_ms = backend->clock->monotonic_ms(backend->clock);
     uint64_t now_unix_ms = backend->clock->unix_ms(backend->clock);
     for (size_t i = 0; i < count; i++) statuses[i] = rl__mem_complete_one(backend, &requests[i], now_ms, now_unix_ms);
     uint64_t ticket = rl__mem_journal_ticket(backend);
     pthread_mutex_unlock(&backend->lock);
-    if (!durable(backend, ticket)) fail_completes(statuses, count);
+    return ticket;
+}
+
+static void complete_batch(rl_backend *base, const rl_complete_request *requests, size_t count,
+                           rl_status *statuses) {
+    memory_backend *backend = from_base(base);
+    if (!durable(backend, complete_all(backend, requests, count, statuses))) fail_completes(statuses, count);
 }
 
 /* ---- answering once the journal has the changes (a journal only) ---- */
@@ -392,24 +405,14 @@ static void answer_after(memory_backend *backend, uint64_t ticket, journal_answe
 static void reserve_batch_async(rl_backend *base, const rl_reserve_request *requests, size_t count,
                                 rl_reserve_result *results, void (*done)(void *context), void *context) {
     memory_backend *backend = from_base(base);
-    pthread_mutex_lock(&backend->lock);
-    uint64_t now_ms = backend->clock->monotonic_ms(backend->clock);
-    uint64_t now_unix_ms = backend->clock->unix_ms(backend->clock);
-    for (size_t i = 0; i < count; i++) reserve_one(backend, &requests[i], now_ms, now_unix_ms, &results[i]);
-    uint64_t ticket = rl__mem_journal_ticket(backend);
-    pthread_mutex_unlock(&backend->lock);
+    uint64_t ticket = reserve_all(backend, requests, count, results);
     answer_after(backend, ticket, (journal_answer){results, NULL, count, done, context});
 }
 
 static void complete_batch_async(rl_backend *base, const rl_complete_request *requests, size_t count,
                                  rl_status *statuses, void (*done)(void *context), void *context) {
     memory_backend *backend = from_base(base);
-    pthread_mutex_lock(&backend->lock);
-    uint64_t now_ms = backend->clock->monotonic_ms(backend->clock);
-    uint64_t now_unix_ms = backend->clock->unix_ms(backend->clock);
-    for (size_t i = 0; i < count; i++) statuses[i] = rl__mem_complete_one(backend, &requests[i], now_ms, now_unix_ms);
-    uint64_t ticket = rl__mem_journal_ticket(backend);
-    pthread_mutex_unlock(&backend->lock);
+    uint64_t ticket = complete_all(backend, requests, count, statuses);
     answer_after(backend, ticket, (journal_answer){NULL, statuses, count, done, context});
 }
 
