@@ -27,6 +27,12 @@ static void usage(FILE *out) {
             "      --redis HOST:PORT    the Redis of --backend redis (default %s)\n"
             "      --registry PATH      limits.json (default %s; a missing file starts empty)\n"
             "      --threads N          event loops, 0 = one per core (default)\n"
+            "  memory backend: usage that survives restarts, and the audit log of spend\n"
+            "      --journal PATH       the journal (default: \"" RL_CONFIG_DEFAULT_JOURNAL_NAME "\" beside the registry)\n"
+            "      --no-journal         keep usage in memory only: a restart forgets it\n"
+            "      --journal-fsync MODE always (default: synced before each answer), everysec, off\n"
+            "      --audit-dir PATH     the audit log (default: \"" RL_CONFIG_DEFAULT_AUDIT_DIR_NAME "\" beside the registry)\n"
+            "      --no-audit           keep no audit log (GET /v1/admin/audit then answers no entries)\n"
             "  -h, --help               this text\n"
             "  -V, --version            the version\n",
             RL_CONFIG_DEFAULT_LISTEN_ADDR, RL_CONFIG_DEFAULT_REDIS_ADDRESS,
@@ -40,17 +46,38 @@ typedef struct overrides {
     const char *redis_address;
     const char *registry_path;
     const char *threads;
+    const char *journal_path;
+    const char *journal_fsync;
+    const char *audit_dir;
+    bool no_journal;
+    bool no_audit;
 } overrides;
 
 /* Returns -1 to go on, else the exit status. */
 static int parse_args(int argc, char **argv, overrides *o) {
-    enum { OPT_LISTEN = 256, OPT_BACKEND, OPT_REDIS, OPT_REGISTRY, OPT_THREADS };
+    enum {
+        OPT_LISTEN = 256,
+        OPT_BACKEND,
+        OPT_REDIS,
+        OPT_REGISTRY,
+        OPT_THREADS,
+        OPT_JOURNAL,
+        OPT_NO_JOURNAL,
+        OPT_JOURNAL_FSYNC,
+        OPT_AUDIT_DIR,
+        OPT_NO_AUDIT,
+    };
     static const struct option options[] = {
         {"config", required_argument, NULL, 'c'},   {"listen", required_argument, NULL, OPT_LISTEN},
         {"backend", required_argument, NULL, OPT_BACKEND},
         {"redis", required_argument, NULL, OPT_REDIS},
         {"registry", required_argument, NULL, OPT_REGISTRY},
         {"threads", required_argument, NULL, OPT_THREADS},
+        {"journal", required_argument, NULL, OPT_JOURNAL},
+        {"no-journal", no_argument, NULL, OPT_NO_JOURNAL},
+        {"journal-fsync", required_argument, NULL, OPT_JOURNAL_FSYNC},
+        {"audit-dir", required_argument, NULL, OPT_AUDIT_DIR},
+        {"no-audit", no_argument, NULL, OPT_NO_AUDIT},
         {"help", no_argument, NULL, 'h'},           {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
@@ -63,6 +90,11 @@ static int parse_args(int argc, char **argv, overrides *o) {
         case OPT_REDIS: o->redis_address = optarg; break;
         case OPT_REGISTRY: o->registry_path = optarg; break;
         case OPT_THREADS: o->threads = optarg; break;
+        case OPT_JOURNAL: o->journal_path = optarg; break;
+        case OPT_NO_JOURNAL: o->no_journal = true; break;
+        case OPT_JOURNAL_FSYNC: o->journal_fsync = optarg; break;
+        case OPT_AUDIT_DIR: o->audit_dir = optarg; break;
+        case OPT_NO_AUDIT: o->no_audit = true; break;
         case 'h': usage(stdout); return 0;
         case 'V': printf("ratelimiterd %s\n", RL_VERSION); return 0;
         default: usage(stderr); return 2;
@@ -71,6 +103,12 @@ static int parse_args(int argc, char **argv, overrides *o) {
     if (optind < argc) {
         fprintf(stderr, "ratelimiterd: unexpected argument \"%s\"\n", argv[optind]);
         usage(stderr);
+        return 2;
+    }
+    if ((o->journal_path != NULL && o->no_journal) || (o->audit_dir != NULL && o->no_audit)) {
+        fprintf(stderr, "ratelimiterd: %s\n", o->no_journal && o->journal_path != NULL
+                                                  ? "--journal and --no-journal contradict each other"
+                                                  : "--audit-dir and --no-audit contradict each other");
         return 2;
     }
     return -1;
@@ -100,6 +138,21 @@ static int apply_overrides(rl_server_config *config, const overrides *o) {
     if (o->registry_path && !copy_string(config->registry_path, sizeof config->registry_path,
                                          o->registry_path, "--registry"))
         return 2;
+    /* A path flag or its --no- form: set, as a path or as "" (off). */
+    if (o->journal_path && !copy_string(config->journal.path, sizeof config->journal.path, o->journal_path,
+                                        "--journal"))
+        return 2;
+    if (o->audit_dir && !copy_string(config->audit_dir.path, sizeof config->audit_dir.path, o->audit_dir,
+                                     "--audit-dir"))
+        return 2;
+    if (o->no_journal) config->journal.path[0] = '\0';
+    if (o->no_audit) config->audit_dir.path[0] = '\0';
+    config->journal.set |= o->journal_path != NULL || o->no_journal;
+    config->audit_dir.set |= o->audit_dir != NULL || o->no_audit;
+    if (o->journal_fsync && !rl_server_journal_fsync_parse(o->journal_fsync, &config->memory.journal_fsync)) {
+        fprintf(stderr, "ratelimiterd: --journal-fsync must be always, everysec or off\n");
+        return 2;
+    }
     if (o->threads) {
         char *end = NULL;
         unsigned long n = strtoul(o->threads, &end, 10);
@@ -144,8 +197,9 @@ int main(int argc, char **argv) {
         .backend_name = config.backend,
         .registry_path = config.registry_path,
         .max_limits = (size_t)config.max_limits,
-        .memory = config.memory,
     };
+    rl_server_memory_paths memory_paths; /* the journal's and the audit log's, until the service is open */
+    rl_server_config_memory_options(&config, &memory_paths, &service_options.memory);
     service_options.submitter.max_leases = config.redis.max_leases_per_batch;
     service_options.submitter.flush_interval_us = config.redis.flush_interval_us;
     service_options.submitter.flushes_in_flight = config.redis.flushes_in_flight;

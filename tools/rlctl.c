@@ -1,5 +1,5 @@
 /* rlctl — the command line of ratelimiterd: the admin API (list, get, put,
- * health) and reserve/complete by hand. A thin main over src/cli. */
+ * health, audit) and reserve/complete by hand. A thin main over src/cli. */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -18,6 +18,7 @@ static const struct {
     {"put", rlctl_cmd_put, "define or change a limit, from flags or --file defs.json"},
     {"reserve", rlctl_cmd_reserve, "reserve KEY=AMOUNT... under a lease id (made if not given)"},
     {"complete", rlctl_cmd_complete, "complete a lease with its actual amounts"},
+    {"audit", rlctl_cmd_audit, "what was charged to a key: the audit log of spend"},
     {"health", rlctl_cmd_health, "is the daemon up?"},
 };
 #define COMMAND_COUNT (sizeof commands / sizeof commands[0])

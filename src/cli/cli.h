@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ratelimiter/limiter.h"
+
 #define RLCTL_EXIT_OK 0          /* done; reserve: allowed */
 #define RLCTL_EXIT_DENIED 1      /* reserve: not allowed (retry later, new lease id) */
 #define RLCTL_EXIT_USAGE 2       /* bad command line or input file */
@@ -34,6 +36,7 @@ int rlctl_cmd_put(const rlctl_global *global, int argc, char **argv);
 int rlctl_cmd_health(const rlctl_global *global, int argc, char **argv);
 int rlctl_cmd_reserve(const rlctl_global *global, int argc, char **argv);
 int rlctl_cmd_complete(const rlctl_global *global, int argc, char **argv);
+int rlctl_cmd_audit(const rlctl_global *global, int argc, char **argv);
 
 /* ---- admin HTTP (libcurl, one exchange) ---- */
 
@@ -53,6 +56,21 @@ void rlctl_response_free(rlctl_response *response);
  * what went wrong (what: "GET /v1/admin/limits"), with the server's "error"
  * and "detail" when the body has them. */
 int rlctl_report_failure(const char *what, const rlctl_response *response);
+
+/* ---- the library's http limiter (limiter.c), for reserve, complete, audit ---- */
+
+/* Opens the http limiter on global's URL, one connection, the command's
+ * deadline for every call; says why on stderr when it cannot. */
+rl_status rlctl_open_limiter(const rlctl_global *global, rl_limiter **out);
+
+/* The exit code of a limiter call that got no result (status), said on
+ * stderr in the library's words (rl_limiter_last_error: the server's
+ * detail, or the deadline that passed) after what ("reserve <lease id>"). */
+int rlctl_call_failed(const char *what, rl_status status);
+
+/* Says "rlctl: <fmt with arg>" and the command's usage on stderr; returns
+ * RLCTL_EXIT_USAGE. */
+int rlctl_usage_error(const char *usage, const char *fmt, const char *arg);
 
 /* ---- parsing helpers (pure) ---- */
 

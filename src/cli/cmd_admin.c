@@ -19,7 +19,7 @@ static bool wants_help(int argc, char **argv) {
     return false;
 }
 
-static int usage_error(const char *usage, const char *fmt, const char *arg) {
+int rlctl_usage_error(const char *usage, const char *fmt, const char *arg) {
     fputs("rlctl: ", stderr);
     fprintf(stderr, fmt, arg);
     fprintf(stderr, "\n%s", usage);
@@ -80,7 +80,7 @@ int rlctl_cmd_list(const rlctl_global *global, int argc, char **argv) {
         else if (c == 'h') return fputs(list_usage, stdout), RLCTL_EXIT_OK;
         else return fputs(list_usage, stderr), RLCTL_EXIT_USAGE;
     }
-    if (optind < argc) return usage_error(list_usage, "list: unexpected argument \"%s\"", argv[optind]);
+    if (optind < argc) return rlctl_usage_error(list_usage, "list: unexpected argument \"%s\"", argv[optind]);
 
     rlctl_response r;
     int code = RLCTL_EXIT_OK;
@@ -140,9 +140,9 @@ int rlctl_cmd_get(const rlctl_global *global, int argc, char **argv) {
         else if (c == 'h') return fputs(get_usage, stdout), RLCTL_EXIT_OK;
         else return fputs(get_usage, stderr), RLCTL_EXIT_USAGE;
     }
-    if (optind != argc - 1) return usage_error(get_usage, "get: %s", "exactly one KEY is needed");
+    if (optind != argc - 1) return rlctl_usage_error(get_usage, "get: %s", "exactly one KEY is needed");
     const char *key = argv[optind];
-    if (strlen(key) > RL_KEY_MAX_LEN) return usage_error(get_usage, "get: the key is longer than %s bytes", "256");
+    if (strlen(key) > RL_KEY_MAX_LEN) return rlctl_usage_error(get_usage, "get: the key is longer than %s bytes", "256");
 
     char path[32 + 3 * RL_KEY_MAX_LEN], escaped[3 * RL_KEY_MAX_LEN + 1];
     rlctl_path_escape(key, escaped, sizeof escaped);
@@ -387,21 +387,21 @@ int rlctl_cmd_put(const rlctl_global *global, int argc, char **argv) {
         else if (c >= O_KEY && c < O_FILE) text[c - O_KEY] = optarg, any_flag = true;
         else return fputs(put_usage, stderr), RLCTL_EXIT_USAGE;
     }
-    if (optind < argc) return usage_error(put_usage, "put: unexpected argument \"%s\"", argv[optind]);
-    if (file != NULL && any_flag) return usage_error(put_usage, "put: %s", "--file goes alone, without other flags");
+    if (optind < argc) return rlctl_usage_error(put_usage, "put: unexpected argument \"%s\"", argv[optind]);
+    if (file != NULL && any_flag) return rlctl_usage_error(put_usage, "put: %s", "--file goes alone, without other flags");
     if (file != NULL) return put_file(global, file);
 
     if (text[O_KEY - O_KEY] == NULL || text[O_KIND - O_KEY] == NULL || text[O_CAPACITY - O_KEY] == NULL)
-        return usage_error(put_usage, "put: %s", "--key, --kind and --capacity are needed (or --file)");
+        return rlctl_usage_error(put_usage, "put: %s", "--key, --kind and --capacity are needed (or --file)");
     rl_kind kind;
     rl_overage overage;
     if (!rl_kind_parse(text[O_KIND - O_KEY], &kind))
-        return usage_error(put_usage, "put: --kind \"%s\" is not rolling, concurrency or budget", text[O_KIND - O_KEY]);
+        return rlctl_usage_error(put_usage, "put: --kind \"%s\" is not rolling, concurrency or budget", text[O_KIND - O_KEY]);
     rl_period period;
     if (text[O_PERIOD - O_KEY] != NULL && !rl_period_parse(text[O_PERIOD - O_KEY], &period))
-        return usage_error(put_usage, "put: --period \"%s\" is not hour, day, week or month", text[O_PERIOD - O_KEY]);
+        return rlctl_usage_error(put_usage, "put: --period \"%s\" is not hour, day, week or month", text[O_PERIOD - O_KEY]);
     if (text[O_OVERAGE - O_KEY] != NULL && !rl_overage_parse(text[O_OVERAGE - O_KEY], &overage))
-        return usage_error(put_usage, "put: --overage \"%s\" is neither debt nor deny", text[O_OVERAGE - O_KEY]);
+        return rlctl_usage_error(put_usage, "put: --overage \"%s\" is neither debt nor deny", text[O_OVERAGE - O_KEY]);
 
     cJSON *def = cJSON_CreateObject();
     cJSON_AddStringToObject(def, "key", text[O_KEY - O_KEY]);
@@ -449,7 +449,7 @@ static const char health_usage[] =
 
 int rlctl_cmd_health(const rlctl_global *global, int argc, char **argv) {
     if (wants_help(argc, argv)) return fputs(health_usage, stdout), RLCTL_EXIT_OK;
-    if (argc > 1) return usage_error(health_usage, "health: unexpected argument \"%s\"", argv[1]);
+    if (argc > 1) return rlctl_usage_error(health_usage, "health: unexpected argument \"%s\"", argv[1]);
     rlctl_response r;
     int code = RLCTL_EXIT_OK;
     if (rlctl_http(global, "GET", "/healthz", NULL, &r) != 200) {

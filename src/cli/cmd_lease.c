@@ -32,28 +32,6 @@ static bool add_key_amount(key_amounts *list, const char *text, uint64_t min, co
     return true;
 }
 
-static rl_status open_limiter(const rlctl_global *global, rl_limiter **out) {
-    rl_http_limiter_options options;
-    rl_http_limiter_options_default(&options);
-    options.base_url = global->url;
-    options.call_timeout_ms = global->timeout_ms;
-    options.deadline_ms = global->timeout_ms;
-    options.max_connections = 1;
-    char err[RL_LIMITER_ERR_SIZE] = "";
-    rl_status status = rl_limiter_http_open(&options, out, err);
-    if (status != RL_OK) fprintf(stderr, "rlctl: cannot use %s: %s\n", global->url, err[0] ? err : rl_status_name(status));
-    return status;
-}
-
-/* The exit code of a call that got no result, said on stderr in the
- * library's words (rl_limiter_last_error: the server's detail, or the
- * deadline that passed). */
-static int call_failed(const char *command, const char *lease_id, rl_status status) {
-    const char *why = rl_limiter_last_error();
-    fprintf(stderr, "rlctl: %s %s: %s\n", command, lease_id, why[0] ? why : rl_status_name(status));
-    return status == RL_INVALID_REQUEST ? RLCTL_EXIT_REJECTED : RLCTL_EXIT_UNAVAILABLE;
-}
-
 /* ---- reserve ------------------------------------------------------------- */
 
 static const char reserve_usage[] =
@@ -122,12 +100,14 @@ int rlctl_cmd_reserve(const rlctl_global *global, int argc, char **argv) {
         return RLCTL_EXIT_USAGE;
     }
     rl_limiter *limiter = NULL;
-    if (open_limiter(global, &limiter) != RL_OK) return RLCTL_EXIT_UNAVAILABLE;
+    if (rlctl_open_limiter(global, &limiter) != RL_OK) return RLCTL_EXIT_UNAVAILABLE;
     rl_reserve_result result = {0};
     rl_status call = rl_limiter_reserve(limiter, &request, &result);
     int code;
     if (call != RL_OK) {
-        code = call_failed("reserve", lease_id, call);
+        char what[64];
+        snprintf(what, sizeof what, "reserve %s", lease_id);
+        code = rlctl_call_failed(what, call);
     } else {
         const char *wire = rl_status_wire(result.status);
         const char *key = result.status_key != NULL ? result.status_key : "";
@@ -205,13 +185,15 @@ int rlctl_cmd_complete(const rlctl_global *global, int argc, char **argv) {
         return RLCTL_EXIT_USAGE;
     }
     rl_limiter *limiter = NULL;
-    if (open_limiter(global, &limiter) != RL_OK) return RLCTL_EXIT_UNAVAILABLE;
+    if (rlctl_open_limiter(global, &limiter) != RL_OK) return RLCTL_EXIT_UNAVAILABLE;
     rl_status status = rl_limiter_complete(limiter, &request);
     int code = RLCTL_EXIT_OK;
+    char what[64];
+    snprintf(what, sizeof what, "complete %s", lease_id);
     if (status == RL_OK)
         printf("{\"lease_id\":\"%s\",\"ok\":true,\"error\":\"\"}\n", lease_id);
     else
-        code = call_failed("complete", lease_id, status);
+        code = rlctl_call_failed(what, status);
     rl_limiter_destroy(limiter);
     return code;
 }

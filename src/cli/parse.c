@@ -5,6 +5,7 @@
 #include "cli/cli.h"
 #include "ratelimiter/keys.h"
 #include "ratelimiter/types.h"
+#include "wire/wire.h"
 
 bool rlctl_parse_u64(const char *text, uint64_t max, uint64_t *out) {
     if (text == NULL || *text == '\0') return false;
@@ -44,19 +45,6 @@ bool rlctl_parse_key_amount(const char *text, uint64_t min, char *key, size_t ke
 }
 
 void rlctl_path_escape(const char *key, char *out, size_t out_size) {
-    static const char hex[] = "0123456789ABCDEF";
-    size_t n = 0;
-    for (const unsigned char *p = (const unsigned char *)key; *p != '\0' && n + 4 <= out_size; p++) {
-        unsigned char c = *p;
-        bool plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-                     c == '_' || c == '.' || c == '~' || c == ':';
-        if (plain) {
-            out[n++] = (char)c;
-        } else {
-            out[n++] = '%';
-            out[n++] = hex[c >> 4];
-            out[n++] = hex[c & 15];
-        }
-    }
-    if (out_size > 0) out[n < out_size ? n : out_size - 1] = '\0';
+    /* The library's escaping, which the http limiter's audit query uses too. */
+    if (out_size > 0) rl__wire_percent_encode(key, out, out_size);
 }

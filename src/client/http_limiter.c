@@ -122,8 +122,9 @@ rl_status rl__http_call(rl__http_limiter *limiter, const char *path, const rl_bu
     if (seed == 0) seed = 1;
     for (;;) {
         long http_status;
-        rl__http_outcome outcome = rl__http_post(limiter->transport, path, request->data,
-                                                 request->len, deadline_mono_ms, response, &http_status);
+        rl__http_outcome outcome =
+            rl__http_exchange(limiter->transport, path, request != NULL ? request->data : NULL,
+                              request != NULL ? request->len : 0, deadline_mono_ms, response, &http_status);
         if (outcome == RL__HTTP_NO_MEMORY) return rl__last_error_set(RL_NO_MEMORY, "out of memory");
         if (outcome == RL__HTTP_NO_HANDLE) break; /* the deadline passed, waiting or before sending */
         if (outcome == RL__HTTP_ANSWERED) {
@@ -143,6 +144,8 @@ rl_status rl__http_call(rl__http_limiter *limiter, const char *path, const rl_bu
         sleep_ms(wait_ms);
         backoff_ms = backoff_ms * 2 < o->backoff_max_ms ? backoff_ms * 2 : o->backoff_max_ms;
     }
+    if (request == NULL) /* a GET changes nothing: there is no outcome to be unsure of */
+        return rl__last_error_set(RL_TIMEOUT, "no answer from %s within %u ms", path, o->deadline_ms);
     return rl__last_error_set(RL_TIMEOUT,
                               "no answer from %s within %u ms: the outcome is unknown, retry with the same lease id",
                               path, o->deadline_ms);

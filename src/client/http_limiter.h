@@ -14,8 +14,10 @@ typedef struct rl__http_limiter {
     rl__http_transport *transport;
 } rl__http_limiter;
 
-/* reserve_batch, complete_batch, destroy (http_limiter_ops.c). */
+/* reserve_batch, complete_batch, destroy (http_limiter_ops.c), audit
+ * (http_limiter_audit.c). */
 extern const rl_limiter_ops rl__http_limiter_ops;
+rl_status rl__http_limiter_audit(rl_limiter *limiter, const rl_audit_query *query, rl_audit_page *page);
 
 /* How an answer reads, decided by the op that sent the request. */
 typedef enum rl__http_verdict {
@@ -26,10 +28,11 @@ typedef enum rl__http_verdict {
 typedef rl__http_verdict (*rl__http_reader)(void *ctx, long http_status, rl_buf *body,
                                             rl_status *status);
 
-/* Sends request to path until read() calls an answer definitive or
- * deadline_mono_ms passes (RL_TIMEOUT): transport failures and RETRY
- * verdicts are retried with the same body after a jittered exponential
- * backoff. response is the caller's scratch. Thread-safe. */
+/* Sends request to path (a GET when request is NULL) until read() calls an
+ * answer definitive or deadline_mono_ms passes (RL_TIMEOUT): transport
+ * failures and RETRY verdicts are retried with the same body after a
+ * jittered exponential backoff. response is the caller's scratch.
+ * Thread-safe. */
 rl_status rl__http_call(rl__http_limiter *limiter, const char *path, const rl_buf *request,
                         uint64_t deadline_mono_ms, rl_buf *response, rl__http_reader read,
                         void *ctx);

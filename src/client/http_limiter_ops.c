@@ -150,4 +150,5 @@ const rl_limiter_ops rl__http_limiter_ops = {
     .reserve_batch = reserve_batch,
     .complete_batch = complete_batch,
     .destroy = destroy,
+    .audit = rl__http_limiter_audit,
 };

@@ -51,7 +51,6 @@ static CURL *new_handle(rl__http_transport *t) {
      * application's own traffic must not capture the limiter's. */
     curl_easy_setopt(curl, CURLOPT_PROXY, "");
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, t->headers);
-    curl_easy_setopt(curl, CURLOPT_POST, 1L);
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
     return curl;
 }
@@ -149,9 +148,9 @@ static void give_back(rl__http_transport *t, CURL *curl, long new_connects) {
     pthread_mutex_unlock(&t->lock);
 }
 
-rl__http_outcome rl__http_post(rl__http_transport *t, const char *path, const char *body,
-                               size_t body_len, uint64_t deadline_mono_ms, rl_buf *response,
-                               long *http_status) {
+rl__http_outcome rl__http_exchange(rl__http_transport *t, const char *path, const char *body,
+                                   size_t body_len, uint64_t deadline_mono_ms, rl_buf *response,
+                                   long *http_status) {
     *http_status = 0;
     rl__buf_reset(response);
     uint64_t now_ms = rl__http_monotonic_ms();
@@ -160,7 +159,7 @@ rl__http_outcome rl__http_post(rl__http_transport *t, const char *path, const ch
     CURL *curl = borrow(t, deadline_mono_ms, &no_memory);
     if (curl == NULL) return no_memory ? RL__HTTP_NO_MEMORY : RL__HTTP_NO_HANDLE;
 
-    char url[RL__HTTP_BASE_URL_MAX_LEN + 64];
+    char url[RL__HTTP_BASE_URL_MAX_LEN + RL__HTTP_PATH_MAX_LEN + 1];
     snprintf(url, sizeof url, "%s%s", t->base_url, path);
     /* The exchange may not outlive the call's deadline; 0 would mean "no
      * timeout" to curl, so at least 1 ms. */
@@ -169,8 +168,14 @@ rl__http_outcome rl__http_post(rl__http_transport *t, const char *path, const ch
     long timeout_ms = (long)(left_ms < t->call_timeout_ms ? left_ms : t->call_timeout_ms);
     curl_easy_setopt(curl, CURLOPT_URL, url);
     curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_ms);
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
+    /* Set on every exchange: a handle goes from POSTs to a GET and back. */
+    if (body != NULL) {
+        curl_easy_setopt(curl, CURLOPT_POST, 1L);
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
+    } else {
+        curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);
+    }
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, response);
     CURLcode code = curl_easy_perform(curl);
     long connects = 0;

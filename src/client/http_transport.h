@@ -1,5 +1,5 @@
-/* client/http_transport.h — private: POST JSON to ratelimiterd over a pool
- * of reusable libcurl easy handles.
+/* client/http_transport.h — private: POST JSON to ratelimiterd (or GET an
+ * admin answer) over a pool of reusable libcurl easy handles.
  *
  * Each easy handle keeps one keep-alive connection, so a pool of handles is
  * a pool of connections: a call borrows the most recently returned handle
@@ -26,6 +26,9 @@
  * daemon talking. */
 #define RL__HTTP_MAX_RESPONSE_BYTES (4u * 1024u * 1024u)
 #define RL__HTTP_BASE_URL_MAX_LEN 512
+/* The longest path with its query: the audit query's, with a key of 256
+ * bytes each percent-encoded, is under 900. */
+#define RL__HTTP_PATH_MAX_LEN 1024
 
 typedef struct rl__http_transport rl__http_transport;
 
@@ -43,14 +46,16 @@ rl_status rl__http_transport_create(const char *base_url, uint32_t call_timeout_
                                     char *err, size_t err_size);
 void rl__http_transport_destroy(rl__http_transport *transport);
 
-/* POSTs body (Content-Type: application/json) to base_url + path. The
- * exchange gets call_timeout_ms, cut short to end by deadline_mono_ms (the
- * CLOCK_MONOTONIC time in ms after which the caller gives up). On
- * RL__HTTP_ANSWERED *http_status is set and response holds the body (reset
- * first, NUL-terminated, writable: the decoders work in place). */
-rl__http_outcome rl__http_post(rl__http_transport *transport, const char *path, const char *body,
-                               size_t body_len, uint64_t deadline_mono_ms, rl_buf *response,
-                               long *http_status);
+/* POSTs body (Content-Type: application/json) to base_url + path, or GETs
+ * it when body is NULL; path (its query included) is at most
+ * RL__HTTP_PATH_MAX_LEN bytes. The exchange gets call_timeout_ms, cut
+ * short to end by deadline_mono_ms (the CLOCK_MONOTONIC time in ms after
+ * which the caller gives up). On RL__HTTP_ANSWERED *http_status is set and
+ * response holds the body (reset first, NUL-terminated, writable: the
+ * decoders work in place). */
+rl__http_outcome rl__http_exchange(rl__http_transport *transport, const char *path, const char *body,
+                                   size_t body_len, uint64_t deadline_mono_ms, rl_buf *response,
+                                   long *http_status);
 
 /* How many TCP connections the pool has opened so far (tests check that
  * keep-alive works). */

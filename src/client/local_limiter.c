@@ -1,6 +1,7 @@
 /* local_limiter.c — the Limiter on the memory backend, in this process
  * (spec §11.3 "single-binary mode"): limits come from a limits.json file
- * read once through the registry's loader; no daemon, no network. */
+ * read once through the registry's loader; no daemon, no network. The
+ * backend keeps a journal and an audit log when the options ask for them. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -43,6 +44,17 @@ static rl_status local_complete_batch(rl_limiter *limiter, const rl_complete_req
     return RL_OK;
 }
 
+/* Straight to the backend, as the daemon's endpoint does: the same page. */
+static rl_status local_audit(rl_limiter *limiter, const rl_audit_query *query, rl_audit_page *page) {
+    rl_status checked = rl__check_audit_call(query, page);
+    if (checked != RL_OK) return checked;
+    rl_status status = rl_backend_audit_query(backend_of(limiter), query, page);
+    if (status == RL_OK) return RL_OK;
+    page->count = 0;
+    return rl__last_error_set(RL_BACKEND_ERROR, "the memory backend could not read its audit log: %s",
+                              rl_status_name(status));
+}
+
 static void local_destroy(rl_limiter *limiter) {
     rl_backend_destroy(backend_of(limiter));
     free(limiter);
@@ -54,6 +66,7 @@ static const rl_limiter_ops local_ops = {
     .reserve_batch = local_reserve_batch,
     .complete_batch = local_complete_batch,
     .destroy = local_destroy,
+    .audit = local_audit,
 };
 
 rl_status rl_limiter_local_define(rl_limiter *limiter, const rl_limit_def *def, rl_limit_status *out_status) {
@@ -99,7 +112,8 @@ rl_status rl_limiter_local_open(const char *limits_path, const rl_memory_options
     local_limiter *limiter = calloc(1, sizeof *limiter);
     if (limiter == NULL) return RL_NO_MEMORY;
     limiter->base.ops = &local_ops;
-    rl_status status = rl_memory_backend_create(options, &limiter->backend);
+    /* open, not create: options may ask for a journal and an audit log. */
+    rl_status status = rl_memory_backend_open(options, &limiter->backend, err, RL_LIMITER_ERR_SIZE);
     if (status == RL_OK) status = load_limits(limits_path, limiter->backend, err);
     if (status != RL_OK) {
         if (err[0] == '\0') rl__error_text(err, RL_LIMITER_ERR_SIZE, "cannot create the memory backend");

@@ -9,10 +9,14 @@
 #include "ratelimiter/submitter.h"
 #include "server/service.h"
 
+/* With its journal (replayed here) and its audit log when the options name
+ * them; a failure (a damaged journal, a directory it cannot write) stops
+ * the daemon with the backend's sentence, which names the file. */
 static rl_status create_memory(const rl_service_options *options, rl_backend **out, char *err, size_t err_size) {
-    rl_memory_options memory = options->memory;
-    rl_status status = rl_memory_backend_create(&memory, out);
-    if (status != RL_OK) snprintf(err, err_size, "cannot create the memory backend: %s", rl_status_name(status));
+    char why[512] = "";
+    rl_status status = rl_memory_backend_open(&options->memory, out, why, sizeof why);
+    if (status != RL_OK)
+        snprintf(err, err_size, "the memory backend failed: %s", why[0] != '\0' ? why : rl_status_name(status));
     return status;
 }
 

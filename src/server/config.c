@@ -35,6 +35,10 @@ void rl_server_config_default(rl_server_config *config) {
     config->max_limits = 0;
     rl_memory_options_default(&config->memory);
     config->memory.clock = NULL;
+    config->memory.journal_fsync = RL_JOURNAL_FSYNC_ALWAYS;
+    config->journal.set = false;
+    config->audit_dir.set = false;
+    config->audit_retention_days = RL_AUDIT_DEFAULT_RETENTION_DAYS;
 
     rl_server_redis_config *redis = &config->redis;
     snprintf(redis->address, sizeof redis->address, "%s", RL_CONFIG_DEFAULT_REDIS_ADDRESS);
@@ -82,7 +86,45 @@ bool rl_server_config_redis_options(const rl_server_config *config, char *host, 
     out->command_timeout_ms = redis->command_timeout_ms;
     out->lease_memory_ms = redis->lease_memory_ms;
     out->allow_eviction = redis->allow_eviction;
+    out->audit_retention_days = config->audit_retention_days;
     return true;
+}
+
+/* The path set, NULL for "" (off), else name in the registry's directory. */
+static const char *resolve_path(const rl_server_path *setting, const char *registry_path, const char *name,
+                                char *out, size_t out_size) {
+    if (setting->set) {
+        if (setting->path[0] == '\0') return NULL;
+        snprintf(out, out_size, "%s", setting->path);
+        return out;
+    }
+    const char *slash = strrchr(registry_path, '/');
+    int dir_len = slash != NULL ? (int)(slash - registry_path + 1) : 0; /* with its '/' */
+    snprintf(out, out_size, "%.*s%s", dir_len, registry_path, name);
+    return out;
+}
+
+void rl_server_config_memory_options(const rl_server_config *config, rl_server_memory_paths *paths,
+                                     rl_memory_options *out) {
+    *out = config->memory;
+    out->journal_path = resolve_path(&config->journal, config->registry_path, RL_CONFIG_DEFAULT_JOURNAL_NAME,
+                                     paths->journal, sizeof paths->journal);
+    out->audit_dir = resolve_path(&config->audit_dir, config->registry_path, RL_CONFIG_DEFAULT_AUDIT_DIR_NAME,
+                                  paths->audit_dir, sizeof paths->audit_dir);
+    out->audit_retention_days = config->audit_retention_days;
+}
+
+bool rl_server_journal_fsync_parse(const char *text, rl_journal_fsync *out) {
+    static const struct {
+        const char *name;
+        rl_journal_fsync mode;
+    } modes[] = {{"always", RL_JOURNAL_FSYNC_ALWAYS}, {"everysec", RL_JOURNAL_FSYNC_EVERYSEC}, {"off", RL_JOURNAL_FSYNC_OFF}};
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        if (strcmp(text, modes[i].name) != 0) continue;
+        *out = modes[i].mode;
+        return true;
+    }
+    return false;
 }
 
 uint32_t rl_server_config_thread_count(const rl_server_config *config) {
@@ -160,14 +202,24 @@ static bool scalar_to_u64(const yaml_node_t *node, uint64_t *out) {
 
 /* ---- sections ----------------------------------------------------------- */
 
-/* FIELD_ORIGINS: a sequence of origins into the config's allowed_origins. */
-typedef enum field_type { FIELD_STRING, FIELD_U32, FIELD_U64, FIELD_BOOL, FIELD_ORIGINS } field_type;
+/* FIELD_ORIGINS: a sequence of origins into the config's allowed_origins.
+ * FIELD_PATH: a string that may be "" (off) into an rl_server_path.
+ * FIELD_FSYNC: always | everysec | off into an rl_journal_fsync. */
+typedef enum field_type {
+    FIELD_STRING,
+    FIELD_U32,
+    FIELD_U64,
+    FIELD_BOOL,
+    FIELD_ORIGINS,
+    FIELD_PATH,
+    FIELD_FSYNC,
+} field_type;
 
 typedef struct field {
     const char *name;
     field_type type;
-    void *target;      /* char[max + 1] (max 0: RL_CONFIG_STRING_MAX), uint32_t, uint64_t, bool, or
-                          the rl_server_config (origins) */
+    void *target;      /* char[max + 1] (max 0: RL_CONFIG_STRING_MAX), uint32_t, uint64_t, bool, the
+                          rl_server_config (origins), rl_server_path, rl_journal_fsync */
     uint64_t min, max; /* integers only */
     const char *hint;  /* what the value means, for the error message */
 } field;
@@ -209,9 +261,33 @@ static bool set_origins(load_ctx *ctx, const field *f, const yaml_node_t *value)
     return true;
 }
 
+/* A path that may be "": the quoted empty string turns its feature off. */
+static bool set_path(load_ctx *ctx, const field *f, const yaml_node_t *value) {
+    rl_server_path *target = f->target;
+    bool scalar = value->type == YAML_SCALAR_NODE;
+    const char *v = scalar ? (const char *)value->data.scalar.value : "";
+    size_t len = scalar ? value->data.scalar.length : 0;
+    if (!scalar || len > RL_CONFIG_STRING_MAX - 1 || memchr(v, '\0', len) != NULL)
+        return failf(ctx, value, "'%s' must be a path of at most %d bytes, or \"\" for none", f->name,
+                     RL_CONFIG_STRING_MAX - 1);
+    memcpy(target->path, v, len);
+    target->path[len] = '\0';
+    target->set = true;
+    return true;
+}
+
+static bool set_fsync(load_ctx *ctx, const field *f, const yaml_node_t *value) {
+    const char *v = value->type == YAML_SCALAR_NODE ? (const char *)value->data.scalar.value : "";
+    if (!rl_server_journal_fsync_parse(v, f->target))
+        return failf(ctx, value, "'%s' must be always, everysec or off", f->name);
+    return true;
+}
+
 static bool set_field(load_ctx *ctx, const field *f, const yaml_node_t *value) {
     if (is_null_scalar(value)) return failf(ctx, value, "'%s' needs a value", f->name);
     if (f->type == FIELD_ORIGINS) return set_origins(ctx, f, value);
+    if (f->type == FIELD_PATH) return set_path(ctx, f, value);
+    if (f->type == FIELD_FSYNC) return set_fsync(ctx, f, value);
     if (f->type == FIELD_STRING) {
         if (value->type != YAML_SCALAR_NODE)
             return failf(ctx, value, "'%s' must be a string", f->name);
@@ -322,6 +398,12 @@ static bool load_document(load_ctx *ctx, rl_server_config *c) {
         {"lease_memory_ms", FIELD_U32, &c->memory.lease_memory_ms, 0, RL_CONFIG_MAX_LEASE_MEMORY_MS,
          "milliseconds"},
         {"max_leases", FIELD_U64, &c->memory.max_leases, 0, RL_CONFIG_MAX_MAX_LEASES, "0: default"},
+        {"journal_path", FIELD_PATH, &c->journal, 0, 0, ""},
+        {"journal_fsync", FIELD_FSYNC, &c->memory.journal_fsync, 0, 0, ""},
+    };
+    const field audit_fields[] = {
+        {"dir", FIELD_PATH, &c->audit_dir, 0, 0, ""},
+        {"retention_days", FIELD_U32, &c->audit_retention_days, 1, RL_AUDIT_MAX_RETENTION_DAYS, "days"},
     };
     rl_server_redis_config *r = &c->redis;
     const field redis_fields[] = {
@@ -350,6 +432,7 @@ static bool load_document(load_ctx *ctx, rl_server_config *c) {
         {"server", FIELDS(server_fields)},
         {"registry", FIELDS(registry_fields)},
         {"memory", FIELDS(memory_fields)},
+        {"audit", FIELDS(audit_fields)},
         {"tigerbeetle", NULL, 0},
         {"redis", FIELDS(redis_fields)},
     };
@@ -368,7 +451,7 @@ static bool load_document(load_ctx *ctx, rl_server_config *c) {
         while (i < section_count && strcmp(sections[i].name, name) != 0) i++;
         if (i == section_count)
             return failf(ctx, key,
-                         "unknown section '%.64s' (known: server, registry, memory, tigerbeetle, redis)",
+                         "unknown section '%.64s' (known: server, registry, memory, audit, tigerbeetle, redis)",
                          name);
         if (seen[i]) return failf(ctx, key, "duplicate section '%s'", name);
         seen[i] = true;
@@ -485,5 +568,26 @@ bool rl_server_config_validate(const rl_server_config *config, char *err, size_t
         snprintf(err, err_size, "the registry path is empty");
         return false;
     }
-    return true;
+    if (config->audit_retention_days < 1 || config->audit_retention_days > RL_AUDIT_MAX_RETENTION_DAYS) {
+        snprintf(err, err_size, "audit.retention_days must be 1..%u", RL_AUDIT_MAX_RETENTION_DAYS);
+        return false;
+    }
+    /* Two stores in one file would destroy each other. */
+    rl_server_memory_paths paths;
+    rl_memory_options memory;
+    rl_server_config_memory_options(config, &paths, &memory);
+    const char *clash = NULL, *path = NULL;
+    if (memory.journal_path != NULL && strcmp(memory.journal_path, config->registry_path) == 0)
+        clash = "the journal is the registry file", path = memory.journal_path;
+    else if (memory.audit_dir != NULL && strcmp(memory.audit_dir, config->registry_path) == 0)
+        clash = "the audit directory is the registry file", path = memory.audit_dir;
+    else if (memory.journal_path != NULL && memory.audit_dir != NULL &&
+             strcmp(memory.journal_path, memory.audit_dir) == 0)
+        clash = "the journal is the audit directory", path = memory.journal_path;
+    if (clash == NULL) return true;
+    snprintf(err, err_size,
+             "%s (\"%.200s\"): give memory.journal_path (--journal) and audit.dir (--audit-dir) paths of "
+             "their own",
+             clash, path);
+    return false;
 }

@@ -5,7 +5,17 @@
  *             allowed_origins (a list: the web origins whose pages may call
  *             the API, request_guard.h; none by default)
  *   registry: path, max_limits
- *   memory:   sweep_interval_ms, lease_memory_ms, max_leases
+ *   memory:   sweep_interval_ms, lease_memory_ms, max_leases,
+ *             journal_path (usage that survives a restart: default
+ *             "journal" beside registry.path, so ./data/journal; "" keeps
+ *             usage in memory only), journal_fsync (always: before each
+ *             answer, one fdatasync for all the answers ready; everysec;
+ *             off; default always)
+ *   audit:    dir (the memory backend's audit log of spend, one file a day:
+ *             default "audit" beside registry.path, so ./data/audit; ""
+ *             keeps none; the redis backend keeps its log in Redis and does
+ *             not read it), retention_days (1..3660, default 62; both
+ *             backends)
  *   redis:    address, password, db, connections, key_prefix,
  *             connect_timeout_ms, command_timeout_ms, lease_memory_ms,
  *             max_leases_per_batch, flush_interval_us, flushes_in_flight
@@ -25,6 +35,11 @@
  * requests being read stays under about max_connections x (max_body_bytes
  * + 0.5 MiB): with the defaults ~15 GiB at worst, so a small machine wants
  * smaller values.
+ *
+ * Paths beside the registry follow registry.path (and --registry): each
+ * daemon with a registry of its own gets a journal and an audit directory
+ * of its own. Flags: --journal PATH, --no-journal, --journal-fsync MODE,
+ * --audit-dir PATH, --no-audit (ratelimiterd --help).
  *
  * A key this file does not know inside a known section, a value of the wrong
  * type or out of range, a duplicate key or an unknown section is an error
@@ -52,6 +67,8 @@
 #define RL_CONFIG_DEFAULT_MAX_CONNECTIONS 10000u
 #define RL_CONFIG_DEFAULT_IDLE_TIMEOUT_MS 60000u
 #define RL_CONFIG_DEFAULT_REQUEST_TIMEOUT_MS 10000u
+#define RL_CONFIG_DEFAULT_JOURNAL_NAME "journal" /* beside the registry file */
+#define RL_CONFIG_DEFAULT_AUDIT_DIR_NAME "audit" /* beside the registry file */
 
 /* The redis section's defaults (rl_redis_options_default's, plus the
  * submitter's). */
@@ -90,6 +107,13 @@
 #define RL_CONFIG_MAX_ALLOWED_ORIGINS 32
 #define RL_CONFIG_ERR_SIZE 512
 
+/* A file or directory whose default is a name beside the registry file
+ * (memory.journal_path, audit.dir). */
+typedef struct rl_server_path {
+    char path[RL_CONFIG_STRING_MAX]; /* when set; "" turns the feature off */
+    bool set;                        /* false: the default name beside the registry */
+} rl_server_path;
+
 /* The redis section. Strings are "" when unset (password: no AUTH). */
 typedef struct rl_server_redis_config {
     char address[RL_CONFIG_STRING_MAX]; /* "HOST:PORT" or "[IPV6]:PORT", port 1..65535 */
@@ -127,9 +151,22 @@ typedef struct rl_server_config {
     char registry_path[RL_CONFIG_STRING_MAX];
     uint64_t max_limits; /* 0: the registry's default */
 
-    rl_memory_options memory; /* clock is always NULL (system clock) here */
+    /* clock is always NULL (system clock) here, journal_fsync is
+     * memory.journal_fsync, and the two paths are NULL: see
+     * rl_server_config_memory_options. */
+    rl_memory_options memory;
+    rl_server_path journal;        /* memory.journal_path */
+    rl_server_path audit_dir;      /* audit.dir */
+    uint32_t audit_retention_days; /* audit.retention_days, 1..RL_AUDIT_MAX_RETENTION_DAYS */
     rl_server_redis_config redis;
 } rl_server_config;
+
+/* Where rl_server_config_memory_options puts the resolved paths: a name
+ * beside a registry path of up to RL_CONFIG_STRING_MAX - 1 bytes fits. */
+typedef struct rl_server_memory_paths {
+    char journal[RL_CONFIG_STRING_MAX + 16];
+    char audit_dir[RL_CONFIG_STRING_MAX + 16];
+} rl_server_memory_paths;
 
 /* Fills config with the defaults above and rl_memory_options_default. */
 void rl_server_config_default(rl_server_config *config);
@@ -146,8 +183,9 @@ bool rl_server_config_load_string(rl_server_config *config, const char *text, si
                                   const char *name, char *err, size_t err_size);
 
 /* Checks the values that flags can also set (listen address syntax, backend
- * name, thread count, redis address): call after applying flags. False with
- * err on error. */
+ * name, thread count, redis address, the journal and the audit directory
+ * apart from the registry file and each other): call after applying
+ * flags. False with err on error. */
 bool rl_server_config_validate(const rl_server_config *config, char *err, size_t err_size);
 
 /* Parses a redis address ("HOST:PORT", "[IPV6]:PORT"; a host is required
@@ -156,12 +194,25 @@ bool rl_server_config_validate(const rl_server_config *config, char *err, size_t
 bool rl_server_redis_address_parse(const char *address, char *host, size_t host_size,
                                    uint16_t *port, char *err, size_t err_size);
 
-/* Sets the fields of *out that the redis section holds (call
+/* Sets the fields of *out that the redis section holds, and
+ * audit_retention_days (call
  * rl_redis_options_default(out) first for the others); host (host_size
  * bytes) receives the host, and out's strings point into it and into
  * config, which must outlive out. False with err if the address is invalid. */
 bool rl_server_config_redis_options(const rl_server_config *config, char *host, size_t host_size,
                                     rl_redis_options *out, char *err, size_t err_size);
+
+/* config->memory with the journal and the audit log resolved: the path
+ * set, NULL when set to "" (off), else the default name beside the
+ * registry file ("./data/limits.json" -> "./data/journal"; a bare
+ * "limits.json" -> "journal"); audit_retention_days from the audit
+ * section. out's strings point into paths, which must outlive out. Pure. */
+void rl_server_config_memory_options(const rl_server_config *config, rl_server_memory_paths *paths,
+                                     rl_memory_options *out);
+
+/* "always", "everysec", "off" (memory.journal_fsync, --journal-fsync).
+ * False for anything else. Pure. */
+bool rl_server_journal_fsync_parse(const char *text, rl_journal_fsync *out);
 
 /* The event loops to run: config->threads, or the online cores if 0. */
 uint32_t rl_server_config_thread_count(const rl_server_config *config);

@@ -38,7 +38,7 @@ typedef struct rl_service_options {
     const char *backend_name;  /* "memory" or "redis" */
     const char *registry_path; /* limits.json; a missing file is an empty registry */
     size_t max_limits;         /* 0: RL_REGISTRY_DEFAULT_MAX_LIMITS */
-    rl_memory_options memory;  /* for backend "memory" */
+    rl_memory_options memory;  /* for backend "memory"; its paths borrowed until rl_service_open returns */
     rl_redis_options redis;    /* for backend "redis": rl_redis_options_default, then the config */
     /* For backend "redis": leases from all HTTP threads share script calls
      * through a submitter (ratelimiter/submitter.h) unless max_leases is 1. */

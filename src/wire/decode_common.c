@@ -69,3 +69,19 @@ bool rl__read_integer(rl__json_scan *s, uint64_t min, uint64_t max, uint64_t *ou
     *out = number.magnitude;
     return true;
 }
+
+bool rl__read_bool(rl__json_scan *s, bool *out) {
+    char c = rl__scan_peek(s);
+    if (c != 't' && c != 'f') return rl__scan_fail(s, RL__JSON_SYNTAX, s->cur);
+    *out = c == 't';
+    return rl__scan_skip(s); /* checks the rest of the literal */
+}
+
+bool rl__read_u64(rl__json_scan *s, uint64_t *out) {
+    const char *at = s->cur;
+    rl__json_number n;
+    if (!rl__scan_number(s, &n)) return false;
+    if (!n.integral || (n.negative && n.magnitude != 0)) return rl__scan_fail(s, RL__JSON_SYNTAX, at);
+    *out = n.magnitude;
+    return true;
+}

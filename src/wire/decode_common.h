@@ -3,7 +3,8 @@
  * The one-sentence `detail` that names the offending field by its path
  * ("requests[3].requirements[1].amount ..."), and the two value readers
  * that every decoder walking a json_scan.h scanner shares: a string (or
- * whatever else stands there, skipped), and an integer read exactly.
+ * whatever else stands there, skipped), and an integer read exactly; and
+ * the strict readers of the answer decoders (a boolean, an integer).
  * Everything here is reentrant.
  */
 #ifndef RL_WIRE_DECODE_COMMON_H
@@ -54,5 +55,14 @@ bool rl__read_string_or_skip(rl__json_scan *s, char **text, size_t *len);
  * any range, whatever a double would make of them. *valid says whether the
  * value was such an integer (then in *out). */
 bool rl__read_integer(rl__json_scan *s, uint64_t min, uint64_t max, uint64_t *out, bool *valid);
+
+/* The answers' readers (the daemon's answers, read by the client): the
+ * value must be of the type asked for, else the scanner fails (a syntax
+ * error at the value), since an answer of another shape is not one. */
+
+/* true or false. */
+bool rl__read_bool(rl__json_scan *s, bool *out);
+/* A non-negative integer in any exact form ("-0" is 0), up to 10^19. */
+bool rl__read_u64(rl__json_scan *s, uint64_t *out);
 
 #endif

@@ -9,8 +9,8 @@
  */
 #include <string.h>
 
-#include "wire/json_scan.h"
 #include "ratelimiter/keys.h"
+#include "wire/decode_common.h"
 #include "wire/wire.h"
 
 /* Statuses whose wire string is "<name>:<key>" (DESIGN.md "Error strings"). */
@@ -57,22 +57,6 @@ bool rl__wire_parse_error_string(const char *text, rl_status *status, const char
     return false;
 }
 
-static bool read_bool(rl__json_scan *s, bool *out) {
-    char c = rl__scan_peek(s);
-    if (c != 't' && c != 'f') return rl__scan_fail(s, RL__JSON_SYNTAX, s->cur);
-    *out = c == 't';
-    return rl__scan_skip(s); /* checks the rest of the literal */
-}
-
-static bool read_u64(rl__json_scan *s, uint64_t *out) {
-    const char *at = s->cur;
-    rl__json_number n;
-    if (!rl__scan_number(s, &n)) return false;
-    if (!n.integral || (n.negative && n.magnitude != 0)) return rl__scan_fail(s, RL__JSON_SYNTAX, at);
-    *out = n.magnitude;
-    return true;
-}
-
 static bool read_error(rl__json_scan *s, rl_status *status, const char **key) {
     const char *at = s->cur;
     char *text;
@@ -101,13 +85,13 @@ static bool read_denial(rl__json_scan *s, rl_denial *out) {
             ok = rl__scan_string(s, &text, &len);
             have_reason = ok && rl_denial_reason_parse(text, &out->reason);
         } else if (strcmp(name, "requested") == 0) {
-            ok = read_u64(s, &out->requested);
+            ok = rl__read_u64(s, &out->requested);
         } else if (strcmp(name, "available") == 0) {
-            ok = read_u64(s, &out->available);
+            ok = rl__read_u64(s, &out->available);
         } else if (strcmp(name, "capacity") == 0) {
-            ok = read_u64(s, &out->capacity);
+            ok = rl__read_u64(s, &out->capacity);
         } else if (strcmp(name, "period_end_unix_ms") == 0) {
-            ok = read_u64(s, &out->period_end_unix_ms);
+            ok = rl__read_u64(s, &out->period_end_unix_ms);
         } else {
             ok = rl__scan_skip(s);
         }
@@ -128,12 +112,12 @@ static bool read_reserve_result(rl__json_scan *s, rl_wire_reserve_answer *out) {
     int more = -1;
     for (size_t i = 0; ok && (more = rl__scan_member(s, i, &name, &name_len)) > 0; i++) {
         if (strcmp(name, "allowed") == 0) {
-            ok = read_bool(s, &out->allowed);
+            ok = rl__read_bool(s, &out->allowed);
             have_allowed = true;
         } else if (strcmp(name, "retry_after_ms") == 0) {
-            ok = read_u64(s, &out->retry_after_ms);
+            ok = rl__read_u64(s, &out->retry_after_ms);
         } else if (strcmp(name, "reserved_at_unix_ms") == 0) {
-            ok = read_u64(s, &out->reserved_at_unix_ms);
+            ok = rl__read_u64(s, &out->reserved_at_unix_ms);
         } else if (strcmp(name, "error") == 0) {
             ok = read_error(s, &out->status, &out->status_key);
             have_error = true;
@@ -160,7 +144,7 @@ static bool read_complete_result(rl__json_scan *s, rl_status *status) {
     int more = -1;
     for (size_t i = 0; ok && (more = rl__scan_member(s, i, &name, &name_len)) > 0; i++) {
         if (strcmp(name, "ok") == 0) {
-            ok = read_bool(s, &ok_value);
+            ok = rl__read_bool(s, &ok_value);
             have_ok = true;
         } else if (strcmp(name, "error") == 0) {
             ok = read_error(s, &error, &key);

@@ -163,4 +163,35 @@ rl_status rl__wire_decode_complete_answer(char *body, size_t len, rl_status *sta
 rl_status rl__wire_decode_complete_batch_answer(char *body, size_t len, rl_status *statuses,
                                                 size_t count);
 
+/* ==== The audit log of spend (GET /v1/admin/audit, api.md "Audit") ======
+ * Both ends: the daemon encodes a page (encode_audit.c), the http limiter
+ * asks with the path and reads the answer (decode_audit.c). */
+
+/* {"entries":[<entry>,..],"next_since_unix_ms":..} of page->entries[0..
+ * count), each entry {"at_unix_ms","lease_id","job_id","key","reserved",
+ * "actual","period_start_unix_ms","expired"} in that order. */
+void rl__wire_encode_audit_page(rl_buf *buf, const rl_audit_page *page);
+
+/* The request's path and query: "/v1/admin/audit?key=<key, percent-
+ * encoded>&since_unix_ms=<T>&limit=<N>". Does not validate (check the
+ * query first). */
+void rl__wire_encode_audit_path(rl_buf *buf, const rl_audit_query *query);
+
+/* The 200 answer to query (already checked: a valid key, a limit 1..
+ * RL_AUDIT_QUERY_MAX) into page->entries (query->limit of them), count and
+ * next_since_unix_ms. Strict: every field of every entry present once and
+ * valid (a ULID lease id, upper-cased; a job id as api.md allows; the
+ * query's key), entries in time order from since_unix_ms on, at most
+ * query->limit, an expired entry with actual 0, next_since_unix_ms present
+ * and not before since_unix_ms. Anything else is RL_INVALID_REQUEST with
+ * *page's count 0. Decodes in place, like the other answer decoders. */
+rl_status rl__wire_decode_audit_answer(char *body, size_t len, const rl_audit_query *query,
+                                       rl_audit_page *page);
+
+/* Percent-encodes text for a URL path or query: every byte but the
+ * unreserved ones (RFC 3986: letters, digits, "-._~") and ':' as %XX. Stops
+ * before an escape that would not fit; out (out_size > 0 bytes) is always
+ * NUL-terminated. Returns the length written. */
+size_t rl__wire_percent_encode(const char *text, char *out, size_t out_size);
+
 #endif

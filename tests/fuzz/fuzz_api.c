@@ -4,9 +4,10 @@
  * temporary directory).
  *
  * Input: one byte that picks the method (bits 0-1: POST, GET, PUT, DELETE)
- * and the path (the rest, modulo 7: the four lease endpoints,
- * /v1/admin/limits, /healthz, /v1/admin/limits/<key>), then the body; for
- * the last path the bytes after the first are the key's path instead.
+ * and the path (the rest, modulo 8: the four lease endpoints,
+ * /v1/admin/limits, /healthz, /v1/admin/limits/<key>, /v1/admin/audit),
+ * then the body; for the last two paths the bytes after the first are the
+ * key's path, or the query string, instead.
  * Checked: every request gets an answer at once (a synchronous backend),
  * in a JSON object, with a status the API knows; a refused body is a 400
  * that says invalid_request; the lease endpoints answer in their own shape;
@@ -50,7 +51,7 @@ static void open_service(void) {
     call.done = never_later;
     /* A limit the corpus's leases name. */
     static const char def[] = "{\"key\":\"k\",\"kind\":\"rolling\",\"capacity\":100,\"window_seconds\":60}";
-    rl_http_request put = {"PUT", 3, "/v1/admin/limits", 16, def, sizeof def - 1};
+    rl_http_request put = {"PUT", 3, "/v1/admin/limits", 16, def, sizeof def - 1, NULL, 0};
     rl_http_response res;
     FUZZ_CHECK(rl_api_begin(&ctx, &put, &call, &res) && res.status == 200);
     rl_api_call_end(&call);
@@ -67,12 +68,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static const char *const methods[] = {"POST", "GET", "PUT", "DELETE"};
     static const char *const paths[] = {"/v1/reserve",       "/v1/complete",     "/v1/reserve/batch",
                                         "/v1/complete/batch", "/v1/admin/limits", "/healthz",
-                                        "/v1/admin/limits/"};
+                                        "/v1/admin/limits/",  "/v1/admin/audit"};
     const char *method = methods[data[0] & 3];
     size_t path_index = (size_t)(data[0] >> 2) % (sizeof paths / sizeof paths[0]);
     char *rest = fuzz_copy(data + 1, size - 1);
     char *path = NULL;
-    rl_http_request req = {method, strlen(method), paths[path_index], strlen(paths[path_index]), rest, size - 1};
+    rl_http_request req = {method, strlen(method), paths[path_index], strlen(paths[path_index]), rest, size - 1,
+                           NULL, 0};
     if (path_index == 6) { /* the rest is the key's part of the path */
         path = malloc(strlen(paths[6]) + size);
         if (path == NULL) abort();
@@ -80,6 +82,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         memcpy(path + strlen(paths[6]), rest, size - 1);
         req.path = path;
         req.path_len = strlen(paths[6]) + size - 1;
+        req.body = NULL;
+        req.body_len = 0;
+    } else if (path_index == 7) { /* the rest is the query string */
+        req.query = rest;
+        req.query_len = size - 1;
         req.body = NULL;
         req.body_len = 0;
     }
@@ -97,10 +104,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (post && path_index <= 1 && s != 503) /* a single lease: its own shape */
         FUZZ_CHECK(body_is(&res, path_index == 0 ? "{\"allowed\":" : "{\"ok\":"));
     if (post && (path_index == 2 || path_index == 3) && s == 200) FUZZ_CHECK(body_is(&res, "{\"results\":["));
+    if (path_index == 7 && s == 200) FUZZ_CHECK(body_is(&res, "{\"entries\":["));
     rl_api_call_end(&call);
     rl_handler_ctx_trim(&ctx);
 
-    rl_http_request health = {"GET", 3, "/healthz", 8, NULL, 0};
+    rl_http_request health = {"GET", 3, "/healthz", 8, NULL, 0, NULL, 0};
     FUZZ_CHECK(rl_api_begin(&ctx, &health, &call, &res) && res.status == 200);
     rl_api_call_end(&call);
     free(path);

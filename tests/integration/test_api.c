@@ -518,6 +518,146 @@ static void test_budget_over_http(void **state) {
         fail_msg("%s", last.body);
 }
 
+/* The audit entries of key since since_unix_ms (limit 1000), into a cJSON
+ * array the caller deletes through *root; *next gets next_since_unix_ms. */
+static const cJSON *audit_entries(const char *key, uint64_t since_unix_ms, cJSON **root, double *next) {
+    char path[512];
+    snprintf(path, sizeof path, "/v1/admin/audit?key=%s&since_unix_ms=%llu&limit=1000", key,
+             (unsigned long long)since_unix_ms);
+    expect("GET", path, NULL, 200, NULL);
+    *next = jnum("next_since_unix_ms");
+    *root = cJSON_Parse(last.body);
+    const cJSON *entries = cJSON_GetObjectItemCaseSensitive(*root, "entries");
+    if (!cJSON_IsArray(entries)) fail_msg("no entries: %s", last.body);
+    return entries;
+}
+
+static double field_number(const cJSON *entry, const char *name) {
+    const cJSON *value = cJSON_GetObjectItemCaseSensitive(entry, name);
+    if (!cJSON_IsNumber(value)) fail_msg("no %s in an entry", name);
+    return value->valuedouble;
+}
+
+static const char *field_string(const cJSON *entry, const char *name) {
+    const cJSON *value = cJSON_GetObjectItemCaseSensitive(entry, name);
+    if (!cJSON_IsString(value)) fail_msg("no %s in an entry", name);
+    return value->valuestring;
+}
+
+/* GET /v1/admin/audit: what each Complete charged, per key, in time order;
+ * paging by next_since_unix_ms; the query's mistakes. Needs the memory
+ * backend's audit log (beside the registry by default). */
+static void test_audit_over_http(void **state) {
+    (void)state;
+    put_limit("{\"key\":\"audit:spend\",\"kind\":\"budget\",\"capacity\":1000,\"period\":\"month\","
+              "\"timeout_seconds\":600,\"unit\":\"usd_micros\"}");
+    put_rolling("audit:tpm", 1000, 60);
+    char a[27], b[27], body[1024];
+    snprintf(body, sizeof body,
+             "{\"lease_id\":\"%s\",\"job_id\":\"job-a\",\"requirements\":[{\"key\":\"audit:spend\",\"amount\":400},"
+             "{\"key\":\"audit:tpm\",\"amount\":300}]}",
+             rl_test_ulid_new(a));
+    expect("POST", "/v1/reserve", body, 200, NULL);
+    double reserved_at = jnum("reserved_at_unix_ms");
+    snprintf(body, sizeof body,
+             "{\"lease_id\":\"%s\",\"actuals\":[{\"key\":\"audit:spend\",\"actual_amount\":150},"
+             "{\"key\":\"audit:tpm\",\"actual_amount\":120}]}",
+             a);
+    expect("POST", "/v1/complete", body, 200, "{\"ok\":true,\"error\":\"\"}");
+    expect("POST", "/v1/complete", body, 200, NULL); /* again: nothing charged twice */
+
+    cJSON *root;
+    double next;
+    const cJSON *entries = audit_entries("audit:spend", 0, &root, &next);
+    assert_int_equal(cJSON_GetArraySize(entries), 1);
+    const cJSON *e = cJSON_GetArrayItem(entries, 0);
+    assert_string_equal(field_string(e, "lease_id"), a);
+    assert_string_equal(field_string(e, "job_id"), "job-a");
+    assert_string_equal(field_string(e, "key"), "audit:spend");
+    assert_true(field_number(e, "reserved") == 400 && field_number(e, "actual") == 150);
+    double at = field_number(e, "at_unix_ms"), period = field_number(e, "period_start_unix_ms");
+    assert_true(at >= reserved_at && period > 0 && period <= reserved_at);
+    assert_true(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(e, "expired")));
+    assert_true(next > at);
+    cJSON_Delete(root);
+    /* A rolling limit's entry has no period; the key may be percent-encoded. */
+    entries = audit_entries("audit%3Atpm", 0, &root, &next);
+    assert_int_equal(cJSON_GetArraySize(entries), 1);
+    e = cJSON_GetArrayItem(entries, 0);
+    assert_true(field_number(e, "reserved") == 300 && field_number(e, "actual") == 120);
+    assert_true(field_number(e, "period_start_unix_ms") == 0);
+    cJSON_Delete(root);
+
+    /* Paging: limit 1 gives the oldest; next_since_unix_ms the rest. A
+     * reservation not completed yet is no entry. */
+    rl_test_sleep_ms(5); /* b's entry in a later millisecond than a's */
+    expect("POST", "/v1/reserve", reserve_body(rl_test_ulid_new(b), "audit:spend", 100), 200, NULL);
+    entries = audit_entries("audit:spend", 0, &root, &next);
+    assert_int_equal(cJSON_GetArraySize(entries), 1);
+    cJSON_Delete(root);
+    complete(b, "audit:spend", 60);
+    expect("GET", "/v1/admin/audit?key=audit:spend&limit=1", NULL, 200, NULL);
+    assert_non_null(strstr(last.body, a));
+    assert_null(strstr(last.body, b));
+    next = jnum("next_since_unix_ms");
+    entries = audit_entries("audit:spend", (uint64_t)next, &root, &next);
+    assert_int_equal(cJSON_GetArraySize(entries), 1);
+    e = cJSON_GetArrayItem(entries, 0);
+    assert_string_equal(field_string(e, "lease_id"), b);
+    assert_string_equal(field_string(e, "job_id"), "job-1");
+    assert_true(field_number(e, "reserved") == 100 && field_number(e, "actual") == 60);
+    cJSON_Delete(root);
+    /* Past the last entry: empty, ask again from the same time. */
+    char path[256];
+    snprintf(path, sizeof path, "/v1/admin/audit?key=audit:spend&since_unix_ms=%.0f", next);
+    char wanted[128];
+    snprintf(wanted, sizeof wanted, "{\"entries\":[],\"next_since_unix_ms\":%.0f}", next);
+    expect("GET", path, NULL, 200, wanted);
+
+    /* A key nobody defined has no entries (the log outlives definitions). */
+    expect("GET", "/v1/admin/audit?key=audit:never", NULL, 200, "{\"entries\":[],\"next_since_unix_ms\":0}");
+    /* Mistakes: 400 naming the parameter; another method 405. */
+    expect("GET", "/v1/admin/audit", NULL, 400,
+           "{\"error\":\"invalid_request\",\"detail\":\"key is required: GET "
+           "/v1/admin/audit?key=K[&since_unix_ms=T][&limit=N]\"}");
+    expect("GET", "/v1/admin/audit?key=audit:spend&limit=0", NULL, 400,
+           "{\"error\":\"invalid_request\",\"detail\":\"limit must be a decimal integer 1..1000\"}");
+    expect("GET", "/v1/admin/audit?key=audit:spend&since_unix_ms=-1", NULL, 400, NULL);
+    assert_non_null(strstr(last.body, "since_unix_ms must be a decimal integer"));
+    expect("GET", "/v1/admin/audit?key=audit:spend&since=1", NULL, 400, NULL);
+    assert_non_null(strstr(last.body, "unknown parameter \\\"since\\\""));
+    expect("GET", "/v1/admin/audit?key=a%20b", NULL, 400, NULL);
+    assert_non_null(strstr(last.body, "key must be"));
+    expect("POST", "/v1/admin/audit?key=audit:spend", "{}", 405, "{\"error\":\"invalid_request\"}");
+}
+
+/* A budget reservation never completed is refunded in full at its timeout,
+ * and the audit log says so: expired, actual 0. Needs the memory backend's
+ * audit log; waits (up to a deadline) for the daemon's sweep. */
+static void test_audit_of_an_expired_budget_reservation(void **state) {
+    (void)state;
+    put_limit("{\"key\":\"audit:short\",\"kind\":\"budget\",\"capacity\":100,\"period\":\"day\","
+              "\"timeout_seconds\":1}");
+    char id[27];
+    expect("POST", "/v1/reserve", reserve_body(rl_test_ulid_new(id), "audit:short", 50), 200, NULL);
+    assert_true(starts_with(last.body, "{\"allowed\":true"));
+    cJSON *root = NULL;
+    double next;
+    const cJSON *entries = NULL;
+    for (long until = rl_test_now_ms() + 30000; rl_test_now_ms() < until; rl_test_sleep_ms(50)) {
+        cJSON_Delete(root);
+        entries = audit_entries("audit:short", 0, &root, &next);
+        if (cJSON_GetArraySize(entries) > 0) break;
+    }
+    if (cJSON_GetArraySize(entries) != 1) fail_msg("no expired entry: %s", last.body);
+    const cJSON *e = cJSON_GetArrayItem(entries, 0);
+    assert_string_equal(field_string(e, "lease_id"), id);
+    assert_true(field_number(e, "reserved") == 50 && field_number(e, "actual") == 0);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(e, "expired")));
+    cJSON_Delete(root);
+    assert_true(usage_of("audit:short", "used") == 0);
+}
+
 /* Issue 9: a capacity above 2^53 was rounded to 2^53 and accepted (200),
  * while reserve refused the same number. Every integer of a definition is
  * read exactly now: refused with a detail naming the field, nothing stored. */
@@ -861,6 +1001,8 @@ int main(void) {
         cmocka_unit_test(test_admin_put_get_list),
         cmocka_unit_test(test_admin_put_invalid),
         cmocka_unit_test(test_budget_over_http),
+        cmocka_unit_test(test_audit_over_http),
+        cmocka_unit_test(test_audit_of_an_expired_budget_reservation),
         cmocka_unit_test(test_admin_put_integers_exact),
         cmocka_unit_test(test_admin_kind_change_in_use),
         cmocka_unit_test(test_decreasing_flow),

@@ -8,7 +8,8 @@
  * garbled 200) come from a canned server in this file: 503 is answered at
  * once without a retry, the others are retried until the deadline.
  * limit_decreasing (which needs the admin API) is mapped like the other
- * keyed statuses.
+ * keyed statuses. The audit op: a GET of its path and query, the daemon's
+ * page read back, a 400's detail kept, a page of another key retried.
  *
  * Timing: only "it returned, and not before the deadline".
  */
@@ -304,10 +305,12 @@ typedef struct canned_server {
     atomic_int requests;
     atomic_bool stop;
     pthread_t thread;
+    char request_line[1024]; /* of the first request; read after canned_stop */
 } canned_server;
 
-/* Reads one request: the headers, then Content-Length bytes of body. */
-static bool read_request(int fd) {
+/* Reads one request: the headers, then Content-Length bytes of body; its
+ * request line into line (size bytes) if line is not NULL. */
+static bool read_request(int fd, char *line, size_t size) {
     char buf[65536];
     size_t len = 0;
     while (len < sizeof buf - 1) {
@@ -317,6 +320,7 @@ static bool read_request(int fd) {
         buf[len] = '\0';
         const char *end = strstr(buf, "\r\n\r\n");
         if (end == NULL) continue;
+        if (line != NULL) snprintf(line, size, "%.*s", (int)strcspn(buf, "\r\n"), buf);
         const char *length = strcasestr(buf, "content-length:");
         size_t body_len = length != NULL ? strtoul(length + 15, NULL, 10) : 0;
         if (len >= (size_t)(end - buf) + 4 + body_len) return true;
@@ -331,7 +335,7 @@ static void *serve_canned(void *arg) {
         if (poll(&p, 1, 20) <= 0) continue;
         int fd = accept(s->listen_fd, NULL, NULL);
         if (fd < 0) continue;
-        if (read_request(fd)) {
+        if (read_request(fd, atomic_load(&s->requests) == 0 ? s->request_line : NULL, sizeof s->request_line)) {
             atomic_fetch_add(&s->requests, 1);
             ssize_t ignored = write(fd, s->response, strlen(s->response));
             (void)ignored;
@@ -402,6 +406,114 @@ static void garbled_or_proxy_answers_are_retried_until_the_deadline(void **state
     }
 }
 
+/* ---- the audit op --------------------------------------------------------- */
+
+static rl_status audit(rl_limiter *l, const char *key, uint64_t since_unix_ms, uint32_t limit, rl_audit_page *page) {
+    static rl_audit_entry entries[8];
+    page->entries = entries;
+    rl_audit_query query = {key, since_unix_ms, limit};
+    return rl_limiter_audit(l, &query, page);
+}
+
+static void audit_without_a_daemon_times_out(void **state) {
+    (void)state;
+    rl_limiter *l = open_limiter(dead_port(), 300);
+    rl_audit_page page;
+    assert_int_equal(audit(l, "http:tpm", 0, 8, &page), RL_TIMEOUT);
+    assert_int_equal(page.count, 0);
+    /* A GET changes nothing: no talk of unknown outcomes or lease ids. */
+    if (strstr(rl_limiter_last_error(), "no answer from /v1/admin/audit?key=http:tpm") == NULL ||
+        strstr(rl_limiter_last_error(), "lease id") != NULL)
+        fail_msg("last error: \"%s\"", rl_limiter_last_error());
+    rl_limiter_destroy(l);
+}
+
+/* The daemon's audit log through the limiter: what was charged, and a key
+ * that needs percent-encoding on its way. The entries need the memory
+ * backend's audit log. */
+static void audit_reads_the_daemons_log(void **state) {
+    (void)state;
+    rl_test_daemon d;
+    start_daemon(&d, NULL);
+    rl_limiter *l = open_limiter(d.port, 5000);
+    rl_audit_page page;
+    assert_int_equal(audit(l, "bad key", 0, 8, &page), RL_INVALID_REQUEST); /* sends nothing */
+    assert_int_equal(audit(l, "http:tpm", 0, 0, &page), RL_INVALID_REQUEST);
+    assert_int_equal(rl__http_limiter_connects_total(l), 0);
+
+    /* Undefined, and every byte that means something in a URL: asked for
+     * exactly, an empty page. */
+    assert_int_equal(audit(l, "http:a&b=c+d%e/f?g#h", 42, 8, &page), RL_OK);
+    assert_int_equal(page.count, 0);
+    assert_int_equal(page.next_since_unix_ms, 42);
+
+    char lease[RL_ULID_TEXT_SIZE];
+    rl_requirement requirement = {"http:tpm", 500};
+    rl_reserve_request request = {rl_ulid_new(lease), "job-audit", &requirement, 1};
+    rl_reserve_result result;
+    assert_int_equal(rl_limiter_reserve(l, &request, &result), RL_OK);
+    rl_actual actual = {"http:tpm", 321};
+    rl_complete_request complete = {lease, NULL, &actual, 1};
+    assert_int_equal(rl_limiter_complete(l, &complete), RL_OK);
+    assert_int_equal(audit(l, "http:tpm", result.reserved_at_unix_ms, 8, &page), RL_OK);
+    assert_int_equal(page.count, 1);
+    assert_string_equal(page.entries[0].lease_id, lease);
+    assert_string_equal(page.entries[0].job_id, "job-audit");
+    assert_string_equal(page.entries[0].key, "http:tpm");
+    assert_int_equal(page.entries[0].reserved, 500);
+    assert_int_equal(page.entries[0].actual, 321);
+    assert_int_equal(page.entries[0].period_start_unix_ms, 0);
+    assert_false(page.entries[0].expired);
+    assert_true(page.next_since_unix_ms > page.entries[0].at_unix_ms);
+    rl_limiter_destroy(l);
+    stop_daemon(&d);
+}
+
+/* An HTTP/1.1 response with status (e.g. "400 Bad Request") and body, in a
+ * static buffer of its own (slot 0..2). */
+static const char *response_of(int slot, const char *status, const char *body) {
+    static char responses[3][1024];
+    snprintf(responses[slot], sizeof responses[slot],
+             "HTTP/1.1 %s\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: %zu\r\n\r\n%s",
+             status, strlen(body), body);
+    return responses[slot];
+}
+
+/* What a canned server answers to an audit: its request is a GET of the
+ * path and query; a 400 is the query's fault, with the daemon's detail; a
+ * 404 (a daemon older than the endpoint) the server's; a page that is not
+ * the one asked for is asked again until the deadline. */
+static void audit_answers_from_a_canned_server(void **state) {
+    (void)state;
+    canned_server s;
+    canned_start(&s, response_of(0, "400 Bad Request",
+                                 "{\"error\":\"invalid_request\",\"detail\":\"limit must be a decimal integer 1..1000\"}"));
+    rl_limiter *l = open_limiter(s.port, 5000);
+    rl_audit_page page;
+    assert_int_equal(audit(l, "t:spend/x", 1764058800123u, 7, &page), RL_INVALID_REQUEST);
+    assert_string_equal(rl_limiter_last_error(), "HTTP 400 invalid_request: limit must be a decimal integer 1..1000");
+    rl_limiter_destroy(l);
+    assert_int_equal(canned_stop(&s), 1);
+    assert_string_equal(s.request_line,
+                        "GET /v1/admin/audit?key=t:spend%2Fx&since_unix_ms=1764058800123&limit=7 HTTP/1.1");
+
+    canned_start(&s, response_of(1, "404 Not Found", "{\"error\":\"invalid_request\"}"));
+    l = open_limiter(s.port, 5000);
+    assert_int_equal(audit(l, "t:spend", 0, 8, &page), RL_BACKEND_ERROR);
+    rl_limiter_destroy(l);
+    assert_int_equal(canned_stop(&s), 1);
+
+    canned_start(&s, response_of(2, "200 OK",
+                                 "{\"entries\":[{\"at_unix_ms\":5,\"lease_id\":\"01JD5Z8Q6X4W8N1V0M9R7T3K2A\","
+                                 "\"job_id\":\"\",\"key\":\"t:other\",\"reserved\":1,\"actual\":1,"
+                                 "\"period_start_unix_ms\":0,\"expired\":false}],\"next_since_unix_ms\":6}"));
+    l = open_limiter(s.port, 300);
+    assert_int_equal(audit(l, "t:spend", 0, 8, &page), RL_TIMEOUT);
+    assert_int_equal(page.count, 0);
+    rl_limiter_destroy(l);
+    assert_true(canned_stop(&s) >= 2);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(no_daemon_times_out_after_the_deadline),
@@ -413,6 +525,9 @@ int main(void) {
         cmocka_unit_test(sixteen_threads_share_one_limiter),
         cmocka_unit_test(service_unavailable_is_answered_without_retry),
         cmocka_unit_test(garbled_or_proxy_answers_are_retried_until_the_deadline),
+        cmocka_unit_test(audit_without_a_daemon_times_out),
+        cmocka_unit_test(audit_reads_the_daemons_log),
+        cmocka_unit_test(audit_answers_from_a_canned_server),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -203,6 +203,106 @@ static void test_flags_override_config(void **state) {
     rl_test_daemon_cleanup(&d);
 }
 
+/* A lease of 5 on tpm, completed with 3: a change to usage and an audit entry. */
+static void spend(rl_test_daemon *d) {
+    char body[1024];
+    assert_int_equal(call(d, "PUT", "/v1/admin/limits", tpm_def, body, sizeof body), 200);
+    assert_int_equal(call(d, "POST", "/v1/reserve",
+                          "{\"lease_id\":\"01JD5Z8Q6X4W8N1V0M9R7T3K2A\",\"requirements\":[{\"key\":"
+                          "\"global:llm:openai:gpt-4o:tpm\",\"amount\":5}]}",
+                          body, sizeof body),
+                     200);
+    assert_int_equal(call(d, "POST", "/v1/complete",
+                          "{\"lease_id\":\"01JD5Z8Q6X4W8N1V0M9R7T3K2A\",\"actuals\":[{\"key\":"
+                          "\"global:llm:openai:gpt-4o:tpm\",\"actual_amount\":3}]}",
+                          body, sizeof body),
+                     200);
+}
+
+/* true if path is there, a directory when dir. */
+static bool exists(const char *dir, const char *name, bool is_dir) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    struct stat st;
+    return stat(path, &st) == 0 && (S_ISDIR(st.st_mode) == is_dir);
+}
+
+/* The journal and the audit log live beside the registry unless the flags
+ * say otherwise: every daemon with a registry of its own (every test's)
+ * keeps them apart. --no-journal and --no-audit keep neither. Needs the
+ * memory backend's journal and audit log. */
+static void test_journal_and_audit_beside_the_registry(void **state) {
+    (void)state;
+    rl_test_daemon d;
+    rl_test_daemon_init(&d);
+    assert_true(rl_test_daemon_start(&d, NULL));
+    spend(&d);
+    assert_int_equal(rl_test_daemon_stop(&d), 0);
+    assert_true(exists(d.dir, "journal", false));
+    assert_true(exists(d.dir, "audit", true));
+    rl_test_daemon_cleanup(&d);
+
+    rl_test_daemon_init(&d);
+    const char *off[] = {"--no-journal", "--no-audit", "--journal-fsync", "off", NULL};
+    assert_true(rl_test_daemon_start(&d, off));
+    spend(&d);
+    char body[256];
+    assert_int_equal(call(&d, "GET", "/v1/admin/audit?key=global:llm:openai:gpt-4o:tpm", NULL, body, sizeof body),
+                     200);
+    assert_string_equal(body, "{\"entries\":[],\"next_since_unix_ms\":0}");
+    assert_int_equal(rl_test_daemon_stop(&d), 0);
+    assert_false(exists(d.dir, "journal", false));
+    assert_false(exists(d.dir, "audit", true));
+
+    char journal[400], audit[400];
+    snprintf(journal, sizeof journal, "%s/elsewhere.journal", d.dir);
+    snprintf(audit, sizeof audit, "%s/elsewhere-audit", d.dir);
+    const char *elsewhere[] = {"--journal", journal, "--audit-dir", audit, "--journal-fsync", "everysec", NULL};
+    assert_true(rl_test_daemon_start(&d, elsewhere));
+    spend(&d);
+    assert_int_equal(rl_test_daemon_stop(&d), 0);
+    assert_true(exists(d.dir, "elsewhere.journal", false));
+    assert_true(exists(d.dir, "elsewhere-audit", true));
+    assert_false(exists(d.dir, "journal", false));
+    rl_test_daemon_cleanup(&d);
+}
+
+/* The new flags' mistakes stop start-up (2 for the command line, 1 for
+ * settings that cannot work); a journal that cannot be opened names itself. */
+static void test_journal_and_audit_flags(void **state) {
+    (void)state;
+    rl_test_daemon d;
+    rl_test_daemon_init(&d);
+    char text[8192];
+    const char *fsync[] = {"--journal-fsync", "sometimes", NULL};
+    assert_int_equal(rl_test_daemon_run_to_exit(&d, fsync, 20000, text, sizeof text), 2);
+    assert_non_null(strstr(text, "--journal-fsync must be always, everysec or off"));
+    const char *both[] = {"--journal", "/tmp/j", "--no-journal", NULL};
+    assert_int_equal(rl_test_daemon_run_to_exit(&d, both, 20000, text, sizeof text), 2);
+    assert_non_null(strstr(text, "--journal and --no-journal contradict each other"));
+    const char *audit_both[] = {"--no-audit", "--audit-dir", "/tmp/a", NULL};
+    assert_int_equal(rl_test_daemon_run_to_exit(&d, audit_both, 20000, text, sizeof text), 2);
+    const char *empty[] = {"--journal", "", NULL};
+    assert_int_equal(rl_test_daemon_run_to_exit(&d, empty, 20000, text, sizeof text), 2);
+    const char *clash[] = {"--journal", d.registry_path, NULL};
+    assert_int_equal(rl_test_daemon_run_to_exit(&d, clash, 20000, text, sizeof text), 1);
+    assert_non_null(strstr(text, "the journal is the registry file"));
+    rl_test_daemon_write_config(&d, "audit:\n  retention_days: 0\n");
+    const char *retention[] = {"-c", d.config_path, NULL};
+    assert_int_equal(rl_test_daemon_run_to_exit(&d, retention, 20000, text, sizeof text), 1);
+    assert_non_null(strstr(text, "'retention_days' must be an integer 1..3660"));
+
+    /* Under a regular file no journal can be: the backend's sentence names it. */
+    rl_test_daemon_write_registry(&d, "[]\n");
+    char journal[400];
+    snprintf(journal, sizeof journal, "%s/journal", d.registry_path);
+    const char *unopenable[] = {"--journal", journal, NULL};
+    assert_int_equal(rl_test_daemon_run_to_exit(&d, unopenable, 20000, text, sizeof text), 1);
+    if (strstr(text, "ratelimiterd: cannot start: the memory backend failed: ") == NULL || strstr(text, journal) == NULL)
+        fail_msg("%s", text);
+    rl_test_daemon_cleanup(&d);
+}
+
 static int connect_to(uint16_t port) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in addr = {0};
@@ -279,6 +379,8 @@ int main(void) {
         cmocka_unit_test(test_unreadable_registry),
         cmocka_unit_test(test_bad_config_and_flags),
         cmocka_unit_test(test_flags_override_config),
+        cmocka_unit_test(test_journal_and_audit_beside_the_registry),
+        cmocka_unit_test(test_journal_and_audit_flags),
         cmocka_unit_test(test_connection_bound),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

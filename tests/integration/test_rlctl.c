@@ -137,7 +137,7 @@ static void test_help_and_version(void **state) {
     RLCTL_NO_URL("--version");
     expect_code(0);
     expect_contains(ran.out, "rlctl " RL_VERSION);
-    static const char *const commands[] = {"list", "get", "put", "reserve", "complete", "health"};
+    static const char *const commands[] = {"list", "get", "put", "reserve", "complete", "health", "audit"};
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
         RLCTL_NO_URL(commands[i], "--help");
         expect_code(0);
@@ -426,6 +426,83 @@ static void test_budget(void **state) {
     expect_contains(ran.err, "timezone");
 }
 
+/* rlctl audit: one line per entry (UTC time with ms, lease, job, reserved
+ * -> actual, period start, "expired"), then the next since; --since pages,
+ * --json prints the page. Needs the memory backend's audit log. */
+static void test_audit(void **state) {
+    (void)state;
+    RLCTL("put", "--key", "cli:au:spend", "--kind", "budget", "--capacity", "1000", "--period", "month",
+          "--timeout-seconds", "600");
+    expect_code(0);
+    char first[27], second[27];
+    RLCTL("reserve", "--lease-id", rl_test_ulid_new(first), "--job-id", "job-a", "cli:au:spend=400");
+    expect_code(0);
+    RLCTL("complete", "--lease-id", first, "--actual", "cli:au:spend=150");
+    expect_code(0);
+
+    RLCTL("audit", "cli:au:spend");
+    expect_code(0);
+    char line[256];
+    snprintf(line, sizeof line, "  lease %s  job job-a  reserved 400 -> actual 150  period ", first);
+    expect_contains(ran.out, line);
+    expect_contains(ran.out, "-01T00:00:00.000Z\n"); /* the month's start, UTC */
+    expect_contains(ran.out, "Z  lease ");           /* the time first: ...T..:..:..mmmZ */
+    expect_contains(ran.out, "\nnext_since_unix_ms ");
+    assert_null(strstr(ran.out, "expired"));
+    /* The time is the entry's, in ISO-8601 with milliseconds. */
+    assert_true(strlen(ran.out) > 24 && ran.out[4] == '-' && ran.out[10] == 'T' && ran.out[19] == '.' &&
+                ran.out[23] == 'Z');
+
+    RLCTL("audit", "--json", "cli:au:spend");
+    expect_code(0);
+    double next = out_number("next_since_unix_ms", NULL, NULL);
+    expect_contains(ran.out, "\"reserved\":400,\"actual\":150,");
+    char since[32];
+    snprintf(since, sizeof since, "%.0f", next);
+
+    /* --since: only what came after. */
+    RLCTL("reserve", "--lease-id", rl_test_ulid_new(second), "cli:au:spend=100");
+    expect_code(0);
+    RLCTL("complete", "--lease-id", second, "--actual", "cli:au:spend=0");
+    expect_code(0);
+    RLCTL("audit", "--since", since, "--limit", "10", "cli:au:spend");
+    expect_code(0);
+    assert_null(strstr(ran.out, first));
+    snprintf(line, sizeof line, "  lease %s  job -  reserved 100 -> actual 0  period ", second);
+    expect_contains(ran.out, line);
+    RLCTL("audit", "--limit", "1", "cli:au:spend");
+    expect_code(0);
+    expect_contains(ran.out, first);
+    assert_null(strstr(ran.out, second));
+}
+
+/* Its mistakes: 2 for the command line, 3 for what the daemon refuses;
+ * a key with nothing charged prints only the next since. */
+static void test_audit_errors(void **state) {
+    (void)state;
+    RLCTL("audit", "cli:au:nothing", "--since", "1764058800123");
+    expect_code(0);
+    assert_string_equal(ran.out, "next_since_unix_ms 1764058800123\n");
+    RLCTL("audit");
+    expect_code(2);
+    expect_contains(ran.err, "exactly one KEY");
+    RLCTL("audit", "a", "b");
+    expect_code(2);
+    RLCTL("audit", "bad key");
+    expect_code(2);
+    expect_contains(ran.err, "is not a limit key");
+    RLCTL("audit", "--limit", "0", "k");
+    expect_code(2);
+    expect_contains(ran.err, "--limit \"0\" must be an integer 1..1000");
+    RLCTL("audit", "--limit", "1001", "k");
+    expect_code(2);
+    RLCTL("audit", "--since", "-5", "k");
+    expect_code(2);
+    expect_contains(ran.err, "--since");
+    RLCTL("audit", "--since", "9007199254740993", "k");
+    expect_code(2);
+}
+
 static void test_unreachable(void **state) {
     (void)state;
     /* Nothing listens on port 1: 4, and stderr says so. */
@@ -446,6 +523,9 @@ static void test_unreachable(void **state) {
     char lease[27];
     DEAD("complete", "--lease-id", rl_test_ulid_new(lease));
     expect_code(4);
+    DEAD("audit", "k");
+    expect_code(4);
+    expect_contains(ran.err, "rlctl: audit \"k\": no answer from /v1/admin/audit?key=k");
 #undef DEAD
 }
 
@@ -454,7 +534,8 @@ int main(void) {
         cmocka_unit_test(test_help_and_version), cmocka_unit_test(test_health),
         cmocka_unit_test(test_put_get_list),     cmocka_unit_test(test_put_errors),
         cmocka_unit_test(test_put_file),         cmocka_unit_test(test_reserve_complete),
-        cmocka_unit_test(test_budget),           cmocka_unit_test(test_unreachable),
+        cmocka_unit_test(test_budget),           cmocka_unit_test(test_audit),
+        cmocka_unit_test(test_audit_errors),     cmocka_unit_test(test_unreachable),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

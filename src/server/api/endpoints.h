@@ -83,6 +83,10 @@ void rl__admin_list(rl_handler_ctx *ctx, const rl_api_route *route, const rl_htt
 void rl__admin_get(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http_request *req,
                    rl_http_response *res);
 
+/* handlers_audit.c: GET /v1/admin/audit, the query string its parameters. */
+void rl__admin_audit(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http_request *req,
+                     rl_http_response *res);
+
 /* handlers_health.c */
 void rl__healthz(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http_request *req,
                  rl_http_response *res);

@@ -1,6 +1,6 @@
 /* server/api/handler.h — the endpoints of spec/api.md, free of any HTTP library.
  *
- * A request is (method, path without query, body); a response is an HTTP
+ * A request is (method, path, query, body); a response is an HTTP
  * status and a JSON body. The h2o glue (server/http/) only translates; so
  * the endpoints and the router are unit-tested without sockets.
  *
@@ -28,6 +28,10 @@ typedef struct rl_http_request {
     size_t path_len;
     const char *body; /* may be NULL when body_len is 0 */
     size_t body_len;
+    /* The raw query after the '?' (not NUL-terminated), or NULL with 0 for
+     * none: only GET /v1/admin/audit reads one, routing never does. */
+    const char *query;
+    size_t query_len;
 } rl_http_request;
 
 /* The body as the decoders take it: never NULL. */

@@ -15,9 +15,6 @@
 #include "server/api/respond.h"
 #include "wire/wire.h"
 
-/* 503 for an unreachable store (retry later), 500 for the rest. */
-static int failure_http_status(rl_status status) { return status == RL_BACKEND_ERROR ? 503 : 500; }
-
 static void put_failed(rl_handler_ctx *ctx, rl_http_response *res, int http_status, rl_status status,
                        const char *detail) {
     rl_buf *buf = &ctx->body;
@@ -72,7 +69,7 @@ void rl__admin_put_finish(rl_handler_ctx *ctx, rl_api_call *call, rl_http_respon
     if (put->status != RL_OK) {
         /* The client only learns backend_error; the operator needs why. */
         fprintf(stderr, "ratelimiterd: PUT /v1/admin/limits \"%s\" failed: %s\n", put->def.key, put->err);
-        put_failed(ctx, res, failure_http_status(put->status), RL_BACKEND_ERROR, NULL);
+        put_failed(ctx, res, rl_respond_admin_failure_status(put->status), RL_BACKEND_ERROR, NULL);
         return;
     }
     rl_buf *buf = &ctx->body;
@@ -92,7 +89,7 @@ void rl__admin_list(rl_handler_ctx *ctx, const rl_api_route *route, const rl_htt
     size_t count = 0;
     rl_status status = rl_service_list_limits(ctx->service, &limits, &count);
     if (status != RL_OK) {
-        rl_respond_error(ctx, res, failure_http_status(status), RL_BACKEND_ERROR, NULL, NULL);
+        rl_respond_error(ctx, res, rl_respond_admin_failure_status(status), RL_BACKEND_ERROR, NULL, NULL);
         return;
     }
     rl_buf *buf = &ctx->body;
@@ -125,7 +122,7 @@ void rl__admin_get(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http
         return;
     }
     if (status != RL_OK) {
-        rl_respond_error(ctx, res, failure_http_status(status), RL_BACKEND_ERROR, NULL, NULL);
+        rl_respond_error(ctx, res, rl_respond_admin_failure_status(status), RL_BACKEND_ERROR, NULL, NULL);
         return;
     }
     rl_buf *buf = &ctx->body;

@@ -1,5 +1,6 @@
 /* server/api/percent_decode.h — %XX escapes of a URL path segment (the key in
- * GET /v1/admin/limits/{key}). Pure, thread-safe.
+ * GET /v1/admin/limits/{key}) or of a query's names and values (GET
+ * /v1/admin/audit). Pure, thread-safe.
  */
 #ifndef RL_SERVER_PERCENT_DECODE_H
 #define RL_SERVER_PERCENT_DECODE_H

@@ -42,6 +42,8 @@ void rl_respond_decode_failure(rl_handler_ctx *ctx, rl_http_response *res, rl_st
         rl_respond_error(ctx, res, 503, RL_BACKEND_ERROR, NULL, NULL);
 }
 
+int rl_respond_admin_failure_status(rl_status status) { return status == RL_BACKEND_ERROR ? 503 : 500; }
+
 int rl_respond_backend_http_status(rl_status status) {
     switch (status) {
     case RL_OK:

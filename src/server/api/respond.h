@@ -28,6 +28,10 @@ void rl_respond_append_invalid_complete(rl_buf *buf, const char *detail);
 void rl_respond_decode_failure(rl_handler_ctx *ctx, rl_http_response *res, rl_status status,
                                const char *detail);
 
+/* The HTTP status of an admin call's failure: 503 for an unreachable store
+ * (retry later), 500 for the rest (a registry or audit file). */
+int rl_respond_admin_failure_status(rl_status status);
+
 /* The HTTP status of a single reserve/complete outcome: 200 for results
  * (allowed or denied), 404 unknown key, 400 invalid, 503 backend failure. */
 int rl_respond_backend_http_status(rl_status status);

@@ -44,6 +44,7 @@ static const rl_api_route routes[] = {
     /* The key may itself hold '/' and ':'. */
     {"GET", 3, ADMIN_LIMITS_PATH "/", sizeof(ADMIN_LIMITS_PATH "/") - 1, true, "GET", rl__admin_get, NULL, NULL,
      NULL, NULL},
+    ANSWER("GET", "/v1/admin/audit", "GET", rl__admin_audit),
     ANSWER("GET", "/healthz", "GET", rl__healthz),
 };
 #undef ANSWER

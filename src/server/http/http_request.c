@@ -170,6 +170,8 @@ int rl__http_on_request(h2o_handler_t *self, h2o_req_t *req) {
         .path_len = path_len,
         .body = req->entity.base,
         .body_len = req->entity.base != NULL ? req->entity.len : 0,
+        .query = req->query_at != SIZE_MAX ? req->path.base + req->query_at + 1 : NULL,
+        .query_len = req->query_at != SIZE_MAX ? req->path.len - req->query_at - 1 : 0,
     };
     /* The guard's clock for idle and slow connections starts again. */
     if (req->conn->callbacks->get_socket != NULL)

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -192,18 +193,22 @@ int rl_test_daemon_run_to_exit(rl_test_daemon *daemon, const char *const *extra_
     return code;
 }
 
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw) {
+    (void)st, (void)ftw;
+    if (type == FTW_DP) rmdir(path);
+    else unlink(path);
+    return 0;
+}
+
 void rl_test_daemon_cleanup(rl_test_daemon *daemon) {
     rl_test_client_cleanup(&daemon->client);
     if (daemon->pid != 0) {
         kill_and_reap(daemon->pid);
         daemon->pid = 0;
     }
-    const char *files[] = {daemon->registry_path, daemon->stderr_path, daemon->config_path};
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) unlink(files[i]);
-    char tmp[320];
-    snprintf(tmp, sizeof tmp, "%s.tmp", daemon->registry_path);
-    unlink(tmp);
-    rmdir(daemon->dir);
+    /* Everything the daemon and the test left there: the registry, its
+     * journal and audit directory beside it, captured output. */
+    nftw(daemon->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 long rl_test_daemon_http(rl_test_daemon *daemon, const char *method, const char *path,

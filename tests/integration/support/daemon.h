@@ -1,7 +1,8 @@
 /* support/daemon.h — run the built ratelimiterd for a test.
  *
  * Each daemon gets its own mkdtemp directory holding its registry file and
- * its captured stderr. start() runs RL_DAEMON_PATH with --listen 127.0.0.1:0
+ * its captured stderr, and by default (beside the registry) its journal and
+ * audit directory: daemons of different tests never share them. start() runs RL_DAEMON_PATH with --listen 127.0.0.1:0
  * and learns the port from the "listening on" line (with a deadline); stop()
  * sends SIGTERM and returns the exit status, which must be 0 for a clean
  * stop. Not thread-safe: drive a daemon from one thread (its clients may
@@ -63,7 +64,8 @@ int rl_test_daemon_run_to_exit(rl_test_daemon *daemon, const char *const *extra_
 /* Reads the daemon's stderr so far into out (NUL-terminated, truncated). */
 void rl_test_daemon_read_stderr(const rl_test_daemon *daemon, char *out, size_t size);
 
-/* Kills the daemon if it still runs and removes the directory. */
+/* Kills the daemon if it still runs and removes the directory with
+ * everything in it. */
 void rl_test_daemon_cleanup(rl_test_daemon *daemon);
 
 /* One request over the daemon's own client; see rl_test_client_request. */

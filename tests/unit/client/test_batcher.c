@@ -533,6 +533,12 @@ static void open_checks_its_options(void **state) {
 
     rl_batcher_stats stats;
     assert_false(rl_limiter_batching_stats(&f.counting->base, &stats)); /* not a batcher */
+    /* The batcher keeps no audit log of its own: ask the inner limiter. */
+    rl_audit_entry entry;
+    rl_audit_page page = {&entry, 0, 0};
+    rl_audit_query query = {"t:shared", 0, 1};
+    assert_null(f.batcher->ops->audit);
+    assert_int_equal(rl_limiter_audit(f.batcher, &query, &page), RL_INVALID_REQUEST);
     close_fixture(&f);
 }
 

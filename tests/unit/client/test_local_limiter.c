@@ -72,6 +72,89 @@ static void refuses_a_missing_or_corrupt_file(void **state) {
     assert_non_null(strstr(err, "corrupt.json"));
 }
 
+static void audit_refuses_bad_queries(void **state) {
+    (void)state;
+    const char *path = write_file("audit_limits.json",
+                                  "[{\"key\":\"a:rpm\",\"kind\":\"rolling\",\"capacity\":2,\"window_seconds\":60}]");
+    char err[RL_LIMITER_ERR_SIZE];
+    rl_limiter *limiter;
+    assert_int_equal(rl_limiter_local_open(path, NULL, &limiter, err), RL_OK);
+    rl_audit_entry entries[2];
+    rl_audit_page page = {entries, 7, 7};
+    rl_audit_query query = {"a rpm", 0, 2};
+    assert_int_equal(rl_limiter_audit(limiter, &query, &page), RL_INVALID_REQUEST);
+    assert_non_null(strstr(rl_limiter_last_error(), "key must be"));
+    query = (rl_audit_query){"a:rpm", 0, 0};
+    assert_int_equal(rl_limiter_audit(limiter, &query, &page), RL_INVALID_REQUEST);
+    assert_string_equal(rl_limiter_last_error(), "limit must be 1..1000, not 0");
+    query.limit = RL_AUDIT_QUERY_MAX + 1;
+    assert_int_equal(rl_limiter_audit(limiter, &query, &page), RL_INVALID_REQUEST);
+    query = (rl_audit_query){"a:rpm", RL_AMOUNT_MAX + 1, 2};
+    assert_int_equal(rl_limiter_audit(limiter, &query, &page), RL_INVALID_REQUEST);
+    assert_non_null(strstr(rl_limiter_last_error(), "since_unix_ms must be 0..9007199254740992"));
+    query.since_unix_ms = 5;
+    assert_int_equal(rl_limiter_audit(limiter, &query, NULL), RL_INVALID_REQUEST);
+    rl_audit_page no_array = {NULL, 0, 0};
+    assert_int_equal(rl_limiter_audit(limiter, &query, &no_array), RL_INVALID_REQUEST);
+
+    /* Without an audit directory the backend keeps no log: an empty page,
+     * asked again from the same time; the last error is cleared. */
+    assert_int_equal(rl_limiter_audit(limiter, &query, &page), RL_OK);
+    assert_int_equal(page.count, 0);
+    assert_int_equal(page.next_since_unix_ms, 5);
+    assert_string_equal(rl_limiter_last_error(), "");
+    rl_limiter_destroy(limiter);
+}
+
+/* With an audit directory, the in-process limiter lists what each Complete
+ * charged, as GET /v1/admin/audit does. Needs the memory backend's audit
+ * log (rl_memory_backend_open with audit_dir). */
+static void audit_lists_what_was_charged(void **state) {
+    (void)state;
+    const char *path = write_file("charged.json",
+                                  "[{\"key\":\"c:spend\",\"kind\":\"budget\",\"capacity\":1000,\"period\":\"month\","
+                                  "\"timeout_seconds\":600},"
+                                  " {\"key\":\"c:tpm\",\"kind\":\"rolling\",\"capacity\":1000,\"window_seconds\":60}]");
+    char audit_dir[300], err[RL_LIMITER_ERR_SIZE];
+    snprintf(audit_dir, sizeof audit_dir, "%s/audit", dir);
+    rl_memory_options options;
+    rl_memory_options_default(&options);
+    options.audit_dir = audit_dir;
+    rl_limiter *limiter;
+    if (rl_limiter_local_open(path, &options, &limiter, err) != RL_OK) fail_msg("%s", err);
+    char id[27];
+    rl_requirement reqs[] = {{"c:spend", 400}, {"c:tpm", 300}};
+    rl_reserve_request reserve = {rl_test_lease_id(41, id), "job-41", reqs, 2};
+    rl_reserve_result result;
+    assert_int_equal(rl_limiter_reserve(limiter, &reserve, &result), RL_OK);
+    assert_true(result.allowed);
+    rl_actual actuals[] = {{"c:spend", 150}, {"c:tpm", 120}};
+    rl_complete_request complete = {id, "job-41", actuals, 2};
+    assert_int_equal(rl_limiter_complete(limiter, &complete), RL_OK);
+
+    rl_audit_entry entries[4];
+    rl_audit_page page = {entries, 0, 0};
+    rl_audit_query query = {"c:spend", 0, 4};
+    assert_int_equal(rl_limiter_audit(limiter, &query, &page), RL_OK);
+    assert_int_equal(page.count, 1);
+    assert_string_equal(entries[0].lease_id, id);
+    assert_string_equal(entries[0].job_id, "job-41");
+    assert_string_equal(entries[0].key, "c:spend");
+    assert_int_equal(entries[0].reserved, 400);
+    assert_int_equal(entries[0].actual, 150);
+    assert_true(entries[0].period_start_unix_ms > 0 && entries[0].period_start_unix_ms <= entries[0].at_unix_ms);
+    assert_false(entries[0].expired);
+    assert_true(entries[0].at_unix_ms >= result.reserved_at_unix_ms);
+    assert_true(page.next_since_unix_ms > entries[0].at_unix_ms - 1);
+    query.key = "c:tpm";
+    assert_int_equal(rl_limiter_audit(limiter, &query, &page), RL_OK);
+    assert_int_equal(page.count, 1);
+    assert_int_equal(entries[0].reserved, 300);
+    assert_int_equal(entries[0].actual, 120);
+    assert_int_equal(entries[0].period_start_unix_ms, 0); /* rolling */
+    rl_limiter_destroy(limiter);
+}
+
 static int setup(void **state) {
     (void)state;
     return mkdtemp(dir) == NULL ? -1 : 0;
@@ -88,6 +171,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(opens_a_limits_file_and_enforces_it),
         cmocka_unit_test(refuses_a_missing_or_corrupt_file),
+        cmocka_unit_test(audit_refuses_bad_queries),
+        cmocka_unit_test(audit_lists_what_was_charged),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

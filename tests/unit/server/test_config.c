@@ -59,9 +59,105 @@ static void test_defaults(void **state) {
     assert_int_equal(config.redis.flushes_in_flight, 2);
     assert_false(config.redis.allow_eviction);
     assert_int_equal(config.allowed_origin_count, 0);
+    assert_false(config.journal.set);
+    assert_false(config.audit_dir.set);
+    assert_int_equal(config.memory.journal_fsync, RL_JOURNAL_FSYNC_ALWAYS);
+    assert_int_equal(config.audit_retention_days, RL_AUDIT_DEFAULT_RETENTION_DAYS);
     char err[RL_CONFIG_ERR_SIZE];
     assert_true(rl_server_config_validate(&config, err, sizeof err));
     assert_true(rl_server_config_thread_count(&config) >= 1);
+    /* Beside the default registry: ./data/journal, ./data/audit. */
+    rl_server_memory_paths paths;
+    rl_memory_options memory;
+    rl_server_config_memory_options(&config, &paths, &memory);
+    assert_string_equal(memory.journal_path, "./data/journal");
+    assert_string_equal(memory.audit_dir, "./data/audit");
+    assert_int_equal(memory.journal_fsync, RL_JOURNAL_FSYNC_ALWAYS);
+    assert_int_equal(memory.audit_retention_days, 62);
+    assert_int_equal(memory.sweep_interval_ms, RL_MEMORY_DEFAULT_SWEEP_INTERVAL_MS);
+    assert_null(memory.clock);
+}
+
+/* memory.journal_path and audit.dir: set, off (""), or beside whatever
+ * registry.path is, so that daemons with registries of their own keep
+ * journals and audit logs of their own. */
+static void test_journal_and_audit(void **state) {
+    (void)state;
+    rl_server_config config;
+    char err[RL_CONFIG_ERR_SIZE];
+    rl_server_memory_paths paths;
+    rl_memory_options memory;
+    assert_true(load(&config,
+                     "memory:\n  journal_path: /var/lib/rl/j\n  journal_fsync: everysec\n"
+                     "audit:\n  dir: \"/var/log/rl audit\"\n  retention_days: 400\n",
+                     err, sizeof err));
+    rl_server_config_memory_options(&config, &paths, &memory);
+    assert_string_equal(memory.journal_path, "/var/lib/rl/j");
+    assert_string_equal(memory.audit_dir, "/var/log/rl audit");
+    assert_int_equal(memory.journal_fsync, RL_JOURNAL_FSYNC_EVERYSEC);
+    assert_int_equal(memory.audit_retention_days, 400);
+    assert_true(rl_server_config_validate(&config, err, sizeof err));
+    rl_redis_options redis;
+    rl_redis_options_default(&redis);
+    char host[256];
+    assert_true(rl_server_config_redis_options(&config, host, sizeof host, &redis, err, sizeof err));
+    assert_int_equal(redis.audit_retention_days, 400);
+
+    /* "" turns each off; the other keeps its default. */
+    assert_true(load(&config, "memory:\n  journal_path: \"\"\n  journal_fsync: \"off\"\n", err, sizeof err));
+    rl_server_config_memory_options(&config, &paths, &memory);
+    assert_null(memory.journal_path);
+    assert_int_equal(memory.journal_fsync, RL_JOURNAL_FSYNC_OFF);
+    assert_string_equal(memory.audit_dir, "./data/audit");
+    assert_true(load(&config, "audit:\n  dir: ''\n", err, sizeof err));
+    rl_server_config_memory_options(&config, &paths, &memory);
+    assert_null(memory.audit_dir);
+    assert_string_equal(memory.journal_path, "./data/journal");
+
+    /* Beside the registry, wherever it is. */
+    static const struct {
+        const char *registry, *journal, *audit;
+    } beside[] = {
+        {"/tmp/rl_x/limits.json", "/tmp/rl_x/journal", "/tmp/rl_x/audit"},
+        {"limits.json", "journal", "audit"},
+        {"/limits.json", "/journal", "/audit"},
+        {"a//b/", "a//b/journal", "a//b/audit"},
+    };
+    for (size_t i = 0; i < sizeof beside / sizeof beside[0]; i++) {
+        char yaml[128];
+        snprintf(yaml, sizeof yaml, "registry:\n  path: \"%s\"\n", beside[i].registry);
+        assert_true(load(&config, yaml, err, sizeof err));
+        rl_server_config_memory_options(&config, &paths, &memory);
+        assert_string_equal(memory.journal_path, beside[i].journal);
+        assert_string_equal(memory.audit_dir, beside[i].audit);
+    }
+    /* The longest registry path still has room for a name beside it. */
+    rl_server_config_default(&config);
+    memset(config.registry_path, 'r', sizeof config.registry_path - 1);
+    config.registry_path[sizeof config.registry_path - 1] = '\0';
+    config.registry_path[10] = '/';
+    rl_server_config_memory_options(&config, &paths, &memory);
+    assert_int_equal(strlen(memory.journal_path), 11 + strlen("journal"));
+
+    expect_error("memory:\n  journal_fsync: sometimes\n", "config.yaml:2:",
+                 "'journal_fsync' must be always, everysec or off");
+    expect_error("memory:\n  journal_fsync: [always]\n", "'journal_fsync' must be", NULL);
+    expect_error("memory:\n  journal_path: [a]\n", "config.yaml:2:", "'journal_path' must be a path");
+    expect_error("memory:\n  journal_path:\n", "'journal_path' needs a value", NULL);
+    expect_error("audit:\n  dir: {a: 1}\n", "'dir' must be a path", NULL);
+    expect_error("audit:\n  retention_days: 0\n", "config.yaml:2:", "'retention_days' must be an integer 1..3660");
+    expect_error("audit:\n  retention_days: 3661\n", "'retention_days' must be", NULL);
+    expect_error("audit:\n  keep: 1\n", "unknown key 'keep' in section 'audit'", NULL);
+    expect_error("audit:\n  dir: a\n  dir: b\n", "duplicate key 'dir'", NULL);
+    assert_true(load(&config, "audit:\n  retention_days: 1\n", err, sizeof err));
+    assert_true(load(&config, "audit:\n  retention_days: 3660\n", err, sizeof err));
+
+    rl_journal_fsync mode;
+    assert_true(rl_server_journal_fsync_parse("always", &mode) && mode == RL_JOURNAL_FSYNC_ALWAYS);
+    assert_true(rl_server_journal_fsync_parse("everysec", &mode) && mode == RL_JOURNAL_FSYNC_EVERYSEC);
+    assert_true(rl_server_journal_fsync_parse("off", &mode) && mode == RL_JOURNAL_FSYNC_OFF);
+    assert_false(rl_server_journal_fsync_parse("Always", &mode));
+    assert_false(rl_server_journal_fsync_parse("", &mode));
 }
 
 static void test_empty_file_keeps_defaults(void **state) {
@@ -461,12 +557,36 @@ static void test_validate(void **state) {
     rl_server_config_default(&config);
     config.registry_path[0] = '\0';
     assert_false(rl_server_config_validate(&config, err, sizeof err));
+    /* Stores that would share one file, and a retention out of range. */
+    rl_server_config_default(&config);
+    config.journal.set = true;
+    snprintf(config.journal.path, sizeof config.journal.path, "%s", config.registry_path);
+    assert_false(rl_server_config_validate(&config, err, sizeof err));
+    assert_non_null(strstr(err, "the journal is the registry file (\"./data/limits.json\")"));
+    rl_server_config_default(&config);
+    config.audit_dir.set = true;
+    snprintf(config.audit_dir.path, sizeof config.audit_dir.path, "./data/journal");
+    assert_false(rl_server_config_validate(&config, err, sizeof err));
+    assert_non_null(strstr(err, "the journal is the audit directory (\"./data/journal\")"));
+    config.journal.set = true;
+    config.journal.path[0] = '\0'; /* no journal: no clash */
+    assert_true(rl_server_config_validate(&config, err, sizeof err));
+    rl_server_config_default(&config);
+    config.audit_dir.set = true;
+    snprintf(config.audit_dir.path, sizeof config.audit_dir.path, "./data/limits.json");
+    assert_false(rl_server_config_validate(&config, err, sizeof err));
+    assert_non_null(strstr(err, "the audit directory is the registry file"));
+    rl_server_config_default(&config);
+    config.audit_retention_days = 0;
+    assert_false(rl_server_config_validate(&config, err, sizeof err));
+    assert_non_null(strstr(err, "audit.retention_days must be 1..3660"));
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_empty_file_keeps_defaults),
+        cmocka_unit_test(test_journal_and_audit),
         cmocka_unit_test(test_every_setting),
         cmocka_unit_test(test_spec_example_shape),
         cmocka_unit_test(test_redis_section),

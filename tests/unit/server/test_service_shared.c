@@ -251,7 +251,7 @@ static uint64_t file_capacity(const char *path, const char *key) {
 
 static int call(instance *d, const char *method, const char *path, const char *body) {
     rl_http_request req = {method, strlen(method), path, strlen(path), body,
-                           body != NULL ? strlen(body) : 0};
+                           body != NULL ? strlen(body) : 0, NULL, 0};
     memset(&d->res, 0, sizeof d->res);
     rl_handle_request(&d->ctx, &req, &d->res);
     assert_non_null(d->res.body);

@@ -196,7 +196,7 @@ static int teardown(void **state) {
 }
 
 static rl_http_request request(const char *method, const char *path, const char *body) {
-    rl_http_request req = {method, strlen(method), path, strlen(path), body, body != NULL ? strlen(body) : 0};
+    rl_http_request req = {method, strlen(method), path, strlen(path), body, body != NULL ? strlen(body) : 0, NULL, 0};
     return req;
 }
 

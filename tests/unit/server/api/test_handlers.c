@@ -1,6 +1,10 @@
 /* test_handlers.c — the router and the endpoints without sockets: a real
  * service (registry in a temp dir + memory backend) behind rl_handle_request.
- * Exact bodies over real HTTP are checked again in tests/integration. */
+ * GET /v1/admin/audit also on a small in-test backend whose audit_query
+ * answers what the test set (entries, or a failure) and records what it was
+ * asked; everything else of it is as plain as the service needs. Exact
+ * bodies over real HTTP (and the memory backend's real audit entries) are
+ * checked again in tests/integration. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,17 +23,83 @@
 #include "support/lease_ids.h"
 
 #define MAX_BATCH 4
+#define LEASE "01JD5Z8Q6X4W8N1V0M9R7T3K2A"
+
+/* ---- the in-test backend ---------------------------------------------------- */
+
+typedef struct audit_backend {
+    rl_backend base;
+    rl_status answer;           /* what audit_query returns */
+    rl_audit_entry entries[3];  /* copied into the page, at most query->limit */
+    size_t entry_count;
+    uint64_t next_since_unix_ms;
+    int calls;
+    char key[RL_KEY_MAX_LEN + 1]; /* the last query */
+    uint64_t since_unix_ms;
+    uint32_t limit;
+} audit_backend;
+
+static rl_status apply_definition(rl_backend *b, const rl_limit_def *def, rl_limit_status *out) {
+    (void)b, (void)def;
+    if (out != NULL) *out = RL_LIMIT_STATUS_ACTIVE;
+    return RL_OK;
+}
+static void reserve_batch(rl_backend *b, const rl_reserve_request *r, size_t n, rl_reserve_result *results) {
+    (void)b, (void)r;
+    memset(results, 0, n * sizeof *results);
+}
+static void complete_batch(rl_backend *b, const rl_complete_request *r, size_t n, rl_status *statuses) {
+    (void)b, (void)r;
+    for (size_t i = 0; i < n; i++) statuses[i] = RL_OK;
+}
+static rl_status limit_usage(rl_backend *b, const char *key, rl_limit_usage *out) {
+    (void)b, (void)key, (void)out;
+    return RL_UNKNOWN_LIMIT_KEY;
+}
+static void sweep(rl_backend *b) { (void)b; }
+static void destroy(rl_backend *b) { free(b); }
+
+static rl_status audit_query(rl_backend *base, const rl_audit_query *query, rl_audit_page *page) {
+    audit_backend *b = (audit_backend *)base;
+    b->calls++;
+    snprintf(b->key, sizeof b->key, "%s", query->key);
+    b->since_unix_ms = query->since_unix_ms;
+    b->limit = query->limit;
+    if (b->answer != RL_OK) return b->answer;
+    /* The caller's array holds query->limit entries: write every one. */
+    for (uint32_t i = 0; i < query->limit; i++) memset(&page->entries[i], 0, sizeof page->entries[i]);
+    page->count = b->entry_count < query->limit ? b->entry_count : query->limit;
+    memcpy(page->entries, b->entries, page->count * sizeof *page->entries);
+    page->next_since_unix_ms = b->next_since_unix_ms;
+    return RL_OK;
+}
+
+static const rl_backend_ops audit_ops = {
+    .abi_version = RL_BACKEND_ABI_VERSION,
+    .name = "audit-test",
+    .apply_definition = apply_definition,
+    .reserve_batch = reserve_batch,
+    .complete_batch = complete_batch,
+    .limit_usage = limit_usage,
+    .sweep = sweep,
+    .destroy = destroy,
+    .audit_query = audit_query,
+};
+
+/* ---- the fixture -------------------------------------------------------------- */
 
 typedef struct fixture {
     char dir[64];
     char subdir[96];
     char path[128];
+    audit_backend *audit; /* the service's backend in the audit tests, else NULL (memory) */
     rl_service *service;
     rl_handler_ctx ctx;
     rl_http_response res;
 } fixture;
 
-static int setup(void **state) {
+/* A service on the memory backend, or on the in-test audit backend. */
+static int open_fixture(void **state, bool audit) {
     fixture *f = calloc(1, sizeof *f);
     snprintf(f->dir, sizeof f->dir, "/tmp/rl_test_handlers_XXXXXX");
     assert_non_null(mkdtemp(f->dir));
@@ -41,12 +111,20 @@ static int setup(void **state) {
     rl_service_options options = {.backend_name = "memory", .registry_path = f->path};
     rl_memory_options_default(&options.memory);
     options.memory.sweep_interval_ms = 0;
+    if (audit) {
+        f->audit = calloc(1, sizeof *f->audit);
+        f->audit->base.ops = &audit_ops;
+        options.backend = &f->audit->base; /* the service's from here on */
+    }
     char err[256];
     if (rl_service_open(&options, &f->service, err, sizeof err) != RL_OK) fail_msg("%s", err);
     assert_true(rl_handler_ctx_init(&f->ctx, f->service, MAX_BATCH));
     *state = f;
     return 0;
 }
+
+static int setup(void **state) { return open_fixture(state, false); }
+static int setup_audit(void **state) { return open_fixture(state, true); }
 
 static int teardown(void **state) {
     fixture *f = *state;
@@ -59,10 +137,13 @@ static int teardown(void **state) {
     return 0;
 }
 
-/* Runs one request; returns the status, the body in f->res. */
+/* Runs one request; returns the status, the body in f->res. A '?' in path
+ * starts the query, as the HTTP glue splits it. */
 static int call(fixture *f, const char *method, const char *path, const char *body) {
-    rl_http_request req = {method, strlen(method), path, strlen(path), body,
-                           body != NULL ? strlen(body) : 0};
+    const char *mark = strchr(path, '?');
+    size_t path_len = mark != NULL ? (size_t)(mark - path) : strlen(path);
+    rl_http_request req = {method, strlen(method), path, path_len, body, body != NULL ? strlen(body) : 0,
+                           mark != NULL ? mark + 1 : NULL, mark != NULL ? strlen(mark + 1) : 0};
     memset(&f->res, 0, sizeof f->res);
     rl_handle_request(&f->ctx, &req, &f->res);
     assert_non_null(f->res.body);
@@ -97,8 +178,22 @@ static void test_routing(void **state) {
     /* Method names are case-sensitive (RFC 9110). */
     assert_int_equal(call(f, "post", "/v1/reserve", NULL), 405);
 
+    assert_int_equal(call(f, "PUT", "/v1/admin/audit", NULL), 405);
+    assert_string_equal(f->res.allow, "GET");
+
     assert_int_equal(call(f, "GET", "/healthz", NULL), 200);
     assert_string_equal(body(f), "{\"ok\":true,\"backend\":\"memory\",\"limits\":0}");
+}
+
+/* A memory backend opened without an audit directory keeps no log: every
+ * page is empty and says to ask again from the same time. A query string
+ * on another endpoint plays no part. */
+static void test_audit_without_a_log(void **state) {
+    fixture *f = *state;
+    assert_int_equal(call(f, "GET", "/v1/admin/audit?key=k:spend&since_unix_ms=1764058800000", NULL), 200);
+    assert_string_equal(body(f), "{\"entries\":[],\"next_since_unix_ms\":1764058800000}");
+    assert_int_equal(call(f, "GET", "/v1/admin/audit?key=k%20spend", NULL), 400);
+    assert_int_equal(call(f, "GET", "/healthz?key=x", NULL), 200);
 }
 
 static void test_reserve_shapes(void **state) {
@@ -262,6 +357,76 @@ static void test_put_failure_changes_nothing(void **state) {
     assert_int_equal(mkdir(f->subdir, 0700), 0);
 }
 
+/* ---- GET /v1/admin/audit on the in-test backend ------------------------------ */
+
+static void test_a_page_in_api_shape(void **state) {
+    fixture *f = *state;
+    audit_backend *b = f->audit;
+    b->entries[0] = (rl_audit_entry){1764058800123u, LEASE, "job-7", "tenant:a:spend", 400, 150, 1761955200000u, false};
+    b->entries[1] = (rl_audit_entry){1764058800200u, LEASE, "", "tenant:a:spend", 90, 0, 1761955200000u, true};
+    b->entry_count = 2;
+    b->next_since_unix_ms = 1764058800201u;
+    assert_int_equal(call(f, "GET", "/v1/admin/audit?key=tenant%3Aa%3Aspend&since_unix_ms=1764058800000&limit=5", NULL),
+                     200);
+    assert_string_equal(body(f),
+                        "{\"entries\":[{\"at_unix_ms\":1764058800123,\"lease_id\":\"" LEASE "\",\"job_id\":\"job-7\","
+                        "\"key\":\"tenant:a:spend\",\"reserved\":400,\"actual\":150,"
+                        "\"period_start_unix_ms\":1761955200000,\"expired\":false},"
+                        "{\"at_unix_ms\":1764058800200,\"lease_id\":\"" LEASE "\",\"job_id\":\"\","
+                        "\"key\":\"tenant:a:spend\",\"reserved\":90,\"actual\":0,"
+                        "\"period_start_unix_ms\":1761955200000,\"expired\":true}],"
+                        "\"next_since_unix_ms\":1764058800201}");
+    assert_int_equal(b->calls, 1);
+    assert_string_equal(b->key, "tenant:a:spend"); /* decoded; need not be defined */
+    assert_int_equal(b->since_unix_ms, 1764058800000u);
+    assert_int_equal(b->limit, 5);
+
+    /* The defaults; a page holds at most limit entries. */
+    assert_int_equal(call(f, "GET", "/v1/admin/audit?key=k", NULL), 200);
+    assert_int_equal(b->since_unix_ms, 0);
+    assert_int_equal(b->limit, 100);
+    assert_int_equal(call(f, "GET", "/v1/admin/audit?key=k&limit=1", NULL), 200);
+    assert_non_null(strstr(body(f), "\"expired\":false}],\"next_since_unix_ms\":1764058800201}"));
+    assert_null(strstr(body(f), "\"expired\":true"));
+    assert_int_equal(call(f, "GET", "/v1/admin/audit?key=k&limit=1000", NULL), 200);
+    assert_int_equal(b->limit, 1000);
+}
+
+static void test_bad_queries_reach_no_backend(void **state) {
+    fixture *f = *state;
+    assert_int_equal(call(f, "GET", "/v1/admin/audit", NULL), 400);
+    assert_string_equal(body(f), "{\"error\":\"invalid_request\",\"detail\":\"key is required: GET "
+                                 "/v1/admin/audit?key=K[&since_unix_ms=T][&limit=N]\"}");
+    assert_int_equal(call(f, "GET", "/v1/admin/audit?key=k&limit=1001", NULL), 400);
+    assert_string_equal(body(f), "{\"error\":\"invalid_request\",\"detail\":\"limit must be a decimal integer 1..1000\"}");
+    assert_int_equal(call(f, "GET", "/v1/admin/audit?key=k&since=1", NULL), 400);
+    assert_non_null(strstr(body(f), "unknown parameter \\\"since\\\""));
+    assert_int_equal(call(f, "GET", "/v1/admin/audit?key=%22&key=x", NULL), 400);
+    assert_non_null(strstr(body(f), "key appears twice"));
+    assert_int_equal(f->audit->calls, 0);
+}
+
+static void test_audit_routing(void **state) {
+    fixture *f = *state;
+    assert_int_equal(call(f, "POST", "/v1/admin/audit?key=k", NULL), 405);
+    assert_string_equal(f->res.allow, "GET");
+    assert_string_equal(body(f), "{\"error\":\"invalid_request\"}");
+    assert_int_equal(call(f, "GET", "/v1/admin/audit/k", NULL), 404);
+    assert_int_equal(call(f, "GET", "/v1/admin/audi?key=k", NULL), 404);
+    assert_int_equal(f->audit->calls, 0);
+}
+
+static void test_backend_failures(void **state) {
+    fixture *f = *state;
+    f->audit->answer = RL_BACKEND_ERROR; /* a store out of reach: retry later */
+    assert_int_equal(call(f, "GET", "/v1/admin/audit?key=k", NULL), 503);
+    assert_string_equal(body(f), "{\"error\":\"backend_error\"}");
+    f->audit->answer = RL_IO_ERROR; /* an audit file that cannot be read */
+    assert_int_equal(call(f, "GET", "/v1/admin/audit?key=k", NULL), 500);
+    assert_string_equal(body(f), "{\"error\":\"backend_error\"}");
+    assert_int_equal(f->audit->calls, 2);
+}
+
 static void test_service_open_errors(void **state) {
     (void)state;
     char dir[] = "/tmp/rl_test_service_XXXXXX";
@@ -305,11 +470,16 @@ static void test_service_open_errors(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_routing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_audit_without_a_log, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reserve_shapes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_batches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_admin, setup, teardown),
         cmocka_unit_test_setup_teardown(test_put_failure_changes_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_large_answer_buffer_is_trimmed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_page_in_api_shape, setup_audit, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_queries_reach_no_backend, setup_audit, teardown),
+        cmocka_unit_test_setup_teardown(test_audit_routing, setup_audit, teardown),
+        cmocka_unit_test_setup_teardown(test_backend_failures, setup_audit, teardown),
         cmocka_unit_test(test_service_open_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
