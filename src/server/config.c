@@ -400,6 +400,8 @@ static bool load_document(load_ctx *ctx, rl_server_config *c) {
         {"max_leases", FIELD_U64, &c->memory.max_leases, 0, RL_CONFIG_MAX_MAX_LEASES, "0: default"},
         {"journal_path", FIELD_PATH, &c->journal, 0, 0, ""},
         {"journal_fsync", FIELD_FSYNC, &c->memory.journal_fsync, 0, 0, ""},
+        {"journal_compact_bytes", FIELD_U64, &c->memory.journal_compact_bytes, 0, UINT64_C(1) << 40,
+         "bytes, 0: 64 MiB"},
     };
     const field audit_fields[] = {
         {"dir", FIELD_PATH, &c->audit_dir, 0, 0, ""},

@@ -10,7 +10,9 @@
  *             "journal" beside registry.path, so ./data/journal; "" keeps
  *             usage in memory only), journal_fsync (always: before each
  *             answer, one fdatasync for all the answers ready; everysec;
- *             off; default always)
+ *             off; default always), journal_compact_bytes (the journal is
+ *             rewritten as a snapshot past this size and twice its last
+ *             snapshot; 0: 64 MiB)
  *   audit:    dir (the memory backend's audit log of spend, one file a day:
  *             default "audit" beside registry.path, so ./data/audit; ""
  *             keeps none; the redis backend keeps its log in Redis and does

@@ -1,5 +1,6 @@
 /* test_journal_crash.c — acknowledged usage survives kill -9 of ratelimiterd
- * (memory backend, journal on its default path, journal_fsync always).
+ * (memory backend, journal on its default path; journal_fsync always,
+ * everysec and off, which all write before answering).
  *
  * Rounds of: start the daemon on the same directory, run CLIENTS threads
  * that each reserve a lease on a rolling limit, a budget and a concurrency
@@ -131,7 +132,8 @@ static cJSON *usage_of(rl_test_daemon *daemon, const char *key) {
 }
 
 static uint64_t field(const cJSON *doc, const char *name) {
-    const cJSON *usage = cJSON_GetObjectItemCaseSensitive(doc, "usage");
+    const cJSON *limit = cJSON_GetObjectItemCaseSensitive(doc, "limit");
+    const cJSON *usage = cJSON_GetObjectItemCaseSensitive(limit, "usage");
     const cJSON *value = cJSON_GetObjectItemCaseSensitive(usage, name);
     assert_true(cJSON_IsNumber(value));
     return (uint64_t)value->valuedouble;
@@ -210,15 +212,18 @@ static uint64_t audit_count(rl_test_daemon *daemon, const char *key, uint64_t ac
     }
 }
 
+/* state: the daemon's config.yaml (journal_fsync, compaction). */
 static void test_usage_survives_kill_9(void **state) {
-    (void)state;
+    const char *config = *state;
     rl_test_daemon daemon;
     rl_test_daemon_init(&daemon);
     rl_test_daemon_write_registry(&daemon, REGISTRY);
+    rl_test_daemon_write_config(&daemon, config);
+    const char *args[] = {"-c", daemon.config_path, NULL};
     static client clients[CLIENTS];
     memset(clients, 0, sizeof clients);
     for (int round = 0; round < ROUNDS; round++) {
-        assert_true(rl_test_daemon_start(&daemon, NULL));
+        assert_true(rl_test_daemon_start(&daemon, args));
         /* Last round's calls in flight, retried with the same lease ids:
          * then usage is exactly what the clients saw. */
         for (int i = 0; i < CLIENTS; i++) {
@@ -244,7 +249,7 @@ static void test_usage_survives_kill_9(void **state) {
             atomic_store(&clients[i].stop, true);
             pthread_join(threads[i], NULL);
         }
-        assert_true(rl_test_daemon_start(&daemon, NULL));
+        assert_true(rl_test_daemon_start(&daemon, args));
         bounds b = bounds_of(clients);
         check_usage(&daemon, &b);
         assert_int_equal(rl_test_daemon_stop(&daemon), 0);
@@ -261,8 +266,15 @@ int main(void) {
     seed = fixed != NULL ? (unsigned)strtoul(fixed, NULL, 10) : (unsigned)time(NULL);
     print_message("RL_TEST_SEED=%u\n", seed);
     rl_test_http_global_init();
+    /* everysec and off write before answering too (the kernel has it: a
+     * kill -9 loses nothing; only a power loss could). */
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_usage_survives_kill_9),
+        cmocka_unit_test_prestate(test_usage_survives_kill_9, "memory:\n  journal_fsync: always\n"),
+        cmocka_unit_test_prestate(test_usage_survives_kill_9, "memory:\n  journal_fsync: everysec\n"),
+        cmocka_unit_test_prestate(test_usage_survives_kill_9, "memory:\n  journal_fsync: off\n"),
+        /* The journal compacted again and again while the kills come. */
+        cmocka_unit_test_prestate(test_usage_survives_kill_9,
+                                  "memory:\n  journal_fsync: everysec\n  journal_compact_bytes: 32768\n"),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -239,7 +239,10 @@ static void compact_locked(rl__journal *journal) {
               rl__record_file_rewrite(journal->file, snapshot_source, journal, err, sizeof err) == RL_OK;
     if (ok) {
         journal->writing.len = 0; /* in the snapshot */
+        uint64_t before = journal->snapshot_bytes;
         journal->snapshot_bytes = rl__record_file_size(journal->file);
+        fprintf(stderr, "ratelimiterd: journal compacted to %llu bytes (the last snapshot was %llu)\n",
+                (unsigned long long)journal->snapshot_bytes, (unsigned long long)before);
         set_outcome(journal, ticket, true, "");
     } else {
         /* The old file stays: the changes before the cut go into it. */
