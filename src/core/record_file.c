@@ -291,6 +291,38 @@ rl_status rl__record_file_rewrite(rl__record_file *file, rl__record_source_fn so
     return reopened != RL_OK ? reopened : status;
 }
 
+rl_status rl__record_file_adopt(rl__record_file *file, const char *tmp_path, char *err, size_t err_size) {
+    int fd = open(tmp_path, O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (fd < 0) return fail(RL_IO_ERROR, err, err_size, "%s: cannot open to append: %s", tmp_path, strerror(errno));
+    bool written = file->pending_len == 0 || rl__write_all(fd, file->pending, file->pending_len) == 0;
+    int saved = errno;
+    if (written && fdatasync(fd) != 0) {
+        written = false;
+        saved = errno;
+    }
+    close(fd);
+    if (!written) return fail(RL_IO_ERROR, err, err_size, "%s: cannot write: %s", tmp_path, strerror(saved));
+    char *dir = rl__directory_of(file->path);
+    int dir_fd = dir != NULL ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    if (rename(tmp_path, file->path) != 0) {
+        saved = errno;
+        if (dir_fd >= 0) close(dir_fd);
+        free(dir);
+        return fail(RL_IO_ERROR, err, err_size, "%s: cannot rename over %s: %s", tmp_path, file->path,
+                    strerror(saved));
+    }
+    file->pending_len = 0; /* in the new file */
+    close(file->fd);
+    file->fd = -1;
+    rl_status status = open_for_append(file, err, err_size);
+    if (dir_fd >= 0 && fsync(dir_fd) != 0 && errno != EINVAL && errno != ENOTSUP && status == RL_OK)
+        status = fail(RL_IO_ERROR, err, err_size, "%s: renamed, but fsync of %s failed (%s)", file->path, dir,
+                      strerror(errno));
+    if (dir_fd >= 0) close(dir_fd);
+    free(dir);
+    return status;
+}
+
 void rl__record_file_close(rl__record_file *file) {
     if (file == NULL) return;
     if (file->fd >= 0) close(file->fd);

@@ -107,6 +107,13 @@ bool rl__record_sink_add(rl__record_sink *sink, const void *record, size_t len);
 rl_status rl__record_file_rewrite(rl__record_file *file, rl__record_source_fn source, void *context, char *err,
                                   size_t err_size);
 
+/* Replaces the file by the record file at tmp_path (written and synced by
+ * someone else: a compaction in a child process), after appending to it
+ * the records still buffered here, then syncing it, renaming it over the
+ * file and syncing the directory; goes on appending to the new file. On a
+ * failure before the rename the old file stays, and so does the buffer. */
+rl_status rl__record_file_adopt(rl__record_file *file, const char *tmp_path, char *err, size_t err_size);
+
 /* Closes without flushing (flush first what must be kept). NULL is allowed. */
 void rl__record_file_close(rl__record_file *file);
 

@@ -10,11 +10,18 @@
 #include "backend/memory/journal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "core/atomic_file.h"
 
 #define TICK_MS 100u
 #define TICKS_PER_SECOND 10u
@@ -38,6 +45,7 @@ typedef struct waiter {
 
 struct rl__journal {
     rl__record_file *file;
+    char *tmp_path;          /* where a compaction's child writes the snapshot */
     rl_journal_fsync fsync;
     uint64_t compact_bytes;
     uint64_t snapshot_bytes; /* the file's size after the last compaction (or at open) */
@@ -46,13 +54,16 @@ struct rl__journal {
     pthread_mutex_t io_lock;
     record_buf writing; /* swapped out of pending by a flush; io_lock */
     audit_buf writing_audit;
-    record_buf snapshot; /* filled by owner.snapshot; io_lock */
+    record_buf snapshot; /* filled by owner.snapshot, in the child */
+    pid_t child;         /* a compaction under way (io_lock), or 0 */
+    uint64_t compaction_started_ms, snapshot_taken_ms;
 
     pthread_mutex_t pending_lock;
     record_buf pending;
     audit_buf pending_audit;
     uint64_t added; /* the ticket: grows with every addition */
-    uint64_t cut_ticket;
+    bool capturing;     /* a compaction's child runs: additions go to since_cut too */
+    record_buf since_cut;
 
     pthread_mutex_t state_lock;
     pthread_cond_t wake;    /* the flusher: waiters, or stop */
@@ -121,6 +132,9 @@ static void swap_audit(audit_buf *a, audit_buf *b) {
 bool rl__journal_add(rl__journal *journal, const rl__jrec *record) {
     pthread_mutex_lock(&journal->pending_lock);
     bool ok = buf_add(&journal->pending, record);
+    /* The new file needs what came after its snapshot; without memory for
+     * it, the compaction is abandoned (the old file has everything). */
+    if (ok && journal->capturing && !buf_add(&journal->since_cut, record)) journal->capturing = false;
     if (ok) journal->added++;
     pthread_mutex_unlock(&journal->pending_lock);
     return ok;
@@ -201,62 +215,139 @@ static void flush_locked(rl__journal *journal, bool sync) {
     set_outcome(journal, ticket, ok, err);
 }
 
-/* ---- compaction (flusher, under io_lock) ---- */
+/* ---- compaction (flusher, under io_lock) ----
+ *
+ * A child process writes the snapshot: fork() under the owner's lock gives
+ * it a copy of the state at one instant, taken in the time fork copies the
+ * page tables, and the owner's lock is released at once. The child encodes
+ * every live record and writes them, synced, to <journal>.tmp. Meanwhile
+ * the parent goes on answering and writing the old file, and keeps a copy
+ * of every record added since the fork. When the child is done, the parent
+ * appends those records to the new file, syncs it and renames it over the
+ * journal (record_file.h, rl__record_file_adopt). Until that rename the old
+ * file holds everything; after it, the new one. The child only encodes and
+ * writes: it takes no lock and starts no thread. */
 
 bool rl__journal_snapshot_add(rl__journal *journal, const rl__jrec *record) {
     return buf_add(&journal->snapshot, record);
 }
 
-void rl__journal_cut(rl__journal *journal) {
-    pthread_mutex_lock(&journal->pending_lock);
-    swap_records(&journal->pending, &journal->writing);
-    swap_audit(&journal->pending_audit, &journal->writing_audit);
-    journal->cut_ticket = journal->added;
-    pthread_mutex_unlock(&journal->pending_lock);
+static bool frame_one(void *context, const void *record, size_t len) {
+    record_buf *out = context;
+    if (out->len + RL__RECORD_FRAME_BYTES + len > out->capacity) return false;
+    out->len += rl__record_frame(out->bytes + out->len, record, len);
+    return true;
 }
 
-static bool sink_one(void *context, const void *record, size_t len) {
-    return rl__record_sink_add(context, record, len);
-}
-static bool snapshot_source(rl__record_sink *sink, void *context) {
-    return buf_each(&((rl__journal *)context)->snapshot, sink_one, sink);
+/* In the child: the snapshot's records as a record file at tmp_path. */
+static bool write_snapshot_file(rl__journal *journal) {
+    size_t framed_bytes = journal->snapshot.len * 2 + RL__RECORD_FILE_HEADER_BYTES; /* 4-byte lengths become 8-byte frames */
+    record_buf framed = {malloc(framed_bytes), 0, framed_bytes};
+    if (framed.bytes == NULL) return false;
+    memcpy(framed.bytes, RL__RECORD_FILE_HEADER, RL__RECORD_FILE_HEADER_BYTES);
+    framed.len = RL__RECORD_FILE_HEADER_BYTES;
+    if (!buf_each(&journal->snapshot, frame_one, &framed)) return false;
+    int fd = open(journal->tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return false;
+    bool ok = rl__write_all(fd, framed.bytes, framed.len) == 0 && fdatasync(fd) == 0;
+    close(fd);
+    return ok;
 }
 
 static bool wants_compaction(const rl__journal *journal) {
-    if (journal->file == NULL) return false;
+    if (journal->file == NULL || journal->child != 0) return false;
     uint64_t size = rl__record_file_size(journal->file);
     return size > journal->compact_bytes && size > 2 * journal->snapshot_bytes &&
            rl__record_file_pending_bytes(journal->file) == 0;
 }
 
-static void compact_locked(rl__journal *journal) {
-    journal->snapshot.len = 0;
-    if (journal->owner.snapshot == NULL || !journal->owner.snapshot(journal->owner.context, journal)) return;
-    uint64_t ticket = journal->cut_ticket;
-    char err[256] = "";
-    /* The audit entries of the changes in the snapshot go first, as always. */
-    bool ok = write_audit(journal, true, err, sizeof err) &&
-              rl__record_file_rewrite(journal->file, snapshot_source, journal, err, sizeof err) == RL_OK;
+static uint64_t monotonic_ms(void);
+
+static void start_compaction(rl__journal *journal) {
+    journal->owner.lock(journal->owner.context);
+    pthread_mutex_lock(&journal->pending_lock);
+    journal->since_cut.len = 0;
+    journal->capturing = true;
+    pthread_mutex_unlock(&journal->pending_lock);
+    uint64_t started_ms = monotonic_ms();
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* A child outliving a daemon killed -9 would write the .tmp the
+         * next daemon's compaction writes: it dies with its parent. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(1);
+        journal->snapshot.len = 0;
+        bool ok = journal->owner.snapshot(journal->owner.context, journal) && write_snapshot_file(journal);
+        _exit(ok ? 0 : 1);
+    }
+    journal->owner.unlock(journal->owner.context);
+    journal->snapshot_taken_ms = monotonic_ms() - started_ms;
+    journal->compaction_started_ms = started_ms;
+    if (pid < 0) {
+        fprintf(stderr, "ratelimiterd: journal compaction cannot start (fork: %s); the journal goes on growing\n",
+                strerror(errno));
+        pthread_mutex_lock(&journal->pending_lock);
+        journal->capturing = false;
+        pthread_mutex_unlock(&journal->pending_lock);
+        journal->snapshot_bytes = rl__record_file_size(journal->file); /* not again at once */
+        return;
+    }
+    journal->child = pid;
+}
+
+static bool append_to_file(void *context, const void *record, size_t len) {
+    return rl__record_file_append(context, record, len) == RL_OK;
+}
+
+/* The child is done: the new file gets what came since, then takes the
+ * journal's place. */
+static void finish_compaction(rl__journal *journal, bool child_ok) {
+    journal->child = 0;
+    char err[256] = "the snapshot could not be written";
+    /* Everything added so far goes to the new file (what came since the
+     * fork) or is already in the old one: take it all out of pending. The
+     * audit entries of those changes go first, as always. */
+    flush_locked(journal, false);
+    pthread_mutex_lock(&journal->pending_lock);
+    bool captured = journal->capturing;
+    journal->capturing = false;
+    swap_records(&journal->since_cut, &journal->writing);
+    journal->since_cut.len = 0;
+    journal->pending.len = 0;
+    swap_audit(&journal->pending_audit, &journal->writing_audit);
+    uint64_t ticket = journal->added;
+    pthread_mutex_unlock(&journal->pending_lock);
+    bool ok = write_audit(journal, true, err, sizeof err);
+    if (!buf_each(&journal->writing, append_to_file, journal->file)) ok = false;
+    ok = ok && child_ok && captured;
+    if (ok) ok = rl__record_file_adopt(journal->file, journal->tmp_path, err, sizeof err) == RL_OK;
+    journal->writing.len = 0;
     if (ok) {
-        journal->writing.len = 0; /* in the snapshot */
         uint64_t before = journal->snapshot_bytes;
         journal->snapshot_bytes = rl__record_file_size(journal->file);
-        fprintf(stderr, "ratelimiterd: journal compacted to %llu bytes (the last snapshot was %llu)\n",
-                (unsigned long long)journal->snapshot_bytes, (unsigned long long)before);
+        fprintf(stderr,
+                "ratelimiterd: journal compacted to %llu bytes (the last snapshot was %llu; answers paused "
+                "%llu ms for the fork, the snapshot took %llu ms)\n",
+                (unsigned long long)journal->snapshot_bytes, (unsigned long long)before,
+                (unsigned long long)journal->snapshot_taken_ms,
+                (unsigned long long)(monotonic_ms() - journal->compaction_started_ms));
         set_outcome(journal, ticket, true, "");
-    } else {
-        /* The old file stays: the changes before the cut go into it. */
-        if (!buf_each(&journal->writing, append_one, journal->file)) snprintf(err, sizeof err, "out of memory");
-        journal->writing.len = 0;
-        bool flushed = rl__record_file_flush(journal->file, true, err, sizeof err) == RL_OK;
-        set_outcome(journal, ticket, flushed, err);
-        fprintf(stderr, "ratelimiterd: journal compaction failed (%s); the journal goes on growing\n", err);
-        journal->snapshot_bytes = rl__record_file_size(journal->file); /* not again at once */
+        return;
     }
-    if (journal->snapshot.capacity > (64u << 20)) { /* give a big snapshot's memory back */
-        free(journal->snapshot.bytes);
-        journal->snapshot = (record_buf){0};
-    }
+    /* The old file stays: the records taken out of pending go into it. */
+    unlink(journal->tmp_path);
+    fprintf(stderr, "ratelimiterd: journal compaction failed (%s); the journal goes on growing\n", err);
+    bool flushed = rl__record_file_flush(journal->file, journal->fsync != RL_JOURNAL_FSYNC_OFF, err, sizeof err) == RL_OK;
+    set_outcome(journal, ticket, flushed, err);
+    journal->snapshot_bytes = rl__record_file_size(journal->file); /* not again at once */
+}
+
+/* Whether the child is done; if so, finishes. */
+static void poll_compaction(rl__journal *journal) {
+    int status;
+    pid_t done = waitpid(journal->child, &status, WNOHANG);
+    if (done == 0 || (done < 0 && errno == EINTR)) return;
+    finish_compaction(journal, done == journal->child && WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 /* ---- answering ---- */
@@ -410,7 +501,8 @@ static void *flusher_main(void *arg) {
         } else if (second || has_unwritten(journal)) {
             flush_locked(journal, second && journal->fsync == RL_JOURNAL_FSYNC_EVERYSEC);
         }
-        if (ticked && wants_compaction(journal)) compact_locked(journal);
+        if (ticked && journal->child != 0) poll_compaction(journal);
+        if (ticked && wants_compaction(journal)) start_compaction(journal);
         pthread_mutex_unlock(&journal->io_lock);
         answer_settled(journal);
         if (second && journal->owner.tick != NULL) journal->owner.tick(journal->owner.context);
@@ -431,6 +523,7 @@ rl_status rl__journal_open(const char *path, rl_journal_fsync fsync, uint64_t co
         return status;
     }
     journal->fsync = fsync;
+    if (path != NULL && asprintf(&journal->tmp_path, "%s.tmp", path) < 0) journal->tmp_path = NULL;
     journal->compact_bytes = compact_bytes != 0 ? compact_bytes : RL__JOURNAL_DEFAULT_COMPACT_BYTES;
     journal->snapshot_bytes = path != NULL ? rl__record_file_size(journal->file) : 0;
     pthread_mutex_init(&journal->io_lock, NULL);
@@ -466,6 +559,12 @@ void rl__journal_close(rl__journal *journal) {
         pthread_join(journal->thread, NULL);
     }
     pthread_mutex_lock(&journal->io_lock);
+    if (journal->child != 0) { /* a compaction half-way: the old file has everything */
+        kill(journal->child, SIGKILL);
+        waitpid(journal->child, NULL, 0);
+        unlink(journal->tmp_path);
+        journal->capturing = false;
+    }
     flush_locked(journal, journal->fsync != RL_JOURNAL_FSYNC_OFF);
     pthread_mutex_unlock(&journal->io_lock);
     answer_settled(journal);
@@ -482,6 +581,8 @@ void rl__journal_close(rl__journal *journal) {
     free(journal->pending.bytes);
     free(journal->writing.bytes);
     free(journal->snapshot.bytes);
+    free(journal->since_cut.bytes);
+    free(journal->tmp_path);
     free(journal->pending_audit.entries);
     free(journal->writing_audit.entries);
     free(journal->waiters);

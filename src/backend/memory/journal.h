@@ -15,12 +15,12 @@
  * with them, so the audit log is never behind an acknowledged journal.
  *
  * Compaction: when the file has grown past compact_bytes and twice its last
- * snapshot, the flusher asks the owner for a snapshot of its live state
- * (under the owner's lock: rl__journal_cut marks where it stands), writes
- * the audit entries added before it, then replaces the file atomically with
- * the snapshot (record_file.h: tmp, fsync, rename, fsync the directory).
- * Answers go on meanwhile: changes after the cut wait in memory for the new
- * file. A crash at any point leaves the old file or the new one whole.
+ * snapshot, the flusher forks under the owner's lock; the child writes a
+ * snapshot of the live state to <path>.tmp (synced) while the parent goes
+ * on answering into the old file and keeps a copy of what comes after the
+ * fork; then that copy is appended to the new file, which is synced and
+ * renamed over the old one (record_file.h). Answers pause only for the
+ * fork. A crash at any point leaves the old file or the new one whole.
  *
  * If a write fails, the records stay buffered (retried by the next flush),
  * the waiters covered are answered with durable = false, and
@@ -56,9 +56,13 @@ typedef struct rl__journal_owner {
      * buffered for the retry). NULL: no audit log. */
     bool (*write_audit)(void *context, const rl__journal_audit *entries, size_t count, bool sync, char *err,
                         size_t err_size);
-    /* Takes the owner's lock, adds every live record to the sink through
-     * rl__journal_snapshot_add, calls rl__journal_cut, releases the lock.
-     * False if it could not (no memory): compaction waits for next time. */
+    /* The owner's lock, held around the fork of a compaction. */
+    void (*lock)(void *context);
+    void (*unlock)(void *context);
+    /* In the compaction's child process (a copy of the state, the owner's
+     * lock held by the fork): adds every live record through
+     * rl__journal_snapshot_add. Must take no lock and start no thread.
+     * False if it could not (no memory). */
     bool (*snapshot)(void *context, rl__journal *journal);
     /* Called on the flusher thread about once a second, outside every lock
      * of the journal (the audit log's retention). NULL: nothing. */
@@ -98,12 +102,9 @@ void rl__journal_when_durable(rl__journal *journal, uint64_t ticket, void (*done
 /* The same, waiting on this thread: true, or false if a write failed. */
 bool rl__journal_wait_durable(rl__journal *journal, uint64_t ticket);
 
-/* The snapshot's side (inside owner.snapshot): adds one record to the new
- * file's content; false on allocation failure. Then rl__journal_cut, still
- * under the owner's lock: what was added before it is in the snapshot (its
- * audit entries are still written). */
+/* The snapshot's side (inside owner.snapshot, in the child): adds one
+ * record to the new file's content; false on allocation failure. */
 bool rl__journal_snapshot_add(rl__journal *journal, const rl__jrec *record);
-void rl__journal_cut(rl__journal *journal);
 
 /* True while the last flush failed; err gets why. */
 bool rl__journal_failing(rl__journal *journal, char *err, size_t err_size);

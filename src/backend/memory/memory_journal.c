@@ -343,16 +343,18 @@ static bool replay_record(const unsigned char *data, size_t len, uint64_t offset
     return false;
 }
 
-/* ---- snapshot (flusher thread, through the journal's owner) ---- */
+/* ---- snapshot (in the compaction's child: a copy of the state, no locks) ---- */
 
 static int by_decision_time(const void *a, const void *b) {
     const rl_mem_lease *x = *(const rl_mem_lease *const *)a, *y = *(const rl_mem_lease *const *)b;
     return x->at_unix_ms < y->at_unix_ms ? -1 : x->at_unix_ms > y->at_unix_ms;
 }
 
+static void lock_backend(void *context) { pthread_mutex_lock(&((memory_backend *)context)->lock); }
+static void unlock_backend(void *context) { pthread_mutex_unlock(&((memory_backend *)context)->lock); }
+
 static bool snapshot(void *context, rl__journal *journal) {
     memory_backend *backend = context;
-    pthread_mutex_lock(&backend->lock);
     uint64_t now_ms = backend->clock->monotonic_ms(backend->clock);
     uint64_t now_unix_ms = backend->clock->unix_ms(backend->clock);
     rl_mem_lease **leases = malloc((backend->leases.count + 1) * sizeof *leases);
@@ -396,8 +398,6 @@ static bool snapshot(void *context, rl__journal *journal) {
         lease_record(backend, leases[i], now_ms, now_unix_ms, &record->lease);
         ok = rl__journal_snapshot_add(journal, record);
     }
-    if (ok) rl__journal_cut(journal);
-    pthread_mutex_unlock(&backend->lock);
     free(record);
     free(leases);
     return ok;
@@ -451,7 +451,8 @@ rl_status rl__mem_journal_open(memory_backend *backend, const rl_memory_options 
     free(backend->replay_audit);
     backend->replay_audit = NULL;
     backend->replay_audit_count = backend->replay_audit_capacity = 0;
-    rl__journal_owner owner = {backend->audit != NULL ? write_audit : NULL, snapshot, tick, backend};
+    rl__journal_owner owner = {backend->audit != NULL ? write_audit : NULL, lock_backend, unlock_backend, snapshot,
+                               tick, backend};
     status = rl__journal_start(backend->journal, &owner, err, err_size);
     if (status != RL_OK) return status;
     /* Refunds of what fell due while nobody was running, journaled now. */
