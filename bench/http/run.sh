@@ -62,12 +62,14 @@ run_wrk() {
 
 # ---- ratelimiterd (and BASE's) and nginx, all on the server core --------------
 # start_daemon BINARY NAME: STARTED_PID and STARTED_PORT of a new daemon
-# (its registry a copy of limits.json).
+# (its registry a copy of limits.json, in a directory of its own: its
+# journal and audit log default to beside it, never shared with BASE's).
 start_daemon() {
   local binary=$1 name=$2
-  cp "$TMP/limits.json" "$TMP/$name.json"
+  mkdir -p "$TMP/data-$name"
+  cp "$TMP/limits.json" "$TMP/data-$name/limits.json"
   taskset -c "$SERVER_CORE" "$binary" -c "$TMP/config.yaml" --listen 127.0.0.1:0 \
-    --registry "$TMP/$name.json" --threads 1 2>"$TMP/$name.log" &
+    --registry "$TMP/data-$name/limits.json" --threads 1 2>"$TMP/$name.log" &
   STARTED_PID=$!
   STARTED_PORT=""
   for _ in $(seq 1 200); do
