@@ -80,10 +80,7 @@ static inline rl_status rl_limiter_complete(rl_limiter *l, const rl_complete_req
  * RL_INVALID_REQUEST (a bad query, or a limiter without it, such as the
  * batcher: rl_limiter_last_error says which),
  * RL_BACKEND_ERROR, RL_TIMEOUT. */
-static inline rl_status rl_limiter_audit(rl_limiter *l, const rl_audit_query *query, rl_audit_page *page) {
-    if (l->ops->audit == NULL) return RL_INVALID_REQUEST;
-    return l->ops->audit(l, query, page);
-}
+RL_API rl_status rl_limiter_audit(rl_limiter *l, const rl_audit_query *query, rl_audit_page *page);
 /* Frees the limiter. No call may be in flight or follow. NULL is allowed. */
 static inline void rl_limiter_destroy(rl_limiter *l) {
     if (l != NULL) l->ops->destroy(l);

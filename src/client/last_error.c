@@ -36,3 +36,12 @@ void rl__last_error_from_answer(long http_status, const char *body, size_t body_
         rl__last_error_set(RL_OK, "HTTP %ld %s", http_status, error_text);
     cJSON_Delete(root);
 }
+
+/* Here rather than inline in limiter.h: a limiter without the op (the
+ * batcher) must say so in rl_limiter_last_error, not leave an old sentence. */
+rl_status rl_limiter_audit(rl_limiter *l, const rl_audit_query *query, rl_audit_page *page) {
+    if (l->ops->audit == NULL)
+        return rl__last_error_set(RL_INVALID_REQUEST, "the %s limiter keeps no audit log: ask a local or an http limiter",
+                                  l->ops->name);
+    return l->ops->audit(l, query, page);
+}

@@ -539,6 +539,7 @@ static void open_checks_its_options(void **state) {
     rl_audit_query query = {"t:shared", 0, 1};
     assert_null(f.batcher->ops->audit);
     assert_int_equal(rl_limiter_audit(f.batcher, &query, &page), RL_INVALID_REQUEST);
+    assert_non_null(strstr(rl_limiter_last_error(), "keeps no audit log"));
     close_fixture(&f);
 }
 
