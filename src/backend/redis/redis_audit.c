@@ -14,6 +14,7 @@ rl_status rl__redis_audit_query(rl_backend *base, const rl_audit_query *query, r
     page->count = 0;
     page->next_since_unix_ms = query->since_unix_ms;
     if (query->limit == 0 || query->limit > RL_AUDIT_QUERY_MAX) return RL_INVALID_REQUEST;
+    if (query->since_unix_ms > RL_AMOUNT_MAX) return RL_OK; /* past any instant an entry can have (and any stream id Lua writes) */
     rl_redis_args a;
     if (!rl_redis_args_init(&a, 7)) {
         rl_redis_args_free(&a);

@@ -76,7 +76,6 @@ static rl_status status_of_code(uint64_t code) {
 static size_t budget_bounds(redis_backend *backend, const rl_reserve_request *requests, size_t count,
                             rl_budget_bounds *bounds, const char **keys) {
     size_t found = 0;
-    if (!rl__budget_periods_any(backend->budgets)) return 0;
     uint64_t unix_now_ms = rl__redis_unix_now_ms(backend->clock);
     for (size_t i = 0; i < count; i++) {
         for (size_t j = 0; j < requests[i].requirement_count; j++) {
@@ -102,17 +101,20 @@ static void run_reserves(redis_backend *backend, const rl_reserve_request *reque
         argc += 4 + 2 * requests[i].requirement_count;
         requirements += requests[i].requirement_count;
     }
-    rl_budget_bounds *bounds = malloc(requirements * sizeof *bounds);
-    const char **bounds_keys = malloc(requirements * sizeof *bounds_keys);
-    size_t budgets = bounds != NULL && bounds_keys != NULL
+    /* room for every requirement's bounds, while this daemon knows budgets */
+    bool any = rl__budget_periods_any(backend->budgets);
+    rl_budget_bounds *bounds = any ? malloc(requirements * sizeof *bounds) : NULL;
+    const char **bounds_keys = any ? malloc(requirements * sizeof *bounds_keys) : NULL;
+    size_t budgets = any && bounds != NULL && bounds_keys != NULL
                          ? budget_bounds(backend, requests, count, bounds, bounds_keys)
                          : 0;
     argc += 6 * budgets;
     rl_redis_args a;
+    memset(&a, 0, sizeof a);
     char err[ERR_SIZE];
     redisReply *reply = NULL;
     rl_status status = RL_NO_MEMORY;
-    if (bounds != NULL && bounds_keys != NULL && rl_redis_args_init(&a, (int)argc)) {
+    if ((!any || (bounds != NULL && bounds_keys != NULL)) && rl_redis_args_init(&a, (int)argc)) {
         rl__redis_push_header(&a, backend, backend->clock);
         rl_redis_args_push_u64(&a, backend->lease_memory_ms);
         rl_redis_args_push_u64(&a, budgets);
@@ -131,8 +133,8 @@ static void run_reserves(redis_backend *backend, const rl_reserve_request *reque
         }
         status = rl_redis_eval(backend->pool, deadline_ms, RL_SCRIPT_RESERVE, a.count, a.argv, a.len, &reply, err,
                                sizeof err);
-        rl_redis_args_free(&a);
     }
+    rl_redis_args_free(&a);
     free(bounds);
     free(bounds_keys);
     if (status == RL_OK && (reply->type != REDIS_REPLY_ARRAY || reply->elements != REPLY_PER_LEASE * count))
@@ -150,7 +152,11 @@ static void run_reserves(redis_backend *backend, const rl_reserve_request *reque
         r->reserved_at_unix_ms = rl__redis_number(reply->element[at + 2]);
         r->status = status_of_code(code);
         r->status_key = status_key_of(backend, &requests[i], reply->element[at + 4]);
-        if (code == CODE_NEEDS_BOUNDS && needs_bounds != NULL) needs_bounds[i] = true;
+        if (code == CODE_NEEDS_BOUNDS) {
+            if (needs_bounds == NULL) fail_result(r, RL_BACKEND_ERROR);
+            else needs_bounds[i] = true;
+            continue;
+        }
         rl_denial *d = &r->denied_by;
         d->key = status_key_of(backend, &requests[i], reply->element[at + 5]);
         uint64_t reason = rl__redis_number(reply->element[at + 6]);
