@@ -10,8 +10,9 @@
  *  - a job id of the most bytes the wire allows, of every awkward kind,
  *    comes back from the audit log as it went in;
  *  - the log keeps audit_retention_days (entries older are not answered,
- *    and the stream has a TTL), and an entry that is not one the scripts
- *    write is an error, not half an answer;
+ *    and the stream has a TTL), stays in time order should the time go
+ *    back, and an entry that is not one the scripts write is an error, not
+ *    half an answer;
  *  - a budget's open reservations leave Redis when the sweep refunds them.
  */
 #include <setjmp.h>
@@ -276,6 +277,29 @@ static void the_log_keeps_its_retention_and_refuses_what_it_did_not_write(void *
     assert_non_null(strstr(err, "audit_retention_days"));
 }
 
+/* Should the time go back (here: a second daemon on a clock a second
+ * behind, as Redis TIME after a step back), an entry is filed at the
+ * newest entry's millisecond: the stream stays in order, nothing is lost. */
+static void the_log_stays_in_order_when_time_goes_back(void **state) {
+    (void)state;
+    rl_manual_clock ahead, behind;
+    uint64_t t0 = rl_test_utc_ms(2026, 5, 1, 12, 0);
+    rl_backend *a = open_at("back:", &ahead, t0, 0), *b = open_at("back:", &behind, t0 - 1000, 0);
+    put_budget(a, "bk:usd", 1000, RL_PERIOD_MONTH, "UTC", 600);
+    assert_true(reserve(a, 1, NULL, "bk:usd", 10).allowed);
+    assert_true(reserve(a, 2, NULL, "bk:usd", 10).allowed);
+    complete(a, 1, "bk:usd", 4);
+    complete(b, 2, "bk:usd", 6);
+    rl_audit_entry entries[4];
+    assert_int_equal(audit_of(a, "bk:usd", entries, 4), 2);
+    assert_int_equal(entries[0].at_unix_ms, t0);
+    assert_int_equal(entries[0].actual, 4);
+    assert_int_equal(entries[1].at_unix_ms, t0);
+    assert_int_equal(entries[1].actual, 6);
+    rl_backend_destroy(a);
+    rl_backend_destroy(b);
+}
+
 /* A budget's open reservations are kept one by one, without a TTL (each
  * refund is audited): the sweep refunds them at their timeout, and nothing
  * of them stays in Redis. */
@@ -315,6 +339,7 @@ int main(void) {
         cmocka_unit_test(a_clock_a_period_off_fails_the_call_before_it_writes),
         cmocka_unit_test(a_job_id_comes_back_from_the_log_as_it_went_in),
         cmocka_unit_test(the_log_keeps_its_retention_and_refuses_what_it_did_not_write),
+        cmocka_unit_test(the_log_stays_in_order_when_time_goes_back),
         cmocka_unit_test(refunded_reservations_leave_redis),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -13,7 +13,14 @@
 -- macro nodes, cheaply), and a stream that nobody writes for that long (and
 -- a day) is deleted by its TTL, so the log never grows past its retention.
 local RETENTION_MS = tonumber(ARGV[4])
+local AUDIT_MINID = fmt(math.max(0, UNIX_NOW - RETENTION_MS)) -- older entries are trimmed
 local audit_ttl_set = {} -- the streams whose TTL this call has set
+
+-- XADD of one entry at stream id `id`; Redis's error (a table) if it refused.
+local function audit_add(k, id, lease, job, reserved, actual, period_start, expired)
+  return redis.pcall('XADD', k, 'MINID', '~', AUDIT_MINID, id, 'l', lease, 'j', job, 'r', reserved, 'a', actual,
+                     'p', period_start, 'x', expired)
+end
 
 -- Appends an entry to L's stream at Unix ms `at`. Entries are written in
 -- time order (every writer purges the limit first, in expiry order); should
@@ -21,14 +28,13 @@ local audit_ttl_set = {} -- the streams whose TTL this call has set
 -- millisecond instead, so that the stream stays in order.
 local function audit(L, at, lease, job, reserved, actual, period_start, expired)
   local k = P .. 'audit:' .. L.key
-  local minid = fmt(math.max(0, UNIX_NOW - RETENTION_MS))
-  local fields = {'l', lease, 'j', job, 'r', fmt(reserved), 'a', fmt(actual), 'p', fmt(period_start),
-                  'x', expired and '1' or '0'}
-  local added = redis.pcall('XADD', k, 'MINID', '~', minid, fmt(at) .. '-*', unpack(fields))
+  local r, a, p, x = fmt(reserved), fmt(actual), fmt(period_start), expired and '1' or '0'
+  local added = audit_add(k, fmt(at) .. '-*', lease, job, r, a, p, x)
   if type(added) == 'table' and added.err then
     if not string.find(added.err, 'equal or smaller', 1, true) then error(added) end
     local newest = redis.call('XREVRANGE', k, '+', '-', 'COUNT', 1)
-    redis.call('XADD', k, 'MINID', '~', minid, string.match(newest[1][1], '^%d+') .. '-*', unpack(fields))
+    added = audit_add(k, string.match(newest[1][1], '^%d+') .. '-*', lease, job, r, a, p, x)
+    if type(added) == 'table' and added.err then error(added) end
   end
   if not audit_ttl_set[k] then
     redis.call('PEXPIRE', k, RETENTION_MS + 86400000)
