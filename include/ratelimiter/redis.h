@@ -8,7 +8,8 @@
  * Time is Redis's own (TIME), so instances with skewed clocks agree. Limit
  * definitions live in Redis too: a definition applied through one instance is
  * used by all from their next reserve. Every key that holds lease state has a
- * TTL, so Redis memory stays bounded however many leases are never completed.
+ * TTL (a budget's open reservations leave by the sweep instead: below), so
+ * Redis memory stays bounded however many leases are never completed.
  *
  * Operations are thread-safe. When Redis is unreachable, stopped or slow,
  * an operation fails with RL_BACKEND_ERROR within connect_timeout_ms +
@@ -26,12 +27,25 @@
  * capacity. health() reports a Redis that refuses writes (at maxmemory) as
  * unable to serve, and one close to it as degraded.
  *
+ * Budgets are counted by the memory backend's rules. Lua in Redis knows no
+ * time zones: the daemon computes a budget's periods from tzdata and passes
+ * them with each call, and the script takes the one holding Redis's time; a
+ * daemon whose clock is more than a period off Redis's has such calls fail
+ * with a sentence that says so. The audit log of spend (audit_query) is a
+ * Redis Stream per limit, written by the script call that charges a
+ * Complete or refunds a budget's reservation at its timeout, kept
+ * audit_retention_days. A budget's open reservations have no TTL (each
+ * refund is counted and audited): the sweep refunds them at their timeout.
+ *
  * Each daemon follows the store's definitions (one script call a second) and
  * keeps what it has seen, so that when Redis comes back empty (restarted
  * without persistence, flushed) every daemon that knew a definition puts it
  * back: within a second by itself, and at once on a reserve that names it.
- * The reservations and lease records Redis lost stay lost: run Redis with
- * appendonly for none to be.
+ * Usage lives only in Redis: the reservations, budget charges, lease records
+ * and audit entries a Redis without persistence loses on a restart stay
+ * lost. Run Redis with appendonly yes: appendfsync always loses nothing it
+ * acknowledged; everysec up to about a second of them on a power loss or
+ * kernel crash (README "Keeping usage and the audit log").
  */
 #ifndef RATELIMITER_REDIS_H
 #define RATELIMITER_REDIS_H
@@ -64,8 +78,10 @@ typedef struct rl_redis_options {
     /* How often the background thread purges expired state; default 1000,
      * 0: never (scripts still purge every limit they touch). */
     uint32_t sweep_interval_ms;
-    /* How long the audit log of spend (types.h) keeps an entry, in days;
-     * default RL_AUDIT_DEFAULT_RETENTION_DAYS. */
+    /* How long the audit log of spend (types.h) keeps an entry, in days:
+     * 1..RL_AUDIT_MAX_RETENTION_DAYS, 0 for the default
+     * RL_AUDIT_DEFAULT_RETENTION_DAYS (more is refused at create). It lives
+     * in Redis's memory: about 70 bytes an entry (README "Sizing Redis"). */
     uint32_t audit_retention_days;
     /* Accept a Redis whose maxmemory-policy may evict keys (see above); default false. */
     bool allow_eviction;

@@ -5,7 +5,9 @@
  *    connections) never get more than the capacity admitted in total: a
  *    rolling limit admits exactly its capacity; a concurrency limit never has
  *    more holds than its capacity at once, even when half of the leases are
- *    completed on the other daemon, and ends with nothing held;
+ *    completed on the other daemon, and ends with nothing held; a budget
+ *    admits exactly its capacity, each lease completed (on either daemon)
+ *    with what it reserved, and ends with all of it committed;
  *  - a Complete on daemon B releases a hold taken on daemon A;
  *  - Redis SIGKILLed and restarted mid-load (AOF, fsync always, so that what
  *    it acknowledged survives): every reserve answers within a bound, either
@@ -41,6 +43,7 @@
 
 #define ROLLING_CAPACITY 300
 #define CONCURRENCY_CAPACITY 8
+#define BUDGET_CAPACITY 300
 #define FAULT_CAPACITY 600       /* the fault test's rolling limit */
 #define FAULT_KILL_AFTER 150     /* admitted before Redis is killed: well under the capacity */
 #define FAULT_DOWN_MS 1000       /* how long Redis stays down */
@@ -147,7 +150,7 @@ static bool json_allowed(const char *body, bool *allowed) {
 
 /* ---- the load -------------------------------------------------------- */
 
-typedef enum mode { MODE_ROLLING, MODE_CONCURRENCY, MODE_FAULT } mode;
+typedef enum mode { MODE_ROLLING, MODE_CONCURRENCY, MODE_BUDGET, MODE_FAULT } mode;
 
 typedef enum phase { PHASE_UP = 0, PHASE_DOWN, PHASE_RESTARTED } phase;
 
@@ -317,6 +320,16 @@ static void load_check_failures(load *l) {
 
 /* ---- 1. two daemons under load never admit more than capacity --------- */
 
+/* Every client's requests on key, to their end: all answered, none failed. */
+static void run_load(cluster *c, load *l, mode m, const char *key) {
+    worker workers[CLIENTS];
+    load_init(l, c, m, key);
+    load_start(l, workers);
+    load_join(l, workers);
+    load_check_failures(l);
+    assert_int_equal(atomic_load(&l->admitted) + atomic_load(&l->denied), CLIENTS * REQUESTS_PER_CLIENT);
+}
+
 static void test_rolling_total_is_capacity(void **state) {
     cluster *c = *state;
     start_both(c);
@@ -327,12 +340,7 @@ static void test_rolling_total_is_capacity(void **state) {
     define(c, json);
 
     load l;
-    worker workers[CLIENTS];
-    load_init(&l, c, MODE_ROLLING, "r:rpm");
-    load_start(&l, workers);
-    load_join(&l, workers);
-    load_check_failures(&l);
-    assert_int_equal(atomic_load(&l.admitted) + atomic_load(&l.denied), CLIENTS * REQUESTS_PER_CLIENT);
+    run_load(c, &l, MODE_ROLLING, "r:rpm");
     /* 1600 requests of 1 on a capacity of 300 in a 60 s window: exactly 300 admitted. */
     assert_int_equal(atomic_load(&l.admitted), ROLLING_CAPACITY);
     assert_int_equal((long)usage_of(c, &c->a, "r:rpm", "used"), ROLLING_CAPACITY);
@@ -371,12 +379,7 @@ static void test_concurrency_never_over_capacity(void **state) {
     define(c, json);
 
     load l;
-    worker workers[CLIENTS];
-    load_init(&l, c, MODE_CONCURRENCY, "c:concurrency");
-    load_start(&l, workers);
-    load_join(&l, workers);
-    load_check_failures(&l);
-    assert_int_equal(atomic_load(&l.admitted) + atomic_load(&l.denied), CLIENTS * REQUESTS_PER_CLIENT);
+    run_load(c, &l, MODE_CONCURRENCY, "c:concurrency");
     if (atomic_load(&l.max_holding) > CONCURRENCY_CAPACITY)
         fail_msg("%d holds at once (capacity %d)", atomic_load(&l.max_holding), CONCURRENCY_CAPACITY);
     /* The load did go through both daemons, crossing over. */
@@ -384,6 +387,34 @@ static void test_concurrency_never_over_capacity(void **state) {
     assert_true(atomic_load(&l.completed_elsewhere) > 0);
     assert_int_equal(atomic_load(&l.holding), 0);
     wait_released(c, "c:concurrency");
+
+    pthread_mutex_destroy(&l.mutex);
+    assert_int_equal(rl_test_daemon_stop(&c->a), 0);
+    assert_int_equal(rl_test_daemon_stop(&c->b), 0);
+}
+
+/* Leases of 1 completed without actuals: each charges what it reserved, so
+ * the month's budget admits exactly its capacity, all of it committed in
+ * the end (Completes answered 200 may still be on their way to the store). */
+static void test_budget_total_is_capacity(void **state) {
+    cluster *c = *state;
+    start_both(c);
+    char json[256];
+    snprintf(json, sizeof json,
+             "{\"key\":\"b:usd\",\"kind\":\"budget\",\"capacity\":%d,\"period\":\"month\",\"timeout_seconds\":60}",
+             BUDGET_CAPACITY);
+    define(c, json);
+
+    load l;
+    run_load(c, &l, MODE_BUDGET, "b:usd");
+    assert_int_equal(atomic_load(&l.admitted), BUDGET_CAPACITY);
+    assert_true(atomic_load(&l.completed_elsewhere) > 0);
+    long until = rl_test_now_ms() + WAIT_DEADLINE_MS;
+    while (usage_of(c, &c->b, "b:usd", "committed") != BUDGET_CAPACITY && rl_test_now_ms() < until)
+        rl_test_redis_sleep_ms(50);
+    assert_int_equal((long)usage_of(c, &c->a, "b:usd", "committed"), BUDGET_CAPACITY);
+    assert_int_equal((long)usage_of(c, &c->b, "b:usd", "reserved"), 0);
+    assert_int_equal((long)usage_of(c, &c->b, "b:usd", "active"), 0);
 
     pthread_mutex_destroy(&l.mutex);
     assert_int_equal(rl_test_daemon_stop(&c->a), 0);
@@ -538,6 +569,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_rolling_total_is_capacity, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrency_never_over_capacity, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_budget_total_is_capacity, setup, teardown),
         cmocka_unit_test_setup_teardown(test_complete_on_b_releases_hold_on_a, setup, teardown),
         cmocka_unit_test_setup_teardown(test_redis_killed_mid_load, setup_persistent, teardown),
     };

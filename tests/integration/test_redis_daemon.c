@@ -6,7 +6,8 @@
  * Issue 9: a Redis that comes back empty gets its definitions back from a
  * daemon that only reserved; a Redis that may evict keys is refused at
  * start; /healthz tells a full one; a stopped Redis costs a request one
- * deadline. Skipped when redis-server is not installed. */
+ * deadline. Issue 11: a budget is counted in Redis for every daemon.
+ * Skipped when redis-server is not installed. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -106,18 +107,38 @@ static char *read_file(const char *path) {
 
 #define TPM "{\"key\":\"tpm\",\"kind\":\"rolling\",\"capacity\":%d,\"window_seconds\":60}"
 
-/* Budgets are counted by the memory backend only, so far: a redis daemon
- * refuses one with a 400 that says so, and keeps nothing of it. */
-static void test_budget_is_refused_on_redis(void **state) {
+/* A budget defined through A is counted in Redis for both daemons: B
+ * (which never saw its definition) reserves on it, A is denied with its
+ * period's end, a Complete through A charges what B reserved, and both show
+ * the same period, committed and reserved. */
+static void test_budget_shared_by_two_daemons(void **state) {
     cluster *c = *state;
     start(c, &c->a);
+    start(c, &c->b);
     expect(c, &c->a, "PUT", "/v1/admin/limits",
-           "{\"key\":\"acme:spend\",\"kind\":\"budget\",\"capacity\":100,\"period\":\"month\",\"timeout_seconds\":60}",
-           400,
-           "{\"ok\":false,\"error\":\"invalid_request\",\"detail\":\"the redis backend does not count limits of kind "
-           "\\\"budget\\\" yet: budgets are counted by the memory backend\"}");
-    expect(c, &c->a, "GET", "/v1/admin/limits/acme:spend", NULL, 404, "unknown_limit_key:acme:spend");
-    expect(c, &c->a, "GET", "/healthz", NULL, 200, "{\"ok\":true,\"backend\":\"redis\",\"limits\":0}");
+           "{\"key\":\"acme:spend\",\"kind\":\"budget\",\"capacity\":100,\"period\":\"month\","
+           "\"timezone\":\"UTC\",\"timeout_seconds\":60,\"unit\":\"usd_micros\"}",
+           200, "{\"ok\":true,\"status\":\"active\"}");
+    char lease[27], json[512];
+    rl_test_ulid_new(lease);
+    snprintf(json, sizeof json,
+             "{\"lease_id\":\"%s\",\"job_id\":\"nightly\",\"requirements\":[{\"key\":\"acme:spend\",\"amount\":70}]}",
+             lease);
+    expect(c, &c->b, "POST", "/v1/reserve", json, 200, "\"allowed\":true");
+    assert_int_equal(reserve(c, &c->a, "acme:spend", 40), 200);
+    if (strstr(c->body, "\"denied_by\":{\"key\":\"acme:spend\",\"reason\":\"capacity\",\"requested\":40,"
+                        "\"available\":30,\"capacity\":100,\"period_end_unix_ms\":") == NULL)
+        fail_msg("no budget denial: %s", c->body);
+    expect(c, &c->a, "GET", "/v1/admin/limits/acme:spend", NULL, 200, "\"committed\":0,\"reserved\":70}");
+    snprintf(json, sizeof json, "{\"lease_id\":\"%s\",\"actuals\":[{\"key\":\"acme:spend\",\"actual_amount\":25}]}",
+             lease);
+    expect(c, &c->a, "POST", "/v1/complete", json, 200, "{\"ok\":true,\"error\":\"\"}");
+    expect(c, &c->b, "GET", "/v1/admin/limits/acme:spend", NULL, 200, "\"committed\":25,\"reserved\":0}");
+    expect(c, &c->b, "GET", "/v1/admin/limits/acme:spend", NULL, 200, "\"period\":\"month\"");
+    assert_int_equal(reserve(c, &c->a, "acme:spend", 75), 200);
+    assert_non_null(strstr(c->body, "\"allowed\":true"));
+    assert_int_equal(rl_test_daemon_stop(&c->a), 0);
+    assert_int_equal(rl_test_daemon_stop(&c->b), 0);
 }
 
 static void test_put_on_a_seen_by_b(void **state) {
@@ -498,7 +519,7 @@ int main(void) {
                                         teardown),
         cmocka_unit_test_setup_teardown(test_evicting_redis_is_refused_at_start, setup, teardown),
         cmocka_unit_test_setup_teardown(test_healthz_tells_a_full_redis, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_budget_is_refused_on_redis, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_budget_shared_by_two_daemons, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stopped_redis_costs_a_request_one_deadline, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

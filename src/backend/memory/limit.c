@@ -251,6 +251,8 @@ rl_status rl__mem_limit_apply(rl_mem_limit *limit, const rl_limit_def *def, uint
                        strcmp(def->timezone, limit->def.timezone) != 0);
     rl__calendar_close(limit->calendar);
     limit->calendar = calendar;
+    /* What a budget charged is no rolling use or hold (it holds nothing now). */
+    if (def->kind != RL_KIND_BUDGET && limit->def.kind == RL_KIND_BUDGET) limit->used = 0;
     if (def->kind != RL_KIND_BUDGET) limit->committed = limit->period_start_unix_ms = limit->period_end_unix_ms = 0;
     limit->def = *def;
     /* Another period or zone: the period now counted is the new

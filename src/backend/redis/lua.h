@@ -1,10 +1,13 @@
 /* redis/lua.h — the backend's Lua scripts, embedded at build time from
- * src/backend/redis/lua (see CMakeLists.txt). Each script sent to
- * Redis is rl_lua_common followed by one entry script. */
+ * src/backend/redis/lua (see CMakeLists.txt). Each script sent to Redis is
+ * the preludes rl_lua_common, rl_lua_audit and rl_lua_budget followed by
+ * one entry script. */
 #ifndef RL_REDIS_LUA_H
 #define RL_REDIS_LUA_H
 
 extern const char rl_lua_common[];
+extern const char rl_lua_audit[];
+extern const char rl_lua_budget[];
 extern const char rl_lua_reserve[];
 extern const char rl_lua_complete[];
 extern const char rl_lua_define[];
@@ -12,5 +15,6 @@ extern const char rl_lua_usage[];
 extern const char rl_lua_sweep[];
 extern const char rl_lua_definitions[];
 extern const char rl_lua_changes[];
+extern const char rl_lua_audit_page[];
 
 #endif

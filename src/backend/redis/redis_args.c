@@ -51,7 +51,8 @@ void rl_redis_args_push_fingerprint(rl_redis_args *a, uint64_t fingerprint) {
     rl_redis_args_push(a, slot, RL_LEASE_FINGERPRINT_TEXT_SIZE - 1);
 }
 
-void rl_redis_args_push_header(rl_redis_args *a, const char *prefix, const rl_clock *clock) {
+void rl_redis_args_push_header(rl_redis_args *a, const char *prefix, const rl_clock *clock,
+                               uint64_t audit_retention_ms) {
     rl_redis_args_push_str(a, prefix);
     if (clock != NULL) {
         rl_redis_args_push_u64(a, clock->monotonic_ms(clock));
@@ -60,4 +61,11 @@ void rl_redis_args_push_header(rl_redis_args *a, const char *prefix, const rl_cl
         rl_redis_args_push(a, "", 0);
         rl_redis_args_push(a, "", 0);
     }
+    rl_redis_args_push_u64(a, audit_retention_ms);
+}
+
+void rl_redis_args_push_bounds(rl_redis_args *a, const char *key, const rl_budget_bounds *bounds) {
+    rl_redis_args_push_str(a, key);
+    rl_redis_args_push_str(a, bounds->cal);
+    for (int i = 0; i < 4; i++) rl_redis_args_push_u64(a, bounds->at_unix_ms[i]);
 }

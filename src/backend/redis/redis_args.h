@@ -3,9 +3,10 @@
  * builder's own storage (numbers, upper-cased lease ids), all valid until
  * the builder is freed, i.e. until the call has returned.
  *
- * Every script starts with the same three: the key prefix, then "now" in ms
- * for expiry and in Unix ms, or '' '' for Redis TIME (tests pass a manual
- * clock's). Not thread-safe: one builder per call.
+ * Every script starts with the same four (lua/common.lua): the key prefix,
+ * then "now" in ms for expiry and in Unix ms, or '' '' for Redis TIME (tests
+ * pass a manual clock's), then the audit log's retention in ms. Not
+ * thread-safe: one builder per call.
  */
 #ifndef RL_REDIS_ARGS_H
 #define RL_REDIS_ARGS_H
@@ -14,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend/redis/budget_periods.h"
 #include "core/lease_fingerprint.h"
 #include "ratelimiter/clock.h"
 #include "ratelimiter/types.h"
@@ -46,7 +48,13 @@ void rl_redis_args_push_u64(rl_redis_args *a, uint64_t value);
 void rl_redis_args_push_lease_id(rl_redis_args *a, const char *lease_id);
 /* A lease's fingerprint as text (core/lease_fingerprint.h). */
 void rl_redis_args_push_fingerprint(rl_redis_args *a, uint64_t fingerprint);
-/* ARGV[1..3]: prefix, and clock's now (or '' '' for Redis TIME when clock is NULL). */
-void rl_redis_args_push_header(rl_redis_args *a, const char *prefix, const rl_clock *clock);
+/* ARGV[1..4]: prefix, clock's now (or '' '' for Redis TIME when clock is
+ * NULL), and audit_retention_ms. */
+void rl_redis_args_push_header(rl_redis_args *a, const char *prefix, const rl_clock *clock,
+                               uint64_t audit_retention_ms);
+/* A budget's bounds as lua/budget.lua takes them: key, cal and the four
+ * instants (5 numbers' room: strings borrowed from key and bounds, which
+ * must live until the call returns). */
+void rl_redis_args_push_bounds(rl_redis_args *a, const char *key, const rl_budget_bounds *bounds);
 
 #endif

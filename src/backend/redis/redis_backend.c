@@ -44,6 +44,7 @@ static void destroy(rl_backend *base) {
     rl_complete_retry_stop(backend->retry); /* its last try still uses the pool */
     rl_redis_pool_destroy(backend->pool);
     rl_definition_cache_destroy(backend->definitions);
+    rl__budget_periods_destroy(backend->budgets);
     for (size_t i = 0; i < backend->interned_count; i++) free(backend->interned[i]);
     free(backend->interned);
     pthread_mutex_destroy(&backend->interned_lock);
@@ -64,6 +65,7 @@ static const rl_backend_ops redis_ops = {
     .list_definitions = rl_redis_list_definitions,
     .get_definition = rl_redis_get_definition,
     .count_definitions = rl_redis_count_definitions,
+    .audit_query = rl__redis_audit_query,
 };
 
 rl_status rl_redis_backend_create(const rl_redis_options *options, rl_backend **out, char *err, size_t err_size) {
@@ -71,6 +73,13 @@ rl_status rl_redis_backend_create(const rl_redis_options *options, rl_backend **
     rl_redis_options defaults;
     rl_redis_options_default(&defaults);
     if (options == NULL) options = &defaults;
+    uint32_t retention_days =
+        options->audit_retention_days != 0 ? options->audit_retention_days : RL_AUDIT_DEFAULT_RETENTION_DAYS;
+    if (retention_days > RL_AUDIT_MAX_RETENTION_DAYS) {
+        snprintf(err, err_size, "audit_retention_days must be 1..%u, not %u", RL_AUDIT_MAX_RETENTION_DAYS,
+                 retention_days);
+        return RL_INVALID_REQUEST;
+    }
     redis_backend *backend = calloc(1, sizeof *backend);
     if (backend == NULL) return RL_NO_MEMORY;
     backend->base.ops = &redis_ops;
@@ -79,8 +88,11 @@ rl_status rl_redis_backend_create(const rl_redis_options *options, rl_backend **
     backend->lease_memory_ms = options->lease_memory_ms;
     backend->sweep_interval_ms = options->sweep_interval_ms;
     backend->clock = options->clock;
+    backend->audit_retention_ms = (uint64_t)retention_days * 86400000u;
     backend->definitions = rl_definition_cache_create();
-    rl_status status = backend->prefix != NULL && backend->definitions != NULL ? RL_OK : RL_NO_MEMORY;
+    backend->budgets = rl__budget_periods_create();
+    rl_status status =
+        backend->prefix != NULL && backend->definitions != NULL && backend->budgets != NULL ? RL_OK : RL_NO_MEMORY;
     if (status == RL_OK) status = rl_redis_pool_create(options, &backend->pool, err, err_size);
     if (status == RL_OK) status = rl_redis_definitions_follow(backend, err, err_size);
     if (status == RL_OK) {

@@ -9,8 +9,10 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "backend/redis/budget_periods.h"
 #include "backend/redis/complete_retry.h"
 #include "backend/redis/definition_cache.h"
+#include "backend/redis/redis_args.h"
 #include "backend/redis/redis_pool.h"
 #include "ratelimiter/redis.h"
 
@@ -24,6 +26,8 @@ typedef struct redis_backend {
     const rl_clock *clock;      /* tests only */
     rl_complete_retry *retry;   /* Completes waiting for Redis to come back; the periodic work */
     rl_definition_cache *definitions; /* to define again what a restarted Redis lost */
+    rl_budget_periods *budgets;       /* the calendars of the budgets it knows (budget_periods.h) */
+    uint64_t audit_retention_ms;      /* how long the audit log keeps an entry (lua/audit.lua) */
     /* The store's definitions as last followed (changes.lua): its epoch and
      * the number of its last change read. The background thread's only
      * (and creation's, before it starts). */
@@ -59,13 +63,26 @@ static inline uint64_t rl__redis_monotonic_ms(void) {
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* The daemon's Unix ms on clock (NULL: the system's), for budgets' period
+ * bounds: the scripts check them against Redis's own time. */
+static inline uint64_t rl__redis_unix_now_ms(const rl_clock *clock) {
+    if (clock == NULL) clock = rl_clock_system();
+    return clock->unix_ms(clock);
+}
+
+/* The script header (redis_args.h) of a call on clock (NULL: Redis TIME). */
+static inline void rl__redis_push_header(rl_redis_args *a, const redis_backend *backend, const rl_clock *clock) {
+    rl_redis_args_push_header(a, backend->prefix, clock, backend->audit_retention_ms);
+}
+
 /* The vtable's lease operations (ratelimiter/backend.h), each in its file:
- * redis_reserve.c, redis_complete.c, redis_upkeep.c. */
+ * redis_reserve.c, redis_complete.c, redis_upkeep.c, redis_audit.c. */
 void rl__redis_reserve_batch(rl_backend *base, const rl_reserve_request *requests, size_t count,
                              rl_reserve_result *results);
 void rl__redis_complete_batch(rl_backend *base, const rl_complete_request *requests, size_t count,
                               rl_status *statuses);
 rl_status rl__redis_limit_usage(rl_backend *base, const char *key, rl_limit_usage *out);
+rl_status rl__redis_audit_query(rl_backend *base, const rl_audit_query *query, rl_audit_page *page);
 void rl__redis_sweep(rl_backend *base);
 rl_status rl__redis_health(rl_backend *base, char *detail, size_t detail_size);
 /* complete_retry.h's send (context: the backend): a kept Complete tried again. */
@@ -93,6 +110,17 @@ rl_status rl_redis_list_definitions(rl_backend *base, rl_limit_def **out, size_t
  * flushed; if another daemon put it back first, its definition stays).
  * True if the store holds key afterwards. */
 bool rl_redis_define_again(redis_backend *backend, const char *key, uint64_t deadline_ms);
+
+/* How many times one operation reads a budget's definition again when a
+ * script asks for bounds this daemon did not pass (another daemon may be
+ * changing it meanwhile) before it fails. */
+#define BOUNDS_READS_MAX 3
+
+/* Reads key's definition from Redis again, by deadline_ms, so that this
+ * daemon learns a budget's latest calendar (budget_periods.h) after a
+ * script asked for bounds it did not pass. True if Redis holds one that
+ * decodes. */
+bool rl_redis_read_again(redis_backend *backend, const char *key, uint64_t deadline_ms);
 
 /* Starts following the store's definitions from their current version
  * (what came before is what a listing reads). Called once at creation;

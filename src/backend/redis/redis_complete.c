@@ -16,7 +16,7 @@
 static rl_status send_completes(redis_backend *backend, const rl_complete_request *requests, size_t count,
                                 uint64_t deadline_ms) {
     if (count == 0) return RL_OK;
-    size_t argc = 4;
+    size_t argc = 5; /* the header and the count */
     for (size_t i = 0; i < count; i++) {
         assert(rl__complete_request_is_valid(&requests[i]));
         argc += 2 + 2 * requests[i].actual_count;
@@ -24,7 +24,7 @@ static rl_status send_completes(redis_backend *backend, const rl_complete_reques
     rl_redis_args a;
     rl_status status = RL_NO_MEMORY;
     if (rl_redis_args_init(&a, (int)argc)) {
-        rl_redis_args_push_header(&a, backend->prefix, backend->clock);
+        rl__redis_push_header(&a, backend, backend->clock);
         rl_redis_args_push_u64(&a, count);
         for (size_t i = 0; i < count; i++) {
             rl_redis_args_push_lease_id(&a, requests[i].lease_id);

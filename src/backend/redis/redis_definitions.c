@@ -14,7 +14,7 @@
 
 #define ERR_SIZE 256
 #define DEFINITIONS_PER_CALL "500" /* keys a listing page scans: each script call is short */
-#define DEFINE_ARGS 6              /* per limit in define.lua */
+#define DEFINE_ARGS 11             /* per limit in define.lua */
 #define RESTORE_PER_CALL 100       /* limits put back per script call after a loss */
 #define CHANGES_PER_CALL 500       /* changed definitions read per script call */
 #define CHANGES_CALLS_PER_SYNC 20  /* then the next step goes on */
@@ -44,32 +44,58 @@ static rl_status decode_stored(redis_backend *backend, const char *json, size_t 
         return RL_BACKEND_ERROR;
     }
     rl_definition_cache_put(backend->definitions, out->key, json, len);
+    (void)rl__budget_periods_learn(backend->budgets, out); /* a zone it cannot read: the scripts ask again */
     return RL_OK;
 }
 
-/* The 6 values define.lua takes for one limit; json must live until the call returns. */
-static void push_definition(rl_redis_args *a, const rl_limit_def *def, const char *json, size_t json_len) {
+static const char *kind_letter(rl_kind kind) {
+    return kind == RL_KIND_ROLLING ? "r" : kind == RL_KIND_CONCURRENCY ? "c" : "b";
+}
+
+/* The 11 values define.lua takes for one limit; json and bounds (a
+ * budget's, else unused) must live until the call returns. */
+static void push_definition(rl_redis_args *a, const rl_limit_def *def, const char *json, size_t json_len,
+                            const rl_budget_bounds *bounds) {
     rl_redis_args_push_str(a, def->key);
-    rl_redis_args_push_str(a, def->kind == RL_KIND_ROLLING ? "r" : "c");
+    rl_redis_args_push_str(a, kind_letter(def->kind));
     rl_redis_args_push_u64(a, def->capacity);
     rl_redis_args_push_u64(a, (uint64_t)(def->kind == RL_KIND_ROLLING ? def->window_seconds : def->timeout_seconds) *
                                   1000u);
     rl_redis_args_push_str(a, def->overage == RL_OVERAGE_DEBT ? "debt" : "deny");
     rl_redis_args_push(a, json, json_len);
+    if (def->kind == RL_KIND_BUDGET) {
+        rl_redis_args_push_str(a, bounds->cal);
+        for (int i = 0; i < 4; i++) rl_redis_args_push_u64(a, bounds->at_unix_ms[i]);
+    } else {
+        rl_redis_args_push(a, "", 0);
+        for (int i = 0; i < 4; i++) rl_redis_args_push(a, "0", 1);
+    }
 }
 
 /* One define.lua call for count limits (mode "put" or "restore"); codes[i]
  * gets limit i's answer (0 active, 1 decreasing, 2 in use: a change of kind
- * refused, 3 left as it was). */
+ * refused, 3 left as it was). A budget's bounds are around clock's now
+ * (NULL: the system's), as the script's is Redis's (or clock's). */
 static rl_status define(redis_backend *backend, const rl_clock *clock, const char *mode, const rl_limit_def *defs,
                         const char *const *jsons, size_t count, uint64_t deadline_ms, long long *codes) {
+    rl_budget_bounds *bounds = calloc(count, sizeof *bounds);
+    if (bounds == NULL) return RL_NO_MEMORY;
+    uint64_t unix_now_ms = rl__redis_unix_now_ms(clock);
+    for (size_t i = 0; i < count; i++) {
+        if (defs[i].kind != RL_KIND_BUDGET) continue;
+        rl_status status = rl__budget_bounds_of_def(&defs[i], unix_now_ms, &bounds[i]);
+        if (status != RL_OK) {
+            free(bounds);
+            return status;
+        }
+    }
     rl_redis_args a;
     rl_status status = RL_NO_MEMORY;
-    if (rl_redis_args_init(&a, 5 + DEFINE_ARGS * (int)count)) {
-        rl_redis_args_push_header(&a, backend->prefix, clock);
+    if (rl_redis_args_init(&a, 6 + DEFINE_ARGS * (int)count)) {
+        rl__redis_push_header(&a, backend, clock);
         rl_redis_args_push_str(&a, mode);
         rl_redis_args_push_u64(&a, count);
-        for (size_t i = 0; i < count; i++) push_definition(&a, &defs[i], jsons[i], strlen(jsons[i]));
+        for (size_t i = 0; i < count; i++) push_definition(&a, &defs[i], jsons[i], strlen(jsons[i]), &bounds[i]);
         char err[ERR_SIZE];
         redisReply *reply = NULL;
         status = rl_redis_eval(backend->pool, deadline_ms, RL_SCRIPT_DEFINE, a.count, a.argv, a.len, &reply, err,
@@ -82,13 +108,11 @@ static rl_status define(redis_backend *backend, const rl_clock *clock, const cha
         if (reply != NULL) freeReplyObject(reply);
     }
     rl_redis_args_free(&a);
+    free(bounds);
     return status;
 }
 
 rl_status rl_redis_apply_definition(rl_backend *base, const rl_limit_def *def, rl_limit_status *out_status) {
-    /* Budgets are counted by the memory backend only, so far: refused here,
-     * before any script could take one for a limit of another kind. */
-    if (def->kind == RL_KIND_BUDGET) return RL_INVALID_REQUEST;
     redis_backend *backend = rl_redis_backend_of(base);
     rl_buf json;
     rl__buf_init(&json);
@@ -102,7 +126,10 @@ rl_status rl_redis_apply_definition(rl_backend *base, const rl_limit_def *def, r
     rl_status status =
         define(backend, backend->clock, "put", def, jsons, 1, rl_redis_operation_deadline_ms(backend), &code);
     if (status == RL_OK && code == 2) status = RL_LIMIT_IN_USE; /* nothing was written */
-    if (status == RL_OK) rl_definition_cache_put(backend->definitions, def->key, json.data, json.len);
+    if (status == RL_OK) {
+        rl_definition_cache_put(backend->definitions, def->key, json.data, json.len);
+        (void)rl__budget_periods_learn(backend->budgets, def); /* its zone was just read: this cannot fail but for memory */
+    }
     rl__buf_free(&json);
     if (status == RL_OK && out_status != NULL)
         *out_status = code == 1 ? RL_LIMIT_STATUS_DECREASING : RL_LIMIT_STATUS_ACTIVE;
@@ -156,11 +183,11 @@ static void restore_all(redis_backend *backend) {
 static rl_status read_changes(redis_backend *backend, uint64_t page, redisReply **reply) {
     rl_redis_args a;
     rl_status status = RL_NO_MEMORY;
-    if (rl_redis_args_init(&a, 6)) {
+    if (rl_redis_args_init(&a, 7)) {
         /* No time: changes.lua needs none, and this runs on the background
          * thread, which must not read the caller's clock (a test's manual
          * clock belongs to the test's thread). */
-        rl_redis_args_push_header(&a, backend->prefix, NULL);
+        rl__redis_push_header(&a, backend, NULL);
         rl_redis_args_push_str(&a, backend->followed_epoch);
         rl_redis_args_push_u64(&a, backend->followed_version);
         rl_redis_args_push_u64(&a, page);
@@ -221,7 +248,8 @@ void rl_redis_definitions_sync(redis_backend *backend) {
 
 /* One definition: HGET of its JSON. RL_UNKNOWN_LIMIT_KEY when Redis has
  * none; RL_BACKEND_ERROR for one that does not decode (decode_stored). */
-static rl_status read_definition(redis_backend *backend, const char *key, size_t key_len, rl_limit_def *out) {
+static rl_status read_definition(redis_backend *backend, const char *key, size_t key_len, uint64_t deadline_ms,
+                                 rl_limit_def *out) {
     char limit_key[RL_KEY_MAX_LEN + 64];
     int n = snprintf(limit_key, sizeof limit_key, "%sl:%.*s", backend->prefix, (int)key_len, key);
     if (n < 0 || (size_t)n >= sizeof limit_key) return RL_UNKNOWN_LIMIT_KEY; /* no such key can exist */
@@ -229,8 +257,7 @@ static rl_status read_definition(redis_backend *backend, const char *key, size_t
     size_t get_len[] = {4, (size_t)n, 3};
     redisReply *json = NULL;
     char err[ERR_SIZE];
-    rl_status status = rl_redis_command(backend->pool, rl_redis_operation_deadline_ms(backend), 3, get, get_len, &json,
-                                        err, sizeof err);
+    rl_status status = rl_redis_command(backend->pool, deadline_ms, 3, get, get_len, &json, err, sizeof err);
     if (status != RL_OK) return status;
     status = RL_UNKNOWN_LIMIT_KEY;
     if (json->type == REDIS_REPLY_STRING) status = decode_stored(backend, json->str, json->len, out);
@@ -239,7 +266,13 @@ static rl_status read_definition(redis_backend *backend, const char *key, size_t
 }
 
 rl_status rl_redis_get_definition(rl_backend *base, const char *key, rl_limit_def *out) {
-    return read_definition(rl_redis_backend_of(base), key, strlen(key), out);
+    redis_backend *backend = rl_redis_backend_of(base);
+    return read_definition(backend, key, strlen(key), rl_redis_operation_deadline_ms(backend), out);
+}
+
+bool rl_redis_read_again(redis_backend *backend, const char *key, uint64_t deadline_ms) {
+    rl_limit_def def; /* decode_stored learns it */
+    return read_definition(backend, key, strlen(key), deadline_ms, &def) == RL_OK;
 }
 
 /* SCARD of the definitions set. */

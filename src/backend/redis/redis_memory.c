@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backend/redis/redis_decimal.h"
 #include "core/error_text.h"
 
 /* The value of "name:" at the start of a line, up to the line's end. */
@@ -25,26 +26,14 @@ static const char *field(const char *text, size_t len, const char *name, size_t 
     return NULL;
 }
 
-static bool number(const char *value, size_t len, uint64_t *out) {
-    if (value == NULL || len == 0 || len > 20) return false;
-    uint64_t n = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (value[i] < '0' || value[i] > '9') return false;
-        uint64_t digit = (uint64_t)(value[i] - '0');
-        if (n > (UINT64_MAX - digit) / 10) return false;
-        n = n * 10 + digit;
-    }
-    *out = n;
-    return true;
-}
-
 bool rl_redis_memory_parse(const char *text, size_t len, rl_redis_memory *out) {
     size_t used_len = 0, max_len = 0, policy_len = 0;
     const char *used = field(text, len, "used_memory", &used_len);
     const char *max = field(text, len, "maxmemory", &max_len);
     const char *policy = field(text, len, "maxmemory_policy", &policy_len);
     rl_redis_memory parsed;
-    if (!number(used, used_len, &parsed.used_bytes) || !number(max, max_len, &parsed.max_bytes) ||
+    if (!rl__redis_decimal(used, used_len, UINT64_MAX, &parsed.used_bytes) ||
+        !rl__redis_decimal(max, max_len, UINT64_MAX, &parsed.max_bytes) ||
         policy == NULL || policy_len == 0 || policy_len > RL_REDIS_POLICY_MAX_LEN)
         return false;
     for (size_t i = 0; i < policy_len; i++)

@@ -50,15 +50,13 @@ struct rl_redis_pool {
     char sha[RL_SCRIPT_COUNT][SHA_LEN + 1];
 };
 
-static const char *const *script_sources(rl_redis_script script) {
-    static const char *const sources[RL_SCRIPT_COUNT][2] = {
-        [RL_SCRIPT_RESERVE] = {rl_lua_common, rl_lua_reserve},
-        [RL_SCRIPT_COMPLETE] = {rl_lua_common, rl_lua_complete},
-        [RL_SCRIPT_DEFINE] = {rl_lua_common, rl_lua_define},
-        [RL_SCRIPT_USAGE] = {rl_lua_common, rl_lua_usage},
-        [RL_SCRIPT_SWEEP] = {rl_lua_common, rl_lua_sweep},
-        [RL_SCRIPT_DEFINITIONS] = {rl_lua_common, rl_lua_definitions},
-        [RL_SCRIPT_CHANGES] = {rl_lua_common, rl_lua_changes},
+/* The entry script of each; every one is sent after the preludes (lua.h). */
+static const char *script_source(rl_redis_script script) {
+    static const char *const sources[RL_SCRIPT_COUNT] = {
+        [RL_SCRIPT_RESERVE] = rl_lua_reserve,         [RL_SCRIPT_COMPLETE] = rl_lua_complete,
+        [RL_SCRIPT_DEFINE] = rl_lua_define,           [RL_SCRIPT_USAGE] = rl_lua_usage,
+        [RL_SCRIPT_SWEEP] = rl_lua_sweep,             [RL_SCRIPT_DEFINITIONS] = rl_lua_definitions,
+        [RL_SCRIPT_CHANGES] = rl_lua_changes,         [RL_SCRIPT_AUDIT_PAGE] = rl_lua_audit_page,
     };
     return sources[script];
 }
@@ -104,15 +102,22 @@ static rl_status reply_status(rl_redis_pool *pool, redisContext *ctx, redisReply
  * under pool->lock. */
 static rl_status load_scripts(rl_redis_pool *pool, redisContext *ctx, char *err, size_t err_size) {
     for (int s = 0; s < RL_SCRIPT_COUNT; s++) {
-        const char *const *parts = script_sources((rl_redis_script)s);
-        size_t len0 = strlen(parts[0]), len1 = strlen(parts[1]);
-        char *text = malloc(len0 + len1 + 2);
+        const char *parts[] = {rl_lua_common, rl_lua_audit, rl_lua_budget, script_source((rl_redis_script)s)};
+        size_t len = 0;
+        for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) len += strlen(parts[i]) + 1;
+        char *text = malloc(len);
         if (text == NULL) return RL_NO_MEMORY;
-        memcpy(text, parts[0], len0);
-        text[len0] = '\n';
-        memcpy(text + len0 + 1, parts[1], len1 + 1);
+        char *at = text;
+        for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+            size_t n = strlen(parts[i]);
+            memcpy(at, parts[i], n);
+            at[n] = '\n';
+            at += n + 1;
+        }
+        len--; /* the last newline: a NUL for the text's end, not sent */
+        text[len] = '\0';
         const char *argv[] = {"SCRIPT", "LOAD", text};
-        size_t lens[] = {6, 4, len0 + len1 + 1};
+        size_t lens[] = {6, 4, len};
         redisReply *reply = redisCommandArgv(ctx, 3, argv, lens);
         free(text);
         rl_status status = reply_status(pool, ctx, reply, err, err_size);
@@ -296,7 +301,7 @@ static const char *const script_names[RL_SCRIPT_COUNT] = {
     [RL_SCRIPT_RESERVE] = "reserve.lua", [RL_SCRIPT_COMPLETE] = "complete.lua",
     [RL_SCRIPT_DEFINE] = "define.lua",   [RL_SCRIPT_USAGE] = "usage.lua",
     [RL_SCRIPT_SWEEP] = "sweep.lua",     [RL_SCRIPT_DEFINITIONS] = "definitions.lua",
-    [RL_SCRIPT_CHANGES] = "changes.lua",
+    [RL_SCRIPT_CHANGES] = "changes.lua",   [RL_SCRIPT_AUDIT_PAGE] = "audit_page.lua",
 };
 
 /* Why a script call failed, for the operator: the callers answer their

@@ -15,7 +15,9 @@
 #define ERR_SIZE 256
 
 /* reserve.lua's answer per lease: the result, then its denied_by. */
-#define REPLY_PER_LEASE 10u
+#define REPLY_PER_LEASE 11u
+/* reserve.lua's ST_BOUNDS: a budget this daemon passed no bounds for. */
+#define CODE_NEEDS_BOUNDS 5u
 
 static void fail_result(rl_reserve_result *result, rl_status status) {
     memset(result, 0, sizeof *result);
@@ -57,6 +59,7 @@ static const char *status_key_of(redis_backend *backend, const rl_reserve_reques
     return intern(backend, item->str, item->len);
 }
 
+/* A code of reserve.lua's; CODE_NEEDS_BOUNDS is handled by the caller. */
 static rl_status status_of_code(uint64_t code) {
     switch (code) {
     case 0: return RL_OK;
@@ -68,28 +71,61 @@ static rl_status status_of_code(uint64_t code) {
     }
 }
 
-/* Requests are valid (backend.h; asserted in debug builds). */
+/* The bounds of every budget the requests name that this daemon knows, each
+ * once, into bounds and keys (room for every requirement); returns how many. */
+static size_t budget_bounds(redis_backend *backend, const rl_reserve_request *requests, size_t count,
+                            rl_budget_bounds *bounds, const char **keys) {
+    size_t found = 0;
+    uint64_t unix_now_ms = rl__redis_unix_now_ms(backend->clock);
+    for (size_t i = 0; i < count; i++) {
+        for (size_t j = 0; j < requests[i].requirement_count; j++) {
+            const char *key = requests[i].requirements[j].key;
+            bool seen = false;
+            for (size_t k = 0; k < found && !seen; k++) seen = strcmp(keys[k], key) == 0;
+            if (!seen && rl__budget_periods_bounds(backend->budgets, key, unix_now_ms, &bounds[found]))
+                keys[found++] = key;
+        }
+    }
+    return found;
+}
+
+/* Requests are valid (backend.h; asserted in debug builds). needs_bounds[i]
+ * (if not NULL) tells whether lease i met a budget whose bounds this daemon
+ * could not pass (its result is then a backend error naming the key). */
 static void run_reserves(redis_backend *backend, const rl_reserve_request *requests, size_t count,
-                         uint64_t deadline_ms, rl_reserve_result *results) {
+                         uint64_t deadline_ms, rl_reserve_result *results, bool *needs_bounds) {
     if (count == 0) return;
-    size_t argc = 5;
+    size_t argc = 7, requirements = 0;
     for (size_t i = 0; i < count; i++) {
         assert(rl__reserve_request_is_valid(&requests[i]));
-        argc += 3 + 2 * requests[i].requirement_count;
+        argc += 4 + 2 * requests[i].requirement_count;
+        requirements += requests[i].requirement_count;
     }
+    /* room for every requirement's bounds, while this daemon knows budgets */
+    bool any = rl__budget_periods_any(backend->budgets);
+    rl_budget_bounds *bounds = any ? malloc(requirements * sizeof *bounds) : NULL;
+    const char **bounds_keys = any ? malloc(requirements * sizeof *bounds_keys) : NULL;
+    size_t budgets = any && bounds != NULL && bounds_keys != NULL
+                         ? budget_bounds(backend, requests, count, bounds, bounds_keys)
+                         : 0;
+    argc += 6 * budgets;
     rl_redis_args a;
+    memset(&a, 0, sizeof a);
     char err[ERR_SIZE];
     redisReply *reply = NULL;
     rl_status status = RL_NO_MEMORY;
-    if (rl_redis_args_init(&a, (int)argc)) {
-        rl_redis_args_push_header(&a, backend->prefix, backend->clock);
+    if ((!any || (bounds != NULL && bounds_keys != NULL)) && rl_redis_args_init(&a, (int)argc)) {
+        rl__redis_push_header(&a, backend, backend->clock);
         rl_redis_args_push_u64(&a, backend->lease_memory_ms);
+        rl_redis_args_push_u64(&a, budgets);
+        for (size_t k = 0; k < budgets; k++) rl_redis_args_push_bounds(&a, bounds_keys[k], &bounds[k]);
         rl_redis_args_push_u64(&a, count);
         for (size_t i = 0; i < count; i++) {
             rl_redis_args_push_lease_id(&a, requests[i].lease_id);
             rl_redis_args_push_u64(&a, requests[i].requirement_count);
             rl_redis_args_push_fingerprint(
                 &a, rl__lease_fingerprint(requests[i].requirements, requests[i].requirement_count));
+            rl_redis_args_push_str(&a, requests[i].job_id != NULL ? requests[i].job_id : "");
             for (size_t j = 0; j < requests[i].requirement_count; j++) {
                 rl_redis_args_push_str(&a, requests[i].requirements[j].key);
                 rl_redis_args_push_u64(&a, requests[i].requirements[j].amount);
@@ -99,19 +135,28 @@ static void run_reserves(redis_backend *backend, const rl_reserve_request *reque
                                sizeof err);
     }
     rl_redis_args_free(&a);
+    free(bounds);
+    free(bounds_keys);
     if (status == RL_OK && (reply->type != REDIS_REPLY_ARRAY || reply->elements != REPLY_PER_LEASE * count))
         status = RL_BACKEND_ERROR;
     for (size_t i = 0, at = 0; i < count; i++, at += REPLY_PER_LEASE) {
         rl_reserve_result *r = &results[i];
+        if (needs_bounds != NULL) needs_bounds[i] = false;
         if (status != RL_OK) {
             fail_result(r, RL_BACKEND_ERROR); /* fail closed: nothing admitted without the store */
             continue;
         }
+        uint64_t code = rl__redis_number(reply->element[at + 3]);
         r->allowed = rl__redis_number(reply->element[at]) == 1;
         r->retry_after_ms = rl__redis_number(reply->element[at + 1]);
         r->reserved_at_unix_ms = rl__redis_number(reply->element[at + 2]);
-        r->status = status_of_code(rl__redis_number(reply->element[at + 3]));
+        r->status = status_of_code(code);
         r->status_key = status_key_of(backend, &requests[i], reply->element[at + 4]);
+        if (code == CODE_NEEDS_BOUNDS) {
+            if (needs_bounds == NULL) fail_result(r, RL_BACKEND_ERROR);
+            else needs_bounds[i] = true;
+            continue;
+        }
         rl_denial *d = &r->denied_by;
         d->key = status_key_of(backend, &requests[i], reply->element[at + 5]);
         uint64_t reason = rl__redis_number(reply->element[at + 6]);
@@ -119,9 +164,18 @@ static void run_reserves(redis_backend *backend, const rl_reserve_request *reque
         d->requested = rl__redis_number(reply->element[at + 7]);
         d->available = rl__redis_number(reply->element[at + 8]);
         d->capacity = rl__redis_number(reply->element[at + 9]);
-        d->period_end_unix_ms = 0; /* budgets are not counted here (redis_definitions.c) */
+        d->period_end_unix_ms = rl__redis_number(reply->element[at + 10]);
     }
     if (reply != NULL) freeReplyObject(reply);
+}
+
+/* Whether a lease that could not be decided may be decided again now: a
+ * key the store lost, defined again from what this daemon knows, or a
+ * budget whose latest definition (its calendar) it has now read. */
+static bool heal(redis_backend *backend, const rl_reserve_result *result, bool needs_bounds, uint64_t deadline_ms) {
+    if (result->status_key == NULL) return false;
+    if (needs_bounds) return rl_redis_read_again(backend, result->status_key, deadline_ms);
+    return result->status == RL_UNKNOWN_LIMIT_KEY && rl_redis_define_again(backend, result->status_key, deadline_ms);
 }
 
 /* A Redis that restarted without persistence, or was flushed, has lost the
@@ -129,22 +183,25 @@ static void run_reserves(redis_backend *backend, const rl_reserve_request *reque
  * admin put them back. The leases that met a key this daemon knows are
  * decided again once, after defining it again (the background thread puts
  * back the rest within a second). Their reservations were lost with the
- * rest: run Redis with appendonly for none to be. All within the
+ * rest: run Redis with appendonly for none to be. A lease that met a budget
+ * this daemon has not seen (or not since its period or zone changed) is
+ * decided again after reading its definition, a few times at most (another
+ * daemon may be changing it meanwhile), then fails. All within the
  * operation's one deadline. */
 void rl__redis_reserve_batch(rl_backend *base, const rl_reserve_request *requests, size_t count,
                           rl_reserve_result *results) {
     redis_backend *backend = rl_redis_backend_of(base);
     uint64_t deadline_ms = rl_redis_operation_deadline_ms(backend);
-    run_reserves(backend, requests, count, deadline_ms, results);
+    bool *needs_bounds = calloc(count, sizeof *needs_bounds); /* NULL: such leases fail */
+    run_reserves(backend, requests, count, deadline_ms, results, needs_bounds);
     for (size_t i = 0; i < count; i++) {
-        if (results[i].status != RL_UNKNOWN_LIMIT_KEY || results[i].status_key == NULL) continue;
-        if (!rl_redis_define_again(backend, results[i].status_key, deadline_ms)) continue;
+        bool *needs = needs_bounds != NULL ? &needs_bounds[i] : NULL;
         /* this lease, and any other that met a key now defined, again */
-        for (;;) {
-            run_reserves(backend, &requests[i], 1, deadline_ms, &results[i]);
-            if (results[i].status != RL_UNKNOWN_LIMIT_KEY || results[i].status_key == NULL ||
-                !rl_redis_define_again(backend, results[i].status_key, deadline_ms))
-                break;
+        for (int reads = 0; !(needs != NULL && *needs && reads++ == BOUNDS_READS_MAX);) {
+            if (!heal(backend, &results[i], needs != NULL && *needs, deadline_ms)) break;
+            run_reserves(backend, &requests[i], 1, deadline_ms, &results[i], needs);
         }
+        if (needs != NULL && *needs) fail_result(&results[i], RL_BACKEND_ERROR);
     }
+    free(needs_bounds);
 }

@@ -16,24 +16,48 @@
 /* An OOM answer this recent still makes /healthz say Redis refuses writes. */
 #define OOM_RECENT_MS 10000u
 
-rl_status rl__redis_limit_usage(rl_backend *base, const char *key, rl_limit_usage *out) {
-    redis_backend *backend = rl_redis_backend_of(base);
+/* One usage.lua call for key, with its bounds if this daemon knows it as
+ * a budget. */
+static rl_status read_usage(redis_backend *backend, const char *key, uint64_t deadline_ms, redisReply **reply) {
+    rl_budget_bounds bounds;
+    bool budget = rl__budget_periods_bounds(backend->budgets, key, rl__redis_unix_now_ms(backend->clock), &bounds);
     rl_redis_args a;
-    if (!rl_redis_args_init(&a, 4)) {
+    if (!rl_redis_args_init(&a, 12)) {
         rl_redis_args_free(&a);
         return RL_NO_MEMORY;
     }
-    rl_redis_args_push_header(&a, backend->prefix, backend->clock);
+    rl__redis_push_header(&a, backend, backend->clock);
     rl_redis_args_push_str(&a, key);
+    rl_redis_args_push_u64(&a, budget ? 1 : 0);
+    if (budget) rl_redis_args_push_bounds(&a, key, &bounds);
     char err[ERR_SIZE];
-    redisReply *reply = NULL;
-    rl_status status = rl_redis_eval(backend->pool, rl_redis_operation_deadline_ms(backend), RL_SCRIPT_USAGE, a.count,
-                                     a.argv, a.len, &reply, err, sizeof err);
+    rl_status status = rl_redis_eval(backend->pool, deadline_ms, RL_SCRIPT_USAGE, a.count, a.argv, a.len, reply, err,
+                                     sizeof err);
     rl_redis_args_free(&a);
+    return status;
+}
+
+/* usage.lua's answer for a budget whose bounds were not passed. */
+static bool asks_for_bounds(const redisReply *reply) {
+    return reply->type == REDIS_REPLY_ARRAY && reply->elements == 1;
+}
+
+rl_status rl__redis_limit_usage(rl_backend *base, const char *key, rl_limit_usage *out) {
+    redis_backend *backend = rl_redis_backend_of(base);
+    uint64_t deadline_ms = rl_redis_operation_deadline_ms(backend);
+    redisReply *reply = NULL;
+    rl_status status = read_usage(backend, key, deadline_ms, &reply);
+    /* a budget this daemon has not seen (or not since its period or zone changed): read it, ask again */
+    for (int reads = 0; status == RL_OK && asks_for_bounds(reply) && reads < BOUNDS_READS_MAX; reads++) {
+        freeReplyObject(reply);
+        reply = NULL;
+        if (!rl_redis_read_again(backend, key, deadline_ms)) return RL_BACKEND_ERROR;
+        status = read_usage(backend, key, deadline_ms, &reply);
+    }
     if (status == RL_OK) {
         if (reply->type != REDIS_REPLY_ARRAY || reply->elements == 0) {
             status = RL_UNKNOWN_LIMIT_KEY;
-        } else if (reply->elements != 6) {
+        } else if (reply->elements != 9) {
             status = RL_BACKEND_ERROR;
         } else {
             memset(out, 0, sizeof *out);
@@ -46,6 +70,10 @@ rl_status rl__redis_limit_usage(rl_backend *base, const char *key, rl_limit_usag
             out->debt = out->used > out->capacity ? out->used - out->capacity : 0;
             out->debt_total = rl__redis_number(reply->element[4]);
             out->overage_denied_total = rl__redis_number(reply->element[5]);
+            out->period_start_unix_ms = rl__redis_number(reply->element[6]);
+            out->period_end_unix_ms = rl__redis_number(reply->element[7]);
+            out->committed = rl__redis_number(reply->element[8]);
+            if (out->period_end_unix_ms != 0) out->reserved = out->used > out->committed ? out->used - out->committed : 0;
         }
     }
     if (reply != NULL) freeReplyObject(reply);
@@ -56,11 +84,11 @@ rl_status rl_redis_eval_page(redis_backend *backend, rl_redis_script script, con
                              const char *per_call, redisReply **reply) {
     *reply = NULL;
     rl_redis_args a;
-    if (!rl_redis_args_init(&a, 5)) {
+    if (!rl_redis_args_init(&a, 6)) {
         rl_redis_args_free(&a);
         return RL_NO_MEMORY;
     }
-    rl_redis_args_push_header(&a, backend->prefix, backend->clock);
+    rl__redis_push_header(&a, backend, backend->clock);
     rl_redis_args_push_str(&a, cursor);
     rl_redis_args_push_str(&a, per_call);
     char err[ERR_SIZE];

@@ -635,6 +635,402 @@ static void a_retried_denial_keeps_its_denied_by(void **state) {
     assert_true(reserve1(f, 3, "r:rpm", 4).allowed);
 }
 
+/* ---- budgets: spend over a calendar period ---------------------------------- */
+
+/* T0 (2025-01-12 05:33:20 UTC, a Sunday) in its UTC hour and day. */
+#define HOUR_MS UINT64_C(3600000)
+#define DAY_MS (24u * HOUR_MS)
+#define HOUR_START (T0_UNIX_MS - T0_UNIX_MS % HOUR_MS)
+#define DAY_START (T0_UNIX_MS - T0_UNIX_MS % DAY_MS)
+#define TO_HOUR_END (HOUR_START + HOUR_MS - T0_UNIX_MS) /* 26 min 40 s */
+
+static rl_status apply_budget(fixture *f, const char *key, uint64_t capacity, rl_period period, const char *zone,
+                              uint32_t timeout_seconds, rl_overage overage, rl_limit_status *status) {
+    rl_limit_def def = {.kind = RL_KIND_BUDGET, .capacity = capacity, .timeout_seconds = timeout_seconds,
+                        .period = period, .overage = overage};
+    snprintf(def.key, sizeof def.key, "%s", key);
+    snprintf(def.timezone, sizeof def.timezone, "%s", zone);
+    snprintf(def.unit, sizeof def.unit, "usd_micros");
+    char err[200];
+    if (!rl_limit_def_validate(&def, err, sizeof err)) fail_msg("%s", err);
+    return rl_backend_apply_definition(f->backend, &def, status);
+}
+
+static rl_limit_status define_budget(fixture *f, const char *key, uint64_t capacity, rl_period period,
+                                     const char *zone, uint32_t timeout_seconds, rl_overage overage) {
+    rl_limit_status status;
+    assert_int_equal(apply_budget(f, key, capacity, period, zone, timeout_seconds, overage, &status), RL_OK);
+    return status;
+}
+
+/* A budget's usage, whose parts add up. */
+static rl_limit_usage budget_usage(fixture *f, const char *key) {
+    rl_limit_usage u = usage_of(f, key);
+    assert_int_equal(u.used, u.committed + u.reserved);
+    return u;
+}
+
+/* Spend accumulates within the period; Complete charges the actual and
+ * refunds the rest at once; at the boundary it is 0 again. */
+static void budget_spend_accumulates_and_resets_at_the_period(void **state) {
+    fixture *f = *state;
+    define_budget(f, "b:h", 100, RL_PERIOD_HOUR, "UTC", 600, RL_OVERAGE_DEBT);
+    rl_limit_usage u = budget_usage(f, "b:h");
+    assert_int_equal(u.period_start_unix_ms, HOUR_START);
+    assert_int_equal(u.period_end_unix_ms, HOUR_START + HOUR_MS);
+    assert_int_equal(u.used, 0);
+    assert_true(reserve1(f, 1, "b:h", 60).allowed);
+    u = budget_usage(f, "b:h");
+    assert_int_equal(u.reserved, 60);
+    assert_int_equal(u.committed, 0);
+    assert_int_equal(u.active, 1);
+    rl_manual_clock_advance(&f->clock, 1000);
+    complete1(f, 1, "b:h", 40);
+    u = budget_usage(f, "b:h");
+    assert_int_equal(u.committed, 40);
+    assert_int_equal(u.reserved, 0);
+    assert_int_equal(u.available, 60);
+    assert_int_equal(u.active, 0);
+    /* nothing open to time out: room comes back with the next period */
+    rl_reserve_result r = reserve1(f, 2, "b:h", 70);
+    assert_false(r.allowed);
+    assert_int_equal(r.status, RL_OK);
+    assert_int_equal(r.retry_after_ms, TO_HOUR_END - 1000);
+    assert_string_equal(r.denied_by.key, "b:h");
+    assert_int_equal(r.denied_by.reason, RL_DENIAL_CAPACITY);
+    assert_int_equal(r.denied_by.requested, 70);
+    assert_int_equal(r.denied_by.available, 60);
+    assert_int_equal(r.denied_by.capacity, 100);
+    assert_int_equal(r.denied_by.period_end_unix_ms, HOUR_START + HOUR_MS);
+    /* retried, the denial is replayed whole */
+    rl_reserve_result again = reserve1(f, 2, "b:h", 70);
+    assert_int_equal(again.denied_by.period_end_unix_ms, HOUR_START + HOUR_MS);
+    assert_int_equal(again.retry_after_ms, r.retry_after_ms);
+    rl_manual_clock_advance(&f->clock, TO_HOUR_END - 1001);
+    assert_int_equal(budget_usage(f, "b:h").committed, 40); /* no window frees what is committed */
+    rl_manual_clock_advance(&f->clock, 1);
+    u = budget_usage(f, "b:h");
+    assert_int_equal(u.period_start_unix_ms, HOUR_START + HOUR_MS);
+    assert_int_equal(u.period_end_unix_ms, HOUR_START + 2 * HOUR_MS);
+    assert_int_equal(u.committed, 0);
+    assert_int_equal(u.used, 0);
+    assert_true(reserve1(f, 3, "b:h", 100).allowed);
+}
+
+/* A reservation belongs to the period it was made in: completed after the
+ * boundary it is charged there, and held nowhere now. */
+static void budget_reservation_crossing_a_boundary_charges_its_own_period(void **state) {
+    fixture *f = *state;
+    define_budget(f, "b:x", 100, RL_PERIOD_HOUR, "UTC", 3600, RL_OVERAGE_DEBT);
+    rl_manual_clock_advance(&f->clock, TO_HOUR_END - 1);
+    assert_true(reserve1(f, 1, "b:x", 80).allowed);
+    assert_true(reserve1(f, 2, "b:x", 20).allowed);
+    rl_manual_clock_advance(&f->clock, 2);
+    rl_limit_usage u = budget_usage(f, "b:x");
+    assert_int_equal(u.period_start_unix_ms, HOUR_START + HOUR_MS);
+    assert_int_equal(u.used, 0);   /* the last hour's reservations are not held in this one */
+    assert_int_equal(u.active, 2); /* but they are still open */
+    complete1(f, 1, "b:x", 70);    /* charged to the last hour */
+    u = budget_usage(f, "b:x");
+    assert_int_equal(u.committed, 0);
+    assert_int_equal(u.active, 1);
+    assert_true(reserve1(f, 3, "b:x", 100).allowed); /* this hour's whole budget */
+    rl_reserve_result r = reserve1(f, 4, "b:x", 1);
+    assert_false(r.allowed);
+    /* lease 2's timeout frees nothing of this hour: lease 3's does */
+    assert_int_equal(r.retry_after_ms, 3600000);
+}
+
+/* A reservation never completed is refunded in full at its timeout; before
+ * that a denial waits for it; a Complete after it charges nothing. */
+static void budget_an_abandoned_reservation_is_refunded_at_its_timeout(void **state) {
+    fixture *f = *state;
+    define_budget(f, "b:t", 100, RL_PERIOD_DAY, "UTC", 60, RL_OVERAGE_DEBT);
+    assert_true(reserve1(f, 1, "b:t", 60).allowed);
+    rl_manual_clock_advance(&f->clock, 20000);
+    assert_true(reserve1(f, 2, "b:t", 30).allowed);
+    rl_reserve_result r = reserve1(f, 3, "b:t", 50);
+    assert_false(r.allowed);
+    assert_int_equal(r.retry_after_ms, 40000); /* when lease 1 times out */
+    assert_int_equal(reserve1(f, 4, "b:t", 80).retry_after_ms, 60000); /* both: lease 2's timeout */
+    rl_manual_clock_advance(&f->clock, 39999);
+    assert_int_equal(budget_usage(f, "b:t").reserved, 90);
+    rl_manual_clock_advance(&f->clock, 1);
+    rl_limit_usage u = budget_usage(f, "b:t");
+    assert_int_equal(u.reserved, 30);
+    assert_int_equal(u.active, 1);
+    assert_int_equal(u.committed, 0);
+    complete1(f, 1, "b:t", 60); /* too late: refunded, nothing is charged */
+    assert_int_equal(budget_usage(f, "b:t").committed, 0);
+    /* a Complete that names no actual for the key charges what it reserved */
+    complete_n(f, 2, NULL, 0);
+    u = budget_usage(f, "b:t");
+    assert_int_equal(u.committed, 30);
+    assert_int_equal(u.reserved, 0);
+    assert_int_equal(u.active, 0);
+    /* only the period's end frees what is committed */
+    r = reserve1(f, 5, "b:t", 71);
+    assert_false(r.allowed);
+    assert_int_equal(r.retry_after_ms, DAY_START + DAY_MS - T0_UNIX_MS - 60000);
+}
+
+static void budget_overage_debt_and_deny(void **state) {
+    fixture *f = *state;
+    define_budget(f, "b:debt", 100, RL_PERIOD_DAY, "UTC", 600, RL_OVERAGE_DEBT);
+    define_budget(f, "b:deny", 100, RL_PERIOD_DAY, "UTC", 600, RL_OVERAGE_DENY);
+    assert_true(reserve1(f, 1, "b:debt", 50).allowed);
+    assert_true(reserve1(f, 2, "b:debt", 40).allowed);
+    complete1(f, 1, "b:debt", 80); /* 30 more than reserved: 20 above capacity */
+    rl_limit_usage u = budget_usage(f, "b:debt");
+    assert_int_equal(u.committed, 80);
+    assert_int_equal(u.reserved, 40);
+    assert_int_equal(u.debt, 20);
+    assert_int_equal(u.debt_total, 20);
+    assert_int_equal(u.available, 0);
+    assert_false(reserve1(f, 3, "b:debt", 1).allowed);
+    assert_true(reserve1(f, 4, "b:deny", 50).allowed);
+    assert_true(reserve1(f, 5, "b:deny", 30).allowed);
+    complete1(f, 4, "b:deny", 90); /* only 70 fits beside the 30 held */
+    u = budget_usage(f, "b:deny");
+    assert_int_equal(u.committed, 70);
+    assert_int_equal(u.overage_denied_total, 20);
+    assert_int_equal(u.used, 100);
+    assert_int_equal(u.debt_total, 0);
+}
+
+/* Capacity changes apply to the current period: an increase at once; a
+ * decrease below what is spent waits, and the next period starts under it. */
+static void budget_capacity_changes_apply_to_the_period(void **state) {
+    fixture *f = *state;
+    define_budget(f, "b:cap", 100, RL_PERIOD_HOUR, "UTC", 600, RL_OVERAGE_DEBT);
+    assert_true(reserve1(f, 1, "b:cap", 80).allowed);
+    complete1(f, 1, "b:cap", 80);
+    assert_int_equal(define_budget(f, "b:cap", 150, RL_PERIOD_HOUR, "UTC", 600, RL_OVERAGE_DEBT),
+                     RL_LIMIT_STATUS_ACTIVE);
+    assert_true(reserve1(f, 2, "b:cap", 70).allowed);
+    assert_int_equal(define_budget(f, "b:cap", 100, RL_PERIOD_HOUR, "UTC", 600, RL_OVERAGE_DEBT),
+                     RL_LIMIT_STATUS_DECREASING);
+    rl_reserve_result r = reserve1(f, 3, "b:cap", 1);
+    assert_false(r.allowed);
+    assert_int_equal(r.status, RL_LIMIT_DECREASING);
+    assert_int_equal(r.denied_by.reason, RL_DENIAL_DECREASING);
+    assert_int_equal(r.denied_by.capacity, 100);
+    assert_int_equal(r.denied_by.period_end_unix_ms, HOUR_START + HOUR_MS);
+    complete1(f, 2, "b:cap", 10); /* used 90: the decrease applies */
+    rl_limit_usage u = budget_usage(f, "b:cap");
+    assert_int_equal(u.status, RL_LIMIT_STATUS_ACTIVE);
+    assert_int_equal(u.capacity, 100);
+    assert_int_equal(u.committed, 90);
+    assert_int_equal(define_budget(f, "b:cap", 50, RL_PERIOD_HOUR, "UTC", 600, RL_OVERAGE_DEBT),
+                     RL_LIMIT_STATUS_DECREASING);
+    rl_manual_clock_advance(&f->clock, TO_HOUR_END);
+    u = budget_usage(f, "b:cap");
+    assert_int_equal(u.status, RL_LIMIT_STATUS_ACTIVE);
+    assert_int_equal(u.capacity, 50);
+    assert_int_equal(u.committed, 0);
+}
+
+/* Another zone or period moves the boundaries, and what the budget had
+ * counted goes on counting: a change never hands out a fresh budget. */
+static void budget_a_new_zone_or_period_keeps_what_was_counted(void **state) {
+    fixture *f = *state;
+    define_budget(f, "b:z", 100, RL_PERIOD_DAY, "UTC", 600, RL_OVERAGE_DEBT);
+    assert_true(reserve1(f, 1, "b:z", 60).allowed);
+    complete1(f, 1, "b:z", 60);
+    assert_true(reserve1(f, 2, "b:z", 30).allowed); /* open */
+    define_budget(f, "b:z", 100, RL_PERIOD_DAY, "Asia/Tokyo", 600, RL_OVERAGE_DEBT);
+    rl_limit_usage u = budget_usage(f, "b:z");
+    assert_int_equal(u.period_start_unix_ms, DAY_START - 9 * HOUR_MS); /* Tokyo's January 12 */
+    assert_int_equal(u.period_end_unix_ms, DAY_START - 9 * HOUR_MS + DAY_MS);
+    assert_int_equal(u.committed, 60);
+    assert_int_equal(u.reserved, 30);
+    assert_false(reserve1(f, 3, "b:z", 11).allowed);
+    complete1(f, 2, "b:z", 10); /* still counted: its reservation moved with the period */
+    u = budget_usage(f, "b:z");
+    assert_int_equal(u.committed, 70);
+    assert_int_equal(u.reserved, 0);
+    define_budget(f, "b:z", 100, RL_PERIOD_HOUR, "Asia/Tokyo", 600, RL_OVERAGE_DEBT);
+    u = budget_usage(f, "b:z");
+    assert_int_equal(u.period_start_unix_ms, HOUR_START);
+    assert_int_equal(u.committed, 70);
+    rl_manual_clock_advance(&f->clock, TO_HOUR_END); /* the new period's end: now it resets */
+    assert_int_equal(budget_usage(f, "b:z").committed, 0);
+}
+
+/* A lease that fails on a rolling limit and a budget waits for the budget's
+ * period: the one named, with its end. A budget's kind changes only while
+ * nothing is open on it, and what it charged is no rolling use. */
+static void budget_denials_and_kind_changes(void **state) {
+    fixture *f = *state;
+    define(f, "b:rpm", RL_KIND_ROLLING, 1, 60, RL_OVERAGE_DEBT);
+    define_budget(f, "b:k", 10, RL_PERIOD_HOUR, "UTC", 60, RL_OVERAGE_DEBT);
+    rl_requirement both[] = {{"b:rpm", 1}, {"b:k", 10}};
+    assert_true(reserve_n(f, 1, both, 2).allowed);
+    complete_n(f, 1, NULL, 0);
+    rl_reserve_result r = reserve_n(f, 2, both, 2);
+    expect_denial(&r, "b:k", RL_DENIAL_CAPACITY, 10, 0, 10);
+    assert_int_equal(r.retry_after_ms, TO_HOUR_END);
+    assert_int_equal(r.denied_by.period_end_unix_ms, HOUR_START + HOUR_MS);
+    r = reserve1(f, 3, "b:k", 11);
+    expect_denial(&r, "b:k", RL_DENIAL_EXCEEDS_CAPACITY, 11, 0, 10);
+    assert_int_equal(r.status, RL_EXCEEDS_CAPACITY);
+    r = reserve1(f, 4, "b:rpm", 1);
+    expect_denial(&r, "b:rpm", RL_DENIAL_CAPACITY, 1, 0, 1);
+    assert_int_equal(r.denied_by.period_end_unix_ms, 0);
+
+    define_budget(f, "b:k2", 10, RL_PERIOD_HOUR, "UTC", 60, RL_OVERAGE_DEBT);
+    assert_true(reserve1(f, 5, "b:k2", 4).allowed);
+    rl_limit_status status;
+    assert_int_equal(apply_def(f, "b:k2", RL_KIND_ROLLING, 10, 60, RL_OVERAGE_DEBT, &status), RL_LIMIT_IN_USE);
+    complete1(f, 5, "b:k2", 4);
+    assert_int_equal(budget_usage(f, "b:k2").committed, 4);
+    assert_int_equal(apply_def(f, "b:k2", RL_KIND_ROLLING, 10, 60, RL_OVERAGE_DEBT, &status), RL_OK);
+    rl_limit_usage u = usage_of(f, "b:k2");
+    assert_int_equal(u.used, 0);
+    assert_int_equal(u.period_end_unix_ms, 0);
+    assert_true(reserve1(f, 6, "b:k2", 10).allowed);
+    rl_manual_clock_advance(&f->clock, 60000);
+    assert_int_equal(apply_budget(f, "b:k2", 10, RL_PERIOD_DAY, "UTC", 60, RL_OVERAGE_DEBT, &status), RL_OK);
+    u = budget_usage(f, "b:k2");
+    assert_int_equal(u.period_start_unix_ms, DAY_START);
+    assert_int_equal(u.committed, 0);
+}
+
+/* ---- the audit log of spend (backends with audit_query) ---------------------- */
+
+static bool has_audit(const fixture *f) { return f->backend->ops->audit_query != NULL; }
+
+static rl_reserve_result reserve_for_job(fixture *f, uint64_t lease, const char *job_id, const rl_requirement *reqs,
+                                         size_t n) {
+    char id[27];
+    rl_reserve_request request = {rl_test_lease_id(lease, id), job_id, reqs, n};
+    rl_reserve_result result;
+    rl_backend_reserve(f->backend, &request, &result);
+    return result;
+}
+
+/* key's entries since since_unix_ms, at most limit, into entries; the next
+ * page's since in *next. */
+static size_t audit_page(fixture *f, const char *key, uint64_t since_unix_ms, uint32_t limit,
+                         rl_audit_entry *entries, uint64_t *next) {
+    rl_audit_query query = {key, since_unix_ms, limit};
+    rl_audit_page page = {entries, 0, 0};
+    assert_int_equal(rl_backend_audit_query(f->backend, &query, &page), RL_OK);
+    assert_true(page.count <= limit);
+    *next = page.next_since_unix_ms;
+    return page.count;
+}
+
+static void expect_entry(const rl_audit_entry *e, uint64_t at_unix_ms, uint64_t lease, const char *job_id,
+                         const char *key, uint64_t reserved, uint64_t actual, uint64_t period_start_unix_ms,
+                         bool expired) {
+    char id[27];
+    assert_int_equal(e->at_unix_ms, at_unix_ms);
+    assert_string_equal(e->lease_id, rl_test_lease_id(lease, id));
+    assert_string_equal(e->job_id, job_id);
+    assert_string_equal(e->key, key);
+    assert_int_equal(e->reserved, reserved);
+    assert_int_equal(e->actual, actual);
+    assert_int_equal(e->period_start_unix_ms, period_start_unix_ms);
+    assert_int_equal(e->expired, expired);
+}
+
+/* Every Complete: one entry per rolling or budget key it charged, none for
+ * a concurrency hold, with the reserve's job id; a second Complete, a
+ * denied or unknown lease: none. */
+static void audit_a_complete_writes_an_entry_per_key_charged(void **state) {
+    fixture *f = *state;
+    if (!has_audit(f)) skip();
+    define(f, "a:tpm", RL_KIND_ROLLING, 1000, 60, RL_OVERAGE_DEBT);
+    define(f, "a:conc", RL_KIND_CONCURRENCY, 5, 60, RL_OVERAGE_DEBT);
+    define_budget(f, "a:usd", 5000, RL_PERIOD_DAY, "UTC", 600, RL_OVERAGE_DEBT);
+    rl_requirement reqs[] = {{"a:tpm", 300}, {"a:conc", 1}, {"a:usd", 2000}};
+    const char *job = "job \"7\" \xc3\xa9t\xc3\xa9 ^ #x !1:2 \\ @9";
+    assert_true(reserve_for_job(f, 1, job, reqs, 3).allowed);
+    assert_true(reserve_for_job(f, 2, NULL, reqs, 3).allowed);
+    assert_false(reserve_for_job(f, 3, "denied", (rl_requirement[]){{"a:usd", 2000}}, 1).allowed);
+    rl_audit_entry entries[8];
+    uint64_t next;
+    assert_int_equal(audit_page(f, "a:tpm", 0, 8, entries, &next), 0);
+    assert_int_equal(next, 0);
+    rl_manual_clock_advance(&f->clock, 5000);
+    rl_actual actuals[] = {{"a:tpm", 120}, {"a:usd", 1500}, {"a:conc", 1}};
+    complete_n(f, 1, actuals, 3);
+    complete_n(f, 1, actuals, 3); /* again: nothing more */
+    complete_n(f, 3, actuals, 1); /* denied: nothing */
+    complete_n(f, 99, actuals, 1); /* unknown: nothing */
+    rl_manual_clock_advance(&f->clock, 1);
+    complete_n(f, 2, NULL, 0); /* no actuals: what it reserved */
+    uint64_t at = T0_UNIX_MS + 5000;
+    assert_int_equal(audit_page(f, "a:tpm", 0, 8, entries, &next), 2);
+    expect_entry(&entries[0], at, 1, job, "a:tpm", 300, 120, 0, false);
+    expect_entry(&entries[1], at + 1, 2, "", "a:tpm", 300, 300, 0, false);
+    assert_int_equal(next, at + 2);
+    assert_int_equal(audit_page(f, "a:usd", 0, 8, entries, &next), 2);
+    expect_entry(&entries[0], at, 1, job, "a:usd", 2000, 1500, DAY_START, false);
+    expect_entry(&entries[1], at + 1, 2, "", "a:usd", 2000, 2000, DAY_START, false);
+    assert_int_equal(audit_page(f, "a:conc", 0, 8, entries, &next), 0);
+    /* since: from that millisecond on */
+    assert_int_equal(audit_page(f, "a:usd", at + 1, 8, entries, &next), 1);
+    expect_entry(&entries[0], at + 1, 2, "", "a:usd", 2000, 2000, DAY_START, false);
+    assert_int_equal(audit_page(f, "a:usd", at + 2, 8, entries, &next), 0);
+    assert_int_equal(next, at + 2);
+}
+
+/* A budget's reservation refunded by its timeout: one entry, expired, actual
+ * 0, at its timeout, whoever notices; its late Complete adds none. A
+ * reservation completed after its period's end is audited in that period. */
+static void audit_refunds_and_periods(void **state) {
+    fixture *f = *state;
+    if (!has_audit(f)) skip();
+    define_budget(f, "a:h", 100, RL_PERIOD_HOUR, "UTC", 60, RL_OVERAGE_DEBT);
+    assert_true(reserve_for_job(f, 1, "crashed", (rl_requirement[]){{"a:h", 40}}, 1).allowed);
+    rl_manual_clock_advance(&f->clock, 75000); /* past its timeout, unnoticed until the sweep */
+    rl_backend_sweep(f->backend);
+    complete1(f, 1, "a:h", 40);
+    rl_audit_entry entries[4];
+    uint64_t next;
+    assert_int_equal(audit_page(f, "a:h", 0, 4, entries, &next), 1);
+    expect_entry(&entries[0], T0_UNIX_MS + 60000, 1, "crashed", "a:h", 40, 0, HOUR_START, true);
+    assert_int_equal(budget_usage(f, "a:h").used, 0);
+    rl_manual_clock_advance(&f->clock, TO_HOUR_END - 75000 - 10);
+    assert_true(reserve1(f, 2, "a:h", 50).allowed);
+    rl_manual_clock_advance(&f->clock, 20); /* the next hour */
+    complete1(f, 2, "a:h", 45);
+    assert_int_equal(audit_page(f, "a:h", next, 4, entries, &next), 1);
+    expect_entry(&entries[0], HOUR_START + HOUR_MS + 10, 2, "", "a:h", 50, 45, HOUR_START, false);
+    assert_int_equal(budget_usage(f, "a:h").committed, 0);
+}
+
+/* Pages: at most limit entries, oldest first; a page never ends inside a
+ * millisecond that has more entries (the next page would miss them),
+ * unless that millisecond is all it has. */
+static void audit_pages_never_end_inside_a_millisecond(void **state) {
+    fixture *f = *state;
+    if (!has_audit(f)) skip();
+    define(f, "a:p", RL_KIND_ROLLING, 1000, 60, RL_OVERAGE_DEBT);
+    for (uint64_t lease = 1; lease <= 5; lease++) assert_true(reserve1(f, lease, "a:p", 1).allowed);
+    for (uint64_t lease = 1; lease <= 3; lease++) complete1(f, lease, "a:p", 1); /* three at T0 */
+    rl_manual_clock_advance(&f->clock, 7);
+    for (uint64_t lease = 4; lease <= 5; lease++) complete1(f, lease, "a:p", 1); /* two at T0 + 7 */
+    rl_audit_entry entries[8];
+    uint64_t next;
+    /* 4 would cut T0 + 7: the page is T0's three */
+    assert_int_equal(audit_page(f, "a:p", 0, 4, entries, &next), 3);
+    assert_int_equal(entries[2].at_unix_ms, T0_UNIX_MS);
+    assert_int_equal(next, T0_UNIX_MS + 1);
+    assert_int_equal(audit_page(f, "a:p", next, 4, entries, &next), 2);
+    expect_entry(&entries[1], T0_UNIX_MS + 7, 5, "", "a:p", 1, 1, 0, false);
+    assert_int_equal(next, T0_UNIX_MS + 8);
+    /* 3 ends where T0 ends: the whole page */
+    assert_int_equal(audit_page(f, "a:p", 0, 3, entries, &next), 3);
+    assert_int_equal(next, T0_UNIX_MS + 1);
+    /* 2, inside T0's three: that millisecond is all the page has */
+    assert_int_equal(audit_page(f, "a:p", 0, 2, entries, &next), 2);
+    assert_int_equal(next, 0);
+    expect_entry(&entries[0], T0_UNIX_MS, 1, "", "a:p", 1, 1, 0, false);
+}
+
 /* The case list, the same for every backend. */
 #define CONFORMANCE_CASES(setup, teardown)                                                                \
     cmocka_unit_test_setup_teardown(example1_rolling_reconcile_frees_early, setup, teardown),             \
@@ -658,6 +1054,16 @@ static void a_retried_denial_keeps_its_denied_by(void **state) {
     cmocka_unit_test_setup_teardown(a_denial_names_its_limit, setup, teardown),                           \
     cmocka_unit_test_setup_teardown(a_denial_names_the_limit_waited_for, setup, teardown),                \
     cmocka_unit_test_setup_teardown(a_retried_denial_keeps_its_denied_by, setup, teardown),               \
+    cmocka_unit_test_setup_teardown(budget_spend_accumulates_and_resets_at_the_period, setup, teardown),   \
+    cmocka_unit_test_setup_teardown(budget_reservation_crossing_a_boundary_charges_its_own_period, setup, teardown), \
+    cmocka_unit_test_setup_teardown(budget_an_abandoned_reservation_is_refunded_at_its_timeout, setup, teardown), \
+    cmocka_unit_test_setup_teardown(budget_overage_debt_and_deny, setup, teardown),                       \
+    cmocka_unit_test_setup_teardown(budget_capacity_changes_apply_to_the_period, setup, teardown),        \
+    cmocka_unit_test_setup_teardown(budget_a_new_zone_or_period_keeps_what_was_counted, setup, teardown), \
+    cmocka_unit_test_setup_teardown(budget_denials_and_kind_changes, setup, teardown),                    \
+    cmocka_unit_test_setup_teardown(audit_a_complete_writes_an_entry_per_key_charged, setup, teardown),   \
+    cmocka_unit_test_setup_teardown(audit_refunds_and_periods, setup, teardown),                          \
+    cmocka_unit_test_setup_teardown(audit_pages_never_end_inside_a_millisecond, setup, teardown),         \
     cmocka_unit_test_setup_teardown(threads_never_over_admit, setup, teardown)
 
 static void redis_server_missing(void **state) {

@@ -9,15 +9,26 @@
  * defined yet; completes with actuals below, equal to or above what was
  * reserved (or none), of admitted, denied, completed, unknown and not yet
  * reserved leases, alone or in batches; time advancing by random steps or to
- * exactly an entry's expiry (or 1 ms before it); admin changes of capacity
- * (increase at once, decrease pending until usage allows), overage policy
- * (debt | deny), window or timeout, kind (rolling <-> concurrency), and the
- * first definition of a key reserves have been meeting as unknown.
+ * exactly an entry's expiry (or 1 ms before it), or to exactly a budget's
+ * period end (or 1 ms before it); admin changes of capacity (increase at
+ * once, decrease pending until usage allows), overage policy (debt | deny),
+ * window or timeout, kind (rolling <-> concurrency), a budget's calendar
+ * (an hour in UTC or in Asia/Kolkata, +05:30, or a day in UTC: its period
+ * moves and keeps what it counted), and the first definition of a key
+ * reserves have been meeting as unknown. Budgets: a reservation belongs to
+ * the period it was made in (completed after the boundary it is charged
+ * there: nothing now), its timeout refunds it in full, its actual (or
+ * without one what it reserved) is charged under the overage policy.
  *
  * After every step, for every limit: the backend's usage (status, capacity
  * enforced, pending decrease, used, available, active, debt, debt_total,
- * overage_denied_total) equals the model's; every reserve's allowed, status,
- * status key, retry_after_ms and reserved_at_unix_ms equal the model's. The
+ * overage_denied_total, and a budget's period, committed and reserved)
+ * equals the model's; every reserve's allowed, status, status key,
+ * retry_after_ms, reserved_at_unix_ms and denied_by (a budget's period end
+ * too) equal the model's. At the end of each sequence, on a backend that
+ * keeps an audit log, every rolling and budget key's log equals the
+ * model's, read in pages: one entry per key a Complete charged, with the
+ * reserve's job id, and one per budget reservation refunded by its timeout. The
  * ledger, fed only by what the backend answered, checks: no lease is ever
  * admitted while what earlier admitted leases still hold in their window (or
  * hold) plus its amount exceeds the capacity an admin set; the backend
@@ -51,13 +62,16 @@
 #include "support/lease_ids.h"
 #include "support/redis_server.h"
 
-/* Limits 0..2 start rolling, 3..4 concurrency; UNDEFINED starts unknown to
- * the backend and is defined by an admin change some time in the run. */
-enum { LIMITS = 6, UNDEFINED = 5, MAX_LEASES = 12000, MAX_LIVE = 20000, MAX_SECONDS = 5, BATCH_MAX = 4 };
+/* Limits 0..2 start rolling, 3..4 concurrency, 5..6 budgets; UNDEFINED
+ * starts unknown to the backend and is defined by an admin change some time
+ * in the run. */
+enum { LIMITS = 8, FIRST_BUDGET = 5, UNDEFINED = 7, MAX_LEASES = 12000, MAX_LIVE = 20000, MAX_SECONDS = 5, BATCH_MAX = 4 };
+/* The model's audit entries, per limit. */
+enum { MAX_AUDIT = 12000 };
 
 /* Lease numbers from here on are never reserved: completes of unknown ids. */
 #define NEVER_RESERVED_BASE 1000000u
-#define LEASE_MEMORY_MS 1000000000u /* remember every lease for the whole run */
+#define LEASE_MEMORY_MS 4000000000u /* remember every lease for the whole run (46 days: budgets' periods pass) */
 #define T0_MONOTONIC 5000u
 #define T0_UNIX 1700000000000u
 
@@ -116,6 +130,7 @@ static struct coverage {
     unsigned long completes, drained, overage_debt, debt_above_capacity, overage_denied, shrinks, releases_by_complete;
     unsigned long admin_increase, admin_decrease, admin_decrease_pending, admin_other, kind_in_use, clamped;
     unsigned long edge_advances;
+    unsigned long periods, period_edges, refunds, budget_charges, late_completes, calendars, audit_entries;
 } cov;
 
 static void print_coverage(const char *what) {
@@ -125,21 +140,26 @@ static void print_coverage(const char *what) {
                   "under deny; %lu holds released; admin: %lu "
                   "increases, %lu decreases (%lu left pending), %lu policy/lifetime/kind/define, %lu kind changes "
                   "refused (in use); %lu expiries "
-                  "clamped; %lu advances to an expiry edge\n",
+                  "clamped; %lu advances to an expiry edge; budgets: %lu periods started, %lu advances to a period's "
+                  "edge, %lu reservations refunded by timeout, %lu charged, %lu completed after their period, %lu "
+                  "calendar changes; %lu audit entries compared\n",
                   what, cov.steps, cov.allowed, cov.denied_full, cov.exceeds, cov.decreasing, cov.unknown, cov.replays, cov.conflicts,
                   cov.batches, cov.completes - cov.drained, cov.drained, cov.shrinks, cov.overage_debt,
                   cov.debt_above_capacity, cov.overage_denied,
                   cov.releases_by_complete, cov.admin_increase, cov.admin_decrease, cov.admin_decrease_pending,
-                  cov.admin_other, cov.kind_in_use, cov.clamped, cov.edge_advances);
+                  cov.admin_other, cov.kind_in_use, cov.clamped, cov.edge_advances, cov.periods, cov.period_edges,
+                  cov.refunds, cov.budget_charges, cov.late_completes, cov.calendars, cov.audit_entries);
     memset(&cov, 0, sizeof cov);
 }
 
 /* ---- the reference model ---- */
 
 typedef struct model_entry {
-    int limit;
+    int limit, lease;
     uint64_t amount, expires_at_ms;
+    uint64_t reserved; /* amount as reserved (a rolling one's amount changes on Complete) */
     rl_kind kind; /* the limit's kind when reserved: Complete follows it */
+    uint64_t period_start; /* a budget's: the period it was made in */
     bool live;
 } model_entry;
 
@@ -150,6 +170,11 @@ typedef struct model_limit {
     uint64_t pending_decrease_to;
     uint64_t debt_total, overage_denied_total;
     uint64_t tail_ms; /* latest expiry a rolling entry got (see expiry_of) */
+    /* Budgets: the period counted now, and the actuals charged in it. */
+    uint64_t period_start, period_end, committed;
+    /* The audit log it must have: entries[0..audit_count). */
+    rl_audit_entry *audit;
+    int audit_count;
 } model_limit;
 
 typedef struct model_lease {
@@ -170,10 +195,16 @@ static uint64_t now_ms, unix_now_ms;
  * over-admits). redis: always now + window. */
 static bool expiry_clamps_to_tail;
 
+/* Whether a live entry counts in its limit's use now: a budget's
+ * reservation of an earlier period does not. */
+static bool counted_now(const model_entry *e) {
+    return e->kind != RL_KIND_BUDGET || e->period_start == limits[e->limit].period_start;
+}
+
 static uint64_t used_of(int l) {
-    uint64_t used = 0;
+    uint64_t used = limits[l].def.kind == RL_KIND_BUDGET ? limits[l].committed : 0;
     for (int i = 0; i < live_count; i++)
-        if (live[i]->live && live[i]->limit == l) used += live[i]->amount;
+        if (live[i]->live && live[i]->limit == l && counted_now(live[i])) used += live[i]->amount;
     return used;
 }
 
@@ -201,13 +232,62 @@ static void try_decrease(int l) {
     }
 }
 
+/* A budget's calendars here: an hour in UTC or in Asia/Kolkata (+05:30 all
+ * year: its hours start at :30 UTC), or a day in UTC. Plain arithmetic, the
+ * reference for the backends' tzdata. */
+static void period_of(const rl_limit_def *d, uint64_t unix_ms, uint64_t *start, uint64_t *end) {
+    uint64_t offset = strcmp(d->timezone, "Asia/Kolkata") == 0 ? 19800000u : 0;
+    uint64_t length = d->period == RL_PERIOD_HOUR ? 3600000u : 86400000u;
+    uint64_t local = unix_ms + offset;
+    *start = local - local % length - offset;
+    *end = *start + length;
+}
+
+/* Appends an entry to limit l's audit log in the model. */
+static void audit_add(int l, uint64_t at_unix_ms, int lease, uint64_t reserved, uint64_t actual,
+                      uint64_t period_start, bool expired);
+
+/* The job id the test gives a lease's reserve: every third has one, with
+ * bytes the record's and the stream's framing must carry as they are. */
+static const char *job_of(int lease, char out[64]) {
+    if (lease % 3 != 0) return NULL;
+    snprintf(out, 64, "job %d \"x\" #f !1:2 @3 \xc3\xa9", lease);
+    return out;
+}
+
 static void expire(void) {
-    int kept = 0;
+    for (int l = 0; l < LIMITS; l++) {
+        model_limit *lim = &limits[l];
+        if (lim->defined && lim->def.kind == RL_KIND_BUDGET && unix_now_ms >= lim->period_end) {
+            period_of(&lim->def, unix_now_ms, &lim->period_start, &lim->period_end);
+            lim->committed = 0; /* its open reservations belong to the period before */
+            cov.periods++;
+        }
+    }
+    /* refunds are audited in the order of their timeouts (then of their lease ids) */
+    static model_entry *due[MAX_LIVE];
+    int due_count = 0, kept = 0;
     for (int i = 0; i < live_count; i++) {
-        if (live[i]->live && live[i]->expires_at_ms <= now_ms) live[i]->live = false;
+        if (live[i]->live && live[i]->expires_at_ms <= now_ms) {
+            live[i]->live = false;
+            if (live[i]->kind == RL_KIND_BUDGET) due[due_count++] = live[i];
+        }
         if (live[i]->live) live[kept++] = live[i];
     }
     live_count = kept;
+    for (int i = 1; i < due_count; i++) /* insertion sort: few at a time */
+        for (int j = i; j > 0 && (due[j - 1]->expires_at_ms > due[j]->expires_at_ms ||
+                                  (due[j - 1]->expires_at_ms == due[j]->expires_at_ms && due[j - 1]->lease > due[j]->lease));
+             j--) {
+            model_entry *t = due[j];
+            due[j] = due[j - 1];
+            due[j - 1] = t;
+        }
+    for (int i = 0; i < due_count; i++) {
+        const model_entry *e = due[i];
+        audit_add(e->limit, e->expires_at_ms - now_ms + unix_now_ms, e->lease, e->amount, 0, e->period_start, true);
+        cov.refunds++;
+    }
     for (int l = 0; l < LIMITS; l++) try_decrease(l);
 }
 
@@ -217,19 +297,26 @@ static int by_expiry(const void *a, const void *b) {
 }
 
 /* DESIGN.md: the earliest time at which amount would fit if nothing else
- * changed: walk the live entries by expiry until enough frees. */
+ * changed: walk the live entries by expiry until enough frees. A budget:
+ * its open reservations of this period, if they can free enough; else its
+ * period's end (what is committed leaves only with it). */
 static uint64_t retry_after(int l, uint64_t amount) {
     static model_entry *sorted[MAX_LIVE];
     int n = 0;
     for (int i = 0; i < live_count; i++)
-        if (live[i]->live && live[i]->limit == l) sorted[n++] = live[i];
+        if (live[i]->live && live[i]->limit == l && counted_now(live[i])) sorted[n++] = live[i];
     qsort(sorted, (size_t)n, sizeof *sorted, by_expiry);
-    uint64_t need = used_of(l) + amount - limits[l].capacity;
-    for (int i = 0; i < n; i++) {
-        if (sorted[i]->amount >= need) return sorted[i]->expires_at_ms > now_ms ? sorted[i]->expires_at_ms - now_ms : 1;
-        need -= sorted[i]->amount;
+    const model_limit *lim = &limits[l];
+    uint64_t need = used_of(l) + amount - lim->capacity;
+    bool budget = lim->def.kind == RL_KIND_BUDGET;
+    if (!budget || need <= used_of(l) - lim->committed) {
+        for (int i = 0; i < n; i++) {
+            if (sorted[i]->amount >= need) return sorted[i]->expires_at_ms > now_ms ? sorted[i]->expires_at_ms - now_ms : 1;
+            need -= sorted[i]->amount;
+        }
     }
-    fail_step("model: the retry walk of %s ran out", limits[l].def.key);
+    if (budget) return lim->period_end > unix_now_ms ? lim->period_end - unix_now_ms : 1;
+    fail_step("model: the retry walk of %s ran out", lim->def.key);
 }
 
 static uint64_t expiry_of(int l) {
@@ -244,11 +331,14 @@ static uint64_t expiry_of(int l) {
     return at;
 }
 
-/* denied_by: limit l had capacity, and what it had free, for requested. */
+/* denied_by: limit l had capacity, and what it had free, for requested
+ * (and a budget's period ended then). */
 static void model_denial(rl_reserve_result *r, int l, rl_denial_reason reason, uint64_t requested,
                          uint64_t capacity) {
     uint64_t used = used_of(l);
-    r->denied_by = (rl_denial){limits[l].def.key, reason, requested, used < capacity ? capacity - used : 0, capacity, 0};
+    uint64_t period_end = limits[l].def.kind == RL_KIND_BUDGET ? limits[l].period_end : 0;
+    r->denied_by =
+        (rl_denial){limits[l].def.key, reason, requested, used < capacity ? capacity - used : 0, capacity, period_end};
 }
 
 static rl_reserve_result model_reserve(int lease, const int *keys, const uint64_t *amounts, int n) {
@@ -309,8 +399,10 @@ static rl_reserve_result model_reserve(int lease, const int *keys, const uint64_
         for (int i = 0; i < n; i++) {
             model_entry *e = &m->entries[m->entry_count++];
             e->limit = keys[i];
-            e->amount = amounts[i];
+            e->lease = lease;
+            e->amount = e->reserved = amounts[i];
             e->kind = limits[keys[i]].def.kind;
+            e->period_start = limits[keys[i]].period_start;
             e->expires_at_ms = expiry_of(keys[i]);
             e->live = true;
             if (live_count == MAX_LIVE) fail_step("model: more than %d live entries", MAX_LIVE);
@@ -324,6 +416,63 @@ decided:
     return r;
 }
 
+/* A rolling entry's Complete with an actual: the rest frees now, overage
+ * as the limit's policy says now. */
+static void reconcile(model_entry *e, uint64_t actual) {
+    model_limit *lim = &limits[e->limit];
+    if (actual < e->amount) {
+        cov.shrinks++;
+        e->amount = actual;
+        if (e->amount == 0) e->live = false;
+    } else if (actual > e->amount) {
+        uint64_t extra = actual - e->amount, used = used_of(e->limit);
+        if (lim->def.overage == RL_OVERAGE_DEBT) {
+            uint64_t before = used > lim->capacity ? used - lim->capacity : 0;
+            uint64_t after = used + extra > lim->capacity ? used + extra - lim->capacity : 0;
+            lim->debt_total += after - before;
+            cov.overage_debt++;
+            if (after > before) cov.debt_above_capacity++;
+            e->amount += extra;
+        } else {
+            uint64_t room = used < lim->capacity ? lim->capacity - used : 0;
+            uint64_t charged = extra < room ? extra : room;
+            e->amount += charged;
+            lim->overage_denied_total += extra - charged;
+            cov.overage_denied++;
+        }
+    }
+}
+
+/* A budget's open reservation completed with actual: released, and the
+ * actual charged to this period if it was made in it (debt: all of it;
+ * deny: what fits, at least what it reserved); an earlier period's is
+ * charged nothing now. */
+static void charge(model_entry *e, uint64_t actual) {
+    model_limit *lim = &limits[e->limit];
+    e->live = false;
+    if (!counted_now(e)) {
+        cov.late_completes++;
+        return;
+    }
+    uint64_t used = used_of(e->limit), reserved = e->amount, charged = actual;
+    if (actual > reserved) {
+        if (lim->def.overage == RL_OVERAGE_DEBT) {
+            uint64_t before = used + reserved > lim->capacity ? used + reserved - lim->capacity : 0;
+            uint64_t after = used + actual > lim->capacity ? used + actual - lim->capacity : 0;
+            lim->debt_total += after - before;
+            cov.overage_debt++;
+        } else {
+            uint64_t room = used < lim->capacity ? lim->capacity - used : 0;
+            if (room < reserved) room = reserved;
+            charged = actual < room ? actual : room;
+            lim->overage_denied_total += actual - charged;
+            cov.overage_denied++;
+        }
+    }
+    lim->committed += charged;
+    cov.budget_charges++;
+}
+
 static void model_complete(int lease, const int *keys, const uint64_t *actuals, int n) {
     if (lease >= MAX_LEASES) return; /* never reserved */
     model_lease *m = &leases[lease];
@@ -331,38 +480,23 @@ static void model_complete(int lease, const int *keys, const uint64_t *actuals, 
     m->completed = true;
     cov.completes++;
     expire();
-    for (int i = 0; i < m->entry_count; i++) { /* holds go whatever the actuals say */
-        if (m->entries[i].kind == RL_KIND_CONCURRENCY && m->entries[i].live) {
-            m->entries[i].live = false;
-            cov.releases_by_complete++;
-        }
-    }
-    for (int a = 0; a < n; a++) {
-        for (int i = 0; i < m->entry_count; i++) {
-            model_entry *e = &m->entries[i];
-            if (e->limit != keys[a] || e->kind != RL_KIND_ROLLING || !e->live) continue;
-            model_limit *lim = &limits[e->limit];
-            if (actuals[a] < e->amount) { /* the rest frees now */
-                cov.shrinks++;
-                e->amount = actuals[a];
-                if (e->amount == 0) e->live = false;
-            } else if (actuals[a] > e->amount) { /* overage, per the limit's policy now */
-                uint64_t extra = actuals[a] - e->amount, used = used_of(e->limit);
-                if (lim->def.overage == RL_OVERAGE_DEBT) {
-                    uint64_t before = used > lim->capacity ? used - lim->capacity : 0;
-                    uint64_t after = used + extra > lim->capacity ? used + extra - lim->capacity : 0;
-                    lim->debt_total += after - before;
-                    cov.overage_debt++;
-                    if (after > before) cov.debt_above_capacity++;
-                    e->amount += extra;
-                } else {
-                    uint64_t room = used < lim->capacity ? lim->capacity - used : 0;
-                    uint64_t charged = extra < room ? extra : room;
-                    e->amount += charged;
-                    lim->overage_denied_total += extra - charged;
-                    cov.overage_denied++;
-                }
-            }
+    /* each entry by its kind when reserved; the lease names each limit once */
+    for (int i = 0; i < m->entry_count; i++) {
+        model_entry *e = &m->entries[i];
+        const uint64_t *actual = NULL;
+        for (int a = 0; a < n; a++)
+            if (keys[a] == e->limit) actual = &actuals[a];
+        if (e->kind == RL_KIND_CONCURRENCY) { /* holds go whatever the actuals say */
+            if (e->live) cov.releases_by_complete++;
+            e->live = false;
+        } else if (e->kind == RL_KIND_BUDGET) { /* refunded by its timeout: nothing to charge, no entry */
+            uint64_t spent = actual != NULL ? *actual : e->amount;
+            if (!e->live) continue;
+            charge(e, spent);
+            audit_add(e->limit, unix_now_ms, lease, e->reserved, spent, e->period_start, false);
+        } else {
+            if (actual != NULL && e->live) reconcile(e, *actual);
+            audit_add(e->limit, unix_now_ms, lease, e->reserved, actual != NULL ? *actual : e->reserved, 0, false);
         }
     }
     for (int l = 0; l < LIMITS; l++) try_decrease(l);
@@ -371,14 +505,28 @@ static void model_complete(int lease, const int *keys, const uint64_t *actuals, 
 /* An admin PUT of def for limit l. Returns the status it must answer. */
 static rl_limit_status model_apply(int l, const rl_limit_def *def) {
     model_limit *lim = &limits[l];
-    lim->def = *def;
     if (!lim->defined) {
+        lim->def = *def;
         lim->defined = true;
         lim->capacity = def->capacity;
         lim->pending_decrease_to = 0;
+        if (def->kind == RL_KIND_BUDGET) period_of(def, unix_now_ms, &lim->period_start, &lim->period_end);
         return RL_LIMIT_STATUS_ACTIVE;
     }
-    expire();
+    expire(); /* by the definition it had: a budget's period that ended is over */
+    bool new_calendar = def->kind == RL_KIND_BUDGET &&
+                        (def->period != lim->def.period || strcmp(def->timezone, lim->def.timezone) != 0);
+    lim->def = *def;
+    if (new_calendar) { /* what it counted goes on counting in the new calendar's period */
+        uint64_t start, end;
+        period_of(def, unix_now_ms, &start, &end);
+        for (int i = 0; i < live_count; i++)
+            if (live[i]->live && live[i]->limit == l && live[i]->period_start == lim->period_start)
+                live[i]->period_start = start;
+        lim->period_start = start;
+        lim->period_end = end;
+        cov.calendars++;
+    }
     if (def->capacity >= lim->capacity) { /* an increase applies at once and cancels a pending decrease */
         if (def->capacity > lim->capacity) cov.admin_increase++;
         lim->capacity = def->capacity;
@@ -398,7 +546,9 @@ typedef struct ledger_entry {
     int limit;
     uint64_t amount; /* what the lease still holds at least: reserved, cut to a lower actual */
     uint64_t expires_at_ms; /* now + window/timeout when admitted: the backend may hold longer, not shorter */
-    bool hold;
+    bool hold;              /* released by Complete: a concurrency hold or a budget's reservation */
+    bool budget;            /* held only in the period it was made in (by the calendar it had then) */
+    uint64_t period_start;
 } ledger_entry;
 
 typedef struct ledger_lease {
@@ -424,13 +574,22 @@ static void ledger_compact(void) {
     ledger_live_count = kept;
 }
 
-/* What admitted leases still hold on l now, and in how many entries. */
+/* The start of the period l's calendar holds now (budgets). */
+static uint64_t period_now(int l) {
+    uint64_t start, end;
+    period_of(&limits[l].def, unix_now_ms, &start, &end);
+    return start;
+}
+
+/* What admitted leases still hold on l now, and in how many entries (a
+ * budget's committed spend aside). */
 static uint64_t held_now(int l, uint64_t *count) {
     uint64_t held = 0;
     *count = 0;
     for (int i = 0; i < ledger_live_count; i++) {
         const ledger_entry *e = ledger_live[i];
-        if (e->limit == l && e->amount > 0 && e->expires_at_ms > now_ms) {
+        if (e->limit == l && e->amount > 0 && e->expires_at_ms > now_ms &&
+            (!e->budget || e->period_start == period_now(l))) {
             held += e->amount;
             (*count)++;
         }
@@ -469,7 +628,9 @@ static void ledger_reserved(int lease, const int *keys, const uint64_t *amounts,
         e->limit = l;
         e->amount = amounts[i];
         e->expires_at_ms = now_ms + lifetime_ms(&limits[l].def);
-        e->hold = limits[l].def.kind == RL_KIND_CONCURRENCY;
+        e->hold = limits[l].def.kind != RL_KIND_ROLLING;
+        e->budget = limits[l].def.kind == RL_KIND_BUDGET;
+        e->period_start = e->budget ? period_now(l) : 0;
         if (ledger_live_count == MAX_LIVE) fail_step("ledger: more than %d live entries", MAX_LIVE);
         ledger_live[ledger_live_count++] = e;
     }
@@ -526,6 +687,19 @@ static void check_limit(rl_backend *backend, int l, bool totals_may_move) {
                   (unsigned long long)u.debt, (unsigned long long)want.debt, (unsigned long long)u.debt_total,
                   (unsigned long long)want.debt_total, (unsigned long long)u.overage_denied_total,
                   (unsigned long long)want.overage_denied_total);
+    if (m->def.kind == RL_KIND_BUDGET) {
+        want.period_start_unix_ms = m->period_start;
+        want.period_end_unix_ms = m->period_end;
+        want.committed = m->committed;
+        want.reserved = used - m->committed;
+    }
+    if (u.period_start_unix_ms != want.period_start_unix_ms || u.period_end_unix_ms != want.period_end_unix_ms ||
+        u.committed != want.committed || u.reserved != want.reserved)
+        fail_step("%s (backend/model): period %llu..%llu/%llu..%llu committed %llu/%llu reserved %llu/%llu",
+                  m->def.key, (unsigned long long)u.period_start_unix_ms, (unsigned long long)u.period_end_unix_ms,
+                  (unsigned long long)want.period_start_unix_ms, (unsigned long long)want.period_end_unix_ms,
+                  (unsigned long long)u.committed, (unsigned long long)want.committed, (unsigned long long)u.reserved,
+                  (unsigned long long)want.reserved);
     /* the ledger's lower bound, whatever the model says */
     uint64_t count;
     uint64_t held = held_now(l, &count);
@@ -548,6 +722,80 @@ static void check_all(rl_backend *backend, bool totals_may_move) {
     for (int l = 0; l < LIMITS; l++) check_limit(backend, l, totals_may_move);
 }
 
+/* ---- the audit log: the model's, and the backend's read back in pages ---- */
+
+static void audit_add(int l, uint64_t at_unix_ms, int lease, uint64_t reserved, uint64_t actual,
+                      uint64_t period_start, bool expired) {
+    model_limit *lim = &limits[l];
+    if (lim->audit_count % 256 == 0) {
+        rl_audit_entry *grown = realloc(lim->audit, ((size_t)lim->audit_count + 256) * sizeof *grown);
+        if (grown == NULL) fail_step("model: out of memory for audit entries");
+        lim->audit = grown;
+    }
+    rl_audit_entry *e = &lim->audit[lim->audit_count++];
+    memset(e, 0, sizeof *e);
+    e->at_unix_ms = at_unix_ms;
+    rl_test_lease_id((uint64_t)lease, e->lease_id);
+    char job[64];
+    const char *job_id = job_of(lease, job);
+    snprintf(e->job_id, sizeof e->job_id, "%s", job_id != NULL ? job_id : "");
+    snprintf(e->key, sizeof e->key, "%s", lim->def.key);
+    e->reserved = reserved;
+    e->actual = actual;
+    e->period_start_unix_ms = period_start;
+    e->expired = expired;
+}
+
+static bool same_entry(const rl_audit_entry *a, const rl_audit_entry *b) {
+    return a->at_unix_ms == b->at_unix_ms && strcmp(a->lease_id, b->lease_id) == 0 &&
+           strcmp(a->job_id, b->job_id) == 0 && strcmp(a->key, b->key) == 0 && a->reserved == b->reserved &&
+           a->actual == b->actual && a->period_start_unix_ms == b->period_start_unix_ms && a->expired == b->expired;
+}
+
+static void describe_entry(const rl_audit_entry *e, char *out, size_t size) {
+    snprintf(out, size, "at %llu lease %s job \"%s\" reserved %llu actual %llu period %llu%s",
+             (unsigned long long)e->at_unix_ms, e->lease_id, e->job_id, (unsigned long long)e->reserved,
+             (unsigned long long)e->actual, (unsigned long long)e->period_start_unix_ms, e->expired ? " expired" : "");
+}
+
+/* Every limit's log, read in pages of a random size from 0, equals the
+ * model's (a backend without audit_query keeps none). */
+static void check_audit(rl_backend *backend) {
+    if (backend->ops->audit_query == NULL) return;
+    static rl_audit_entry page_entries[RL_AUDIT_QUERY_MAX];
+    for (int l = 0; l < LIMITS; l++) {
+        const model_limit *lim = &limits[l];
+        if (!lim->defined) continue;
+        int matched = 0;
+        uint64_t since = 0;
+        uint32_t page_limit = 1 + (uint32_t)pick(7);
+        for (;;) {
+            rl_audit_query query = {lim->def.key, since, page_limit};
+            rl_audit_page page = {page_entries, 0, 0};
+            rl_status status = rl_backend_audit_query(backend, &query, &page);
+            if (status != RL_OK) fail_step("audit of %s: %s", lim->def.key, rl_status_name(status));
+            if (page.count > page_limit) fail_step("audit of %s: %zu entries for a limit of %u", lim->def.key, page.count, page_limit);
+            for (size_t i = 0; i < page.count; i++, matched++) {
+                char got[400], want[400] = "(none)";
+                describe_entry(&page.entries[i], got, sizeof got);
+                if (matched < lim->audit_count) describe_entry(&lim->audit[matched], want, sizeof want);
+                if (matched >= lim->audit_count || !same_entry(&page.entries[i], &lim->audit[matched]))
+                    fail_step("audit of %s, entry %d: %s, the model's %s", lim->def.key, matched, got, want);
+            }
+            if (page.count == 0) break;
+            if (page.next_since_unix_ms == since) { /* one millisecond filled the page: read it whole */
+                matched -= (int)page.count;
+                page_limit = RL_AUDIT_QUERY_MAX;
+                continue;
+            }
+            since = page.next_since_unix_ms;
+        }
+        if (matched != lim->audit_count)
+            fail_step("audit of %s: %d entries, the model's %d", lim->def.key, matched, lim->audit_count);
+        cov.audit_entries += (unsigned long)matched;
+    }
+}
+
 /* ---- operations ---- */
 
 /* What the test asked of each lease id (retries may ask something else). */
@@ -568,7 +816,7 @@ static void shuffle(request_record *r);
 static void random_requirements(request_record *r) {
     r->n = 0;
     for (int l = 0; l < LIMITS; l++) {
-        if (!(l == UNDEFINED && !limits[l].defined ? chance(10) : chance(50))) continue;
+        if (!(l == UNDEFINED && !limits[l].defined ? chance(10) : chance(40))) continue;
         uint64_t amount, capacity = limits[l].capacity;
         unsigned roll = (unsigned)pick(100);
         if (!limits[l].defined) amount = 1 + pick(5);
@@ -684,6 +932,7 @@ static void op_reserve(rl_backend *backend, int count) {
     char lease_ids[BATCH_MAX][27];
     rl_reserve_request requests[BATCH_MAX];
     rl_reserve_result results[BATCH_MAX];
+    char jobs[BATCH_MAX][64];
     for (int b = 0; b < count; b++) {
         if (b > 0 && chance(15)) { /* the same id twice in one batch: the second replays the first */
             ids[b] = ids[b - 1];
@@ -693,8 +942,8 @@ static void op_reserve(rl_backend *backend, int count) {
         }
         for (int i = 0; i < records[b].n; i++)
             reqs[b][i] = (rl_requirement){limits[records[b].keys[i]].def.key, records[b].amounts[i]};
-        requests[b] = (rl_reserve_request){rl_test_lease_id((uint64_t)ids[b], lease_ids[b]), NULL, reqs[b],
-                                           (size_t)records[b].n};
+        requests[b] = (rl_reserve_request){rl_test_lease_id((uint64_t)ids[b], lease_ids[b]), job_of(ids[b], jobs[b]),
+                                           reqs[b], (size_t)records[b].n};
     }
     memset(results, 0xab, sizeof results);
     if (count == 1) {
@@ -784,7 +1033,11 @@ static void advance(rl_manual_clock *clock, uint64_t delta) {
  * before it), where "<=" against "<" would show. */
 static void op_time(rl_manual_clock *clock) {
     uint64_t delta = pick(1500);
-    if (live_count > 0 && chance(40)) {
+    int budget = FIRST_BUDGET + (int)pick(UNDEFINED - FIRST_BUDGET);
+    if (chance(12) && limits[budget].def.kind == RL_KIND_BUDGET) { /* a budget's period ends (or nearly) */
+        delta = limits[budget].period_end - unix_now_ms - (chance(30) ? 1 : 0);
+        cov.period_edges++;
+    } else if (live_count > 0 && chance(40)) {
         const model_entry *e = live[pick((uint64_t)live_count)];
         if (e->live && e->expires_at_ms > now_ms) {
             delta = e->expires_at_ms - now_ms - (chance(30) ? 1 : 0);
@@ -798,7 +1051,16 @@ static void op_time(rl_manual_clock *clock) {
 static void set_kind(rl_limit_def *d, rl_kind kind, uint32_t seconds) {
     d->kind = kind;
     d->window_seconds = kind == RL_KIND_ROLLING ? seconds : 0;
-    d->timeout_seconds = kind == RL_KIND_CONCURRENCY ? seconds : 0;
+    d->timeout_seconds = kind != RL_KIND_ROLLING ? seconds : 0;
+}
+
+/* One of the model's budget calendars (period_of), at random. */
+static void set_calendar(rl_limit_def *d) {
+    static const struct { rl_period period; const char *zone; } calendars[] = {
+        {RL_PERIOD_HOUR, "UTC"}, {RL_PERIOD_HOUR, "Asia/Kolkata"}, {RL_PERIOD_DAY, "UTC"}};
+    unsigned c = (unsigned)pick(3);
+    d->period = calendars[c].period;
+    snprintf(d->timezone, sizeof d->timezone, "%s", calendars[c].zone);
 }
 
 static void op_admin(rl_backend *backend) {
@@ -823,15 +1085,19 @@ static void op_admin(rl_backend *backend) {
     } else if (roll < 92) {
         what = "lifetime";
         set_kind(&d, d.kind, (uint32_t)(1 + pick(MAX_SECONDS)));
+    } else if (d.kind == RL_KIND_BUDGET) {
+        what = "calendar";
+        set_calendar(&d);
     } else {
         what = "kind";
         set_kind(&d, d.kind == RL_KIND_ROLLING ? RL_KIND_CONCURRENCY : RL_KIND_ROLLING, (uint32_t)(1 + pick(MAX_SECONDS)));
     }
     char err[200];
     if (!rl_limit_def_validate(&d, err, sizeof err)) fail_step("test made an invalid definition: %s", err);
-    note("t=%llu admin %s %s: %s capacity %llu %s %us overage %s", (unsigned long long)now_ms, what, d.key,
+    note("t=%llu admin %s %s: %s capacity %llu %s %us overage %s %s %s", (unsigned long long)now_ms, what, d.key,
          rl_kind_name(d.kind), (unsigned long long)d.capacity, d.kind == RL_KIND_ROLLING ? "window" : "timeout",
-         d.kind == RL_KIND_ROLLING ? d.window_seconds : d.timeout_seconds, rl_overage_name(d.overage));
+         d.kind == RL_KIND_ROLLING ? d.window_seconds : d.timeout_seconds, rl_overage_name(d.overage),
+         rl_period_name(d.period), d.timezone);
     rl_limit_status got = (rl_limit_status)-1;
     rl_status status = rl_backend_apply_definition(backend, &d, &got);
     if (strcmp(what, "kind") == 0) {
@@ -917,6 +1183,7 @@ static int stop_redis(void **state) {
 
 static void reset(unsigned seed) {
     rng_state = (uint64_t)seed * 0x9e3779b97f4a7c15u + 1;
+    for (int l = 0; l < LIMITS; l++) free(limits[l].audit);
     memset(limits, 0, sizeof limits);
     /* the previous sequence wrote leases 0..next_lease only */
     size_t touched = next_lease > 0 ? (size_t)next_lease + 1 : MAX_LEASES;
@@ -975,6 +1242,15 @@ static void drain(rl_backend *backend, rl_manual_clock *clock) {
     advance(clock, MAX_SECONDS * 1000u);
     rl_backend_sweep(backend);
     check_all(backend, false);
+    /* and every budget's period: what they committed goes with it */
+    uint64_t last_end = unix_now_ms;
+    for (int l = 0; l < LIMITS; l++)
+        if (limits[l].defined && limits[l].def.kind == RL_KIND_BUDGET && limits[l].period_end > last_end)
+            last_end = limits[l].period_end;
+    note("t=%llu drain: advance %llu ms to the last period's end", (unsigned long long)now_ms,
+         (unsigned long long)(last_end - unix_now_ms));
+    advance(clock, last_end - unix_now_ms);
+    check_all(backend, false);
     for (int l = 0; l < LIMITS; l++) {
         if (!limits[l].defined) continue;
         rl_limit_usage u;
@@ -988,6 +1264,7 @@ static void drain(rl_backend *backend, rl_manual_clock *clock) {
                       (unsigned long long)admin_capacity[l]);
         if (u.debt_total != limits[l].debt_total) fail_step("drain: debt_total of %s", limits[l].def.key);
     }
+    check_audit(backend);
 }
 
 static void run_sequence(const target *t, unsigned run, unsigned seed, int steps) {
@@ -1003,7 +1280,11 @@ static void run_sequence(const target *t, unsigned run, unsigned seed, int steps
     for (int l = 0; l < LIMITS; l++) {
         rl_limit_def *d = &limits[l].def;
         snprintf(d->key, sizeof d->key, "model:%d", l);
-        set_kind(d, l >= 3 && l != UNDEFINED ? RL_KIND_CONCURRENCY : RL_KIND_ROLLING, (uint32_t)(1 + pick(MAX_SECONDS)));
+        rl_kind kind = l >= FIRST_BUDGET && l != UNDEFINED ? RL_KIND_BUDGET
+                       : l >= 3 && l != UNDEFINED     ? RL_KIND_CONCURRENCY
+                                                      : RL_KIND_ROLLING;
+        set_kind(d, kind, (uint32_t)(1 + pick(MAX_SECONDS)));
+        if (kind == RL_KIND_BUDGET) set_calendar(d);
         d->capacity = 5 + pick(40);
         d->overage = chance(50) ? RL_OVERAGE_DEBT : RL_OVERAGE_DENY;
         if (l == UNDEFINED) continue; /* defined by an admin change later, if ever */

@@ -1,18 +1,18 @@
--- changes.lua: the definitions changed since change ARGV[5] of the store
--- epoch ARGV[4], at most ARGV[6] of them, for a daemon that follows them
+-- changes.lua: the definitions changed since change ARGV[6] of the store
+-- epoch ARGV[5], at most ARGV[7] of them, for a daemon that follows them
 -- (its definition cache: to define them again should the store lose them).
 -- Returns {epoch, version, more, key, json, key, json, ...}: epoch '' when
 -- the store holds no numbered definition (new, or it lost everything);
 -- version = the change to follow on from; more = 1 when a full page was
--- returned and more may follow. From another epoch than ARGV[4] every
+-- returned and more may follow. From another epoch than ARGV[5] every
 -- definition is changed. (define.lua numbers the changes.)
 local meta = redis.call('HMGET', P .. 'defs:version', 'epoch', 'n')
 local epoch, n = meta[1], tonumber(meta[2]) or 0
 if not epoch then return {'', 0, 0} end
-local page = tonumber(ARGV[6])
+local page = tonumber(ARGV[7])
 if page == 0 then return {epoch, n, 0} end
 local since = 0
-if epoch == ARGV[4] then since = tonumber(ARGV[5]) end
+if epoch == ARGV[5] then since = tonumber(ARGV[6]) end
 local changed = redis.call('ZRANGEBYSCORE', P .. 'defs:changed', '(' .. since, '+inf', 'WITHSCORES',
                            'LIMIT', 0, page)
 local out = {epoch, n, 0}

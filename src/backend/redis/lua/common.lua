@@ -1,26 +1,36 @@
 -- common.lua: the prelude of every script of the redis backend. The C side
--- sends it concatenated with one entry script (reserve, complete, define,
--- usage, sweep), so each loaded script is self-contained.
+-- sends it concatenated with audit.lua, budget.lua and one entry script
+-- (reserve, complete, define, usage, sweep, ...), so each loaded script is
+-- self-contained.
 --
 -- Every script gets ARGV[1] = key prefix, ARGV[2] = "now" in ms for expiry
 -- and ARGV[3] = "now" in Unix ms, or '' for both to use Redis TIME (tests
--- pass a manual clock's). Keys, for a limit K and a lease I:
---   P..'l:'..K  hash: the definition (kind r|c, cap, win ms, ovg, def JSON)
---               and the state (enf = capacity enforced now, pend = pending
---               decrease, used, act = live entries, debt = debt_total,
---               denied = overage_denied_total)
+-- pass a manual clock's), and ARGV[4] = how long the audit log keeps an
+-- entry, in ms (audit.lua). Keys, for a limit K and a lease I:
+--   P..'l:'..K  hash: the definition (kind r|c|b, cap, win ms: a window or
+--               a timeout, ovg, def JSON, for a budget cal: its period and
+--               zone) and the state (enf = capacity enforced now, pend =
+--               pending decrease, used, act = live entries, debt =
+--               debt_total, denied = overage_denied_total; a budget's ps and
+--               pe = its period counted now in Unix ms, com = the actuals
+--               charged in it, and used = com + what that period's open
+--               reservations hold: budget.lua)
 --   P..'e:'..K  zset: the expiry times X of K's live entries, member and
 --               score both X in ms. Entries that expire together free
 --               together, so they share one bucket: a script call adds one
 --               member per limit however many leases it admits.
 --   P..'a:'..K  hash: per bucket X, field X = the amount of its entries and
 --               field '#'..X = how many entries it holds
+--   P..'b:'..K, P..'r:'..K  a budget's open reservations, one by one
+--               (budget.lua)
+--   P..'audit:'..K  stream: the audit log of spend on K (audit.lua)
 --   P..'L:'..I  string: the lease's first outcome and its entries (see
 --               reserve.lua), with a TTL
 --   P..'defs'   set: every defined K
 -- e:K and a:K expire a second after their latest bucket, and the lease
 -- records with the lease's memory: Redis memory stays bounded whatever
--- clients never complete.
+-- clients never complete. A budget's reservations leave one by one, each
+-- refunded and audited, when a script or a sweep finds its timeout passed.
 -- Numbers are doubles in Lua: amounts stay below 2^53 so they are exact;
 -- fmt() writes them without an exponent (redis.call would write %.14g).
 local P = ARGV[1]
@@ -33,19 +43,24 @@ else
   UNIX_NOW = NOW
 end
 
-local ST_OK, ST_UNKNOWN, ST_DECREASING, ST_EXCEEDS, ST_CONFLICT = 0, 1, 2, 3, 4
+-- Reserve statuses; ST_BOUNDS: a budget whose period bounds the daemon did
+-- not pass (budget.lua), so that it reads the budget's definition and asks again.
+local ST_OK, ST_UNKNOWN, ST_DECREASING, ST_EXCEEDS, ST_CONFLICT, ST_BOUNDS = 0, 1, 2, 3, 4, 5
 local CHUNK = 256 -- members handled per call, below Lua's unpack limit
 
 local function fmt(x) return string.format('%.0f', x) end
 
 local function load(K)
   local lk = P .. 'l:' .. K
-  local v = redis.call('HMGET', lk, 'kind', 'enf', 'pend', 'used', 'win', 'ovg', 'debt', 'denied', 'act')
+  local v = redis.call('HMGET', lk, 'kind', 'enf', 'pend', 'used', 'win', 'ovg', 'debt', 'denied', 'act',
+                       'cal', 'ps', 'pe', 'com')
   if not v[1] then return nil end
   local win = tonumber(v[5])
   return {key = K, lk = lk, ek = P .. 'e:' .. K, ak = P .. 'a:' .. K, kind = v[1],
           enf = tonumber(v[2]), pend = tonumber(v[3]), used = tonumber(v[4]), win = win,
           ovg = v[6], debt = tonumber(v[7]), denied = tonumber(v[8]), act = tonumber(v[9]) or 0,
+          cal = v[10], ps = tonumber(v[11]) or 0, pe = tonumber(v[12]) or 0, com = tonumber(v[13]) or 0,
+          bk = P .. 'b:' .. K, rk = P .. 'r:' .. K,
           dirty = false,
           at = NOW + win, at_text = fmt(NOW + win), -- the bucket of entries made now
           add_amount = 0, add_count = 0,            -- what this call adds to it
@@ -89,6 +104,7 @@ local function save(L)
   if L.dirty then
     redis.call('HSET', L.lk, 'enf', fmt(L.enf), 'pend', fmt(L.pend), 'used', fmt(L.used),
                'act', L.act, 'debt', fmt(L.debt), 'denied', fmt(L.denied))
+    if L.kind == 'b' then redis.call('HSET', L.lk, 'ps', fmt(L.ps), 'pe', fmt(L.pe), 'com', fmt(L.com)) end
     L.dirty = false
   end
   if L.last_at > 0 then
@@ -104,9 +120,19 @@ local function try_decrease(L)
   end
 end
 
--- Drops every bucket that expired at or before NOW, then applies a pending
--- decrease if usage allows it.
+-- budget.lua's: a budget's purge (its reservations due refunded, its next
+-- period started when the bounds say so). Declared here, for purge().
+local budget_purge
+
+-- Drops every bucket that expired at or before NOW (a budget: every
+-- reservation whose timeout passed), then applies a pending decrease if
+-- usage allows it.
 local function purge(L)
+  if L.kind == 'b' then
+    budget_purge(L)
+    try_decrease(L)
+    return
+  end
   while true do
     local expired = redis.call('ZRANGEBYSCORE', L.ek, '-inf', NOW, 'LIMIT', 0, CHUNK)
     local k = #expired
@@ -154,10 +180,20 @@ end
 
 -- A lease record, one string: "allowed retry_after reserved_at status
 -- =status_key completed forget_at n" then n times "key kind amount X" (X:
--- the entry's bucket), then "#F": F the fingerprint of the reserve's
--- requirements (core/lease_fingerprint.h; records written before it have
--- none). Keys have no spaces, so spaces separate.
+-- the entry's bucket; a budget's: its timeout), then "#F": F the
+-- fingerprint of the reserve's requirements (core/lease_fingerprint.h;
+-- records written before it have none). Keys have no spaces, so spaces
+-- separate. An admitted lease with a job id ends with a newline and the job
+-- id, as the reserve gave it (for the audit log): nothing before it holds a
+-- newline, so the first one starts the job id, whatever bytes it has.
 local HEAD = '^(%d+) (%d+) (%d+) (%d+) =(%S*) (%d) (%d+)'
+
+-- A record's words, and its job id ('' if none).
+local function split_job(text)
+  local at = string.find(text, '\n', 1, true)
+  if at == nil then return text, '' end
+  return string.sub(text, 1, at - 1), string.sub(text, at + 1)
+end
 
 -- The outcome a record holds: allowed, retry_after, reserved_at, status,
 -- status key, then completed and forget_at.

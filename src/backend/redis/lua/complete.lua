@@ -1,21 +1,27 @@
--- complete.lua: completes a batch of leases. ARGV[4] = count, then per
+-- complete.lua: completes a batch of leases. ARGV[5] = count, then per
 -- lease: id, n, and n pairs (key, actual_amount). Releases holds, shrinks a
--- rolling reservation to its actual amount for the rest of its window, and
--- charges overage per the limit's policy. Unknown, denied or already
--- completed leases change nothing. Returns nothing useful (always ok).
+-- rolling reservation to its actual amount for the rest of its window,
+-- charges a budget's actual to its reservation's period (budget.lua), and
+-- charges overage per the limit's policy. Every rolling and budget key the
+-- lease charged gets its audit entry (audit.lua), with the actual the
+-- Complete gave for it, or what it reserved if it gave none. Unknown, denied
+-- or already completed leases change nothing. Returns nothing useful
+-- (always ok).
 
--- A lease record (see reserve.lua) read once: allowed and completed, and
--- its entries: key, kind, amount, and its bucket X as text (x as a number).
+-- A lease record (see common.lua) read once: allowed and completed, its
+-- entries: key, kind, amount, and its bucket X as text (x as a number), and
+-- its job id.
 local function read_record(text)
+  local words, job = split_job(text)
   local t = {}
-  for word in string.gmatch(text, '%S+') do t[#t + 1] = word end
+  for word in string.gmatch(words, '%S+') do t[#t + 1] = word end
   local entries = {}
   for i = 1, tonumber(t[8]) do
     local at = 8 + 4 * (i - 1)
     entries[i] = {key = t[at + 1], kind = t[at + 2], amount = tonumber(t[at + 3]), X = t[at + 4],
                   x = tonumber(t[at + 4])}
   end
-  return tonumber(t[1]), tonumber(t[6]), entries
+  return tonumber(t[1]), tonumber(t[6]), entries, job
 end
 
 -- True while the entry still counts in its limit: its bucket has not
@@ -67,26 +73,29 @@ local function complete(id, base, n)
   local lease = P .. 'L:' .. id
   local known = redis.call('GET', lease)
   if not known then return end
-  local a, c, recorded = read_record(known)
+  local a, c, recorded, job = read_record(known)
   if a ~= 1 or c == 1 then return end
-  local entries = {} -- K -> the record's entry
+  local actuals = {} -- K -> the actual the Complete gives
+  for i = 1, n do actuals[ARGV[base + 2 * i]] = tonumber(ARGV[base + 2 * i + 1]) end
   for _, e in ipairs(recorded) do
     local L = limit(e.key)
-    if L then
-      entries[e.key] = e
-      if e.kind == 'c' and is_live(L, e) then change(L, e, -e.amount, -1) end
+    local actual = actuals[e.key]
+    if L == nil then -- nothing to charge: the store lost its definition
+    elseif e.kind == 'c' then
+      if is_live(L, e) then change(L, e, -e.amount, -1) end
+    elseif e.kind == 'b' then
+      budget_charge(L, id, actual)
+    else
+      local reserved = e.amount -- reconcile resizes the entry
+      if actual ~= nil then reconcile(L, e, actual) end
+      audit(L, UNIX_NOW, id, job, reserved, actual or reserved, 0, false)
     end
-  end
-  for i = 1, n do
-    local K = ARGV[base + 2 * i]
-    local e = entries[K]
-    if e and e.kind == 'r' then reconcile(limits[K], e, tonumber(ARGV[base + 2 * i + 1])) end
   end
   redis.call('SET', lease, completed(known), 'KEEPTTL')
 end
 
-local at = 5
-for _ = 1, tonumber(ARGV[4]) do
+local at = 6
+for _ = 1, tonumber(ARGV[5]) do
   local n = tonumber(ARGV[at + 1])
   complete(ARGV[at], at, n)
   at = at + 2 + 2 * n

@@ -1,12 +1,15 @@
--- define.lua: creates or changes limits. ARGV[4] = mode: 'put' (an admin
+-- define.lua: creates or changes limits. ARGV[5] = mode: 'put' (an admin
 -- change) or 'restore' (put back a definition the store lost: a key it
--- holds is left as it is), ARGV[5] = count, then per limit 6 values: key,
--- kind (r|c), capacity, lifetime ms (window or timeout), overage
--- (debt|deny), the definition as JSON (what listings return). An increase
--- applies at once and cancels a pending decrease; a decrease applies once
--- usage allows. A change of kind needs a limit that holds nothing (after its
--- purge): reservations of the old kind would go on by the old kind's rules
--- (an hour's rolling reservation on a limit whose holds time out in 5 s).
+-- holds is left as it is), ARGV[6] = count, then per limit 11 values: key,
+-- kind (r|c|b), capacity, lifetime ms (window or timeout), overage
+-- (debt|deny), the definition as JSON (what listings return), then a
+-- budget's bounds (budget.lua: cal and four instants; '' and zeros for
+-- other kinds). An increase applies at once and cancels a pending decrease;
+-- a decrease applies once usage allows. A change of kind needs a limit
+-- that holds nothing (after its purge): reservations of the old kind would
+-- go on by the old kind's rules (an hour's rolling reservation on a limit
+-- whose holds time out in 5 s); what a budget charged is not a hold. A
+-- budget's new period or zone keeps what it counted (budget_enter).
 -- Returns one code per limit: 0 active, 1 decreasing, 2 in use (a change of
 -- kind refused: nothing written), 3 left as it was (restore of a key the
 -- store holds).
@@ -16,7 +19,14 @@
 -- first definition is written, so a store that lost everything gets a new
 -- one) and the number of the last change; P..'defs:changed' ranks each key
 -- by the number of its last change.
-local restore, count = ARGV[4] == 'restore', tonumber(ARGV[5])
+local restore, count = ARGV[5] == 'restore', tonumber(ARGV[6])
+local ARGS = 11 -- per limit
+
+-- Every budget's bounds first: a call that must fail fails before it writes.
+for i = 0, count - 1 do
+  local at = 7 + ARGS * i
+  if ARGV[at + 1] == 'b' then take_bounds(ARGV[at], at + 6) end
+end
 local version_key, changed_key = P .. 'defs:version', P .. 'defs:changed'
 
 -- Before anything else, so that a restore that finds every key in place
@@ -31,25 +41,36 @@ local function number_change(K)
 end
 
 local function define(at)
-  local K, kind, capacity = ARGV[at], ARGV[at + 1], tonumber(ARGV[at + 2])
+  local K, kind, capacity, cal = ARGV[at], ARGV[at + 1], tonumber(ARGV[at + 2]), ARGV[at + 6]
   local lk = P .. 'l:' .. K
   if restore and redis.call('EXISTS', lk) == 1 then return 3 end
   local L = load(K) -- as it was: its kind and buckets
   if L and L.enf ~= nil then
     purge(L)
-    if L.kind ~= kind and (L.used ~= 0 or L.act ~= 0) then
+    if L.kind ~= kind and (L.act ~= 0 or (L.kind ~= 'b' and L.used ~= 0)) then
       save(L) -- what the purge freed
       return 2
     end
   end
   redis.call('HSET', lk, 'kind', kind, 'cap', ARGV[at + 2], 'win', ARGV[at + 3], 'ovg', ARGV[at + 4],
              'def', ARGV[at + 5])
+  if kind == 'b' then redis.call('HSET', lk, 'cal', cal) end
   redis.call('SADD', P .. 'defs', K)
   number_change(K)
   if L == nil or L.enf == nil then -- new
     redis.call('HSET', lk, 'enf', ARGV[at + 2], 'pend', 0, 'used', 0, 'act', 0, 'debt', 0, 'denied', 0)
+    if kind == 'b' then
+      local s, e = period_now(BOUNDS[K])
+      redis.call('HSET', lk, 'ps', fmt(s), 'pe', fmt(e), 'com', 0)
+    end
     return 0
   end
+  if kind == 'b' and (L.kind ~= 'b' or L.cal ~= cal) then
+    budget_enter(L, cal)
+  elseif kind ~= 'b' and L.kind == 'b' then
+    budget_leave(L)
+  end
+  L.kind = kind
   if capacity >= L.enf then
     L.enf = capacity; L.pend = 0
   else
@@ -63,5 +84,5 @@ local function define(at)
 end
 
 local out = {}
-for i = 0, count - 1 do out[i + 1] = define(6 + 6 * i) end
+for i = 0, count - 1 do out[i + 1] = define(7 + ARGS * i) end
 return out

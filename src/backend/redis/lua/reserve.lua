@@ -1,15 +1,20 @@
 -- reserve.lua: decides a batch of leases, each all-or-nothing, in order.
--- ARGV[4] = lease memory ms, ARGV[5] = count, then per lease: id, n, the
--- fingerprint of its requirements, and n pairs (key, amount). Returns 10
--- values per lease: allowed (0|1), retry_after_ms, reserved_at_unix_ms,
--- status, the key the status names (''), then denied_by: its key (''),
--- reason (1 capacity, 2 decreasing, 3 exceeds_capacity), requested,
--- available, capacity.
-local memory_ms = tonumber(ARGV[4])
+-- ARGV[5] = lease memory ms, ARGV[6] = the number of budgets whose bounds
+-- follow (budget.lua), then their bounds, then the count of leases, then per
+-- lease: id, n, the fingerprint of its requirements, its job id (''), and n
+-- pairs (key, amount). Returns 11 values per lease: allowed (0|1),
+-- retry_after_ms, reserved_at_unix_ms, status, the key the status names
+-- (''), then denied_by: its key (''), reason (1 capacity, 2 decreasing, 3
+-- exceeds_capacity), requested, available, capacity, and a budget's
+-- period_end_unix_ms (0). A lease that meets a budget without its bounds is
+-- answered ST_BOUNDS naming it, and not remembered.
+local memory_ms = tonumber(ARGV[5])
+local leases_at = read_bounds(6)
 
 -- Milliseconds until `amount` more would fit, walking the buckets in expiry
 -- order: usually the first few free enough, so fetch few, then more.
 local function retry_after(L, amount)
+  if L.kind == 'b' then return budget_retry_after(L, amount) end
   flush_adds(L) -- so that the walk sees this call's entries in their place
   local need = L.used + amount - L.enf
   local offset, chunk = 0, 8
@@ -68,14 +73,17 @@ end
 -- request (the same fingerprint, or a record from before fingerprints),
 -- else a conflict: the caller must not believe it holds what it never
 -- reserved. A denial's record keeps its denied_by in a word
--- '!reason:requested:available:capacity:key' (none in records from before).
+-- '!reason:requested:available:capacity:key' (none in records from before),
+-- and a budget's period end in a word '@end'.
 local function replay(known, fingerprint)
-  local f = string.match(known, ' #(%S+)$')
-  if f and f ~= fingerprint then return 0, 0, 0, ST_CONFLICT, '', '', 0, 0, 0, 0 end
-  local a, ra, at, s, sk = lease_head(known)
-  local dr, dq, da, dc, dk = string.match(known, ' !(%d+):(%d+):(%d+):(%d+):(%S+)')
-  if dk == nil then return a, ra, at, s, sk, '', 0, 0, 0, 0 end
-  return a, ra, at, s, sk, dk, tonumber(dr), tonumber(dq), tonumber(da), tonumber(dc)
+  local words = split_job(known)
+  local f = string.match(words, ' #(%S+)$')
+  if f and f ~= fingerprint then return 0, 0, 0, ST_CONFLICT, '', '', 0, 0, 0, 0, 0 end
+  local a, ra, at, s, sk = lease_head(words)
+  local dr, dq, da, dc, dk = string.match(words, ' !(%d+):(%d+):(%d+):(%d+):(%S+)')
+  if dk == nil then return a, ra, at, s, sk, '', 0, 0, 0, 0, 0 end
+  local pe = tonumber(string.match(words, ' @(%d+)')) or 0
+  return a, ra, at, s, sk, dk, tonumber(dr), tonumber(dq), tonumber(da), tonumber(dc), pe
 end
 
 -- Denies a lease (remembering the denial) unless it was decided before:
@@ -84,39 +92,47 @@ end
 local function deny(lease, fingerprint, ra, s, sk, L, dr, amount, cap)
   local avail = cap - L.used
   if avail < 0 then avail = 0 end
+  local pe = 0
+  if L.kind == 'b' then pe = L.pe end
   local word = '!' .. dr .. ':' .. fmt(amount) .. ':' .. fmt(avail) .. ':' .. fmt(cap) .. ':' .. L.key
-  local text = table.concat({'0', fmt(ra), '0', s, '=' .. sk, '0', forget_text(0), '0', word,
+  local text = table.concat({'0', fmt(ra), '0', s, '=' .. sk, '0', forget_text(0), '0', '@' .. fmt(pe), word,
                              '#' .. fingerprint}, ' ')
   local known = record(lease, text, ttl_texts[0])
   if known then return replay(known, fingerprint) end
-  return 0, ra, 0, s, sk, L.key, dr, amount, avail, cap
+  return 0, ra, 0, s, sk, L.key, dr, amount, avail, cap, pe
+end
+
+-- A lease that may not be decided now (its key is unknown, or a budget's
+-- bounds are missing): status s naming K, not remembered; but a lease
+-- decided before keeps its outcome.
+local function undecided(lease, fingerprint, s, K)
+  local known = redis.call('GET', lease)
+  if known then
+    local _, _, _, _, _, _, f = lease_head(known)
+    if f >= NOW then return replay(known, fingerprint) end
+  end
+  return 0, 0, 0, s, K, '', 0, 0, 0, 0, 0
 end
 
 -- Scratch space reused by every lease of the call: a script's time per lease
 -- goes largely to making tables, so the hot path makes only one.
 local lims, amounts, parts = {}, {}, {'1', '0', UNIX_NOW_TEXT, '0', '=', '0'}
 
--- Decides the lease whose id, count, fingerprint and (key, amount) pairs start at
--- ARGV[base]. exceeds_capacity beats limit_decreasing beats a plain deny: a
--- client must not retry what can never fit. The decision is made first and
--- applied only once record() finds the lease new.
+-- Decides the lease whose id, count, fingerprint, job id and (key, amount)
+-- pairs start at ARGV[base]. exceeds_capacity beats limit_decreasing beats
+-- a plain deny: a client must not retry what can never fit. The decision is
+-- made first and applied only once record() finds the lease new.
 local function reserve(base)
-  local id, n, fingerprint = ARGV[base], tonumber(ARGV[base + 1]), ARGV[base + 2]
+  local id, n, fingerprint, job = ARGV[base], tonumber(ARGV[base + 1]), ARGV[base + 2], ARGV[base + 3]
   local lease = P .. 'L:' .. id
   local lifetime = 0
   for i = 1, n do
-    local K = ARGV[base + 1 + 2 * i]
+    local K = ARGV[base + 2 + 2 * i]
     local lim = limit(K)
-    if lim == nil then -- not remembered, but a lease decided before keeps its outcome
-      local known = redis.call('GET', lease)
-      if known then
-        local _, _, _, _, _, _, f = lease_head(known)
-        if f >= NOW then return replay(known, fingerprint) end
-      end
-      return 0, 0, 0, ST_UNKNOWN, K, '', 0, 0, 0, 0
-    end
+    if lim == nil then return undecided(lease, fingerprint, ST_UNKNOWN, K) end
+    if lim.kind == 'b' and bounds_of(lim) == nil then return undecided(lease, fingerprint, ST_BOUNDS, K) end
     lims[i] = lim
-    amounts[i] = tonumber(ARGV[base + 2 + 2 * i])
+    amounts[i] = tonumber(ARGV[base + 3 + 2 * i])
     if lim.win > lifetime then lifetime = lim.win end
   end
   -- A plain deny names the full limit whose room comes back last: the one
@@ -144,22 +160,26 @@ local function reserve(base)
   for i = 1, n do
     local lim, p = lims[i], 4 + 4 * i
     parts[p + 1] = lim.key; parts[p + 2] = lim.kind
-    parts[p + 3] = ARGV[base + 2 + 2 * i]; parts[p + 4] = lim.at_text
+    parts[p + 3] = ARGV[base + 3 + 2 * i]; parts[p + 4] = lim.at_text
   end
   parts[9 + 4 * n] = '#' .. fingerprint
-  local known = record(lease, table.concat(parts, ' ', 1, 9 + 4 * n), ttl_texts[lifetime])
+  local text = table.concat(parts, ' ', 1, 9 + 4 * n)
+  if job ~= '' then text = text .. '\n' .. job end
+  local known = record(lease, text, ttl_texts[lifetime])
   if known then return replay(known, fingerprint) end
-  for i = 1, n do hold(lims[i], amounts[i]) end
-  return 1, 0, UNIX_NOW, ST_OK, '', '', 0, 0, 0, 0
+  for i = 1, n do
+    if lims[i].kind == 'b' then budget_hold(lims[i], id, amounts[i], job) else hold(lims[i], amounts[i]) end
+  end
+  return 1, 0, UNIX_NOW, ST_OK, '', '', 0, 0, 0, 0, 0
 end
 
 local out = {}
-local at = 6
-for _ = 1, tonumber(ARGV[5]) do
+local at = leases_at + 1
+for _ = 1, tonumber(ARGV[leases_at]) do
   local o = #out
-  out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5],
-    out[o + 6], out[o + 7], out[o + 8], out[o + 9], out[o + 10] = reserve(at)
-  at = at + 3 + 2 * tonumber(ARGV[at + 1])
+  out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5], out[o + 6],
+    out[o + 7], out[o + 8], out[o + 9], out[o + 10], out[o + 11] = reserve(at)
+  at = at + 4 + 2 * tonumber(ARGV[at + 1])
 end
 for _, L in pairs(limits) do save(L) end
 return out

@@ -1,8 +1,14 @@
--- usage.lua: live accounting of limit ARGV[4] for the admin API, after a
--- purge. Returns {enf, pend, used, active, debt_total, denied_total}, or
--- an empty array for an unknown key.
-local L = load(ARGV[4])
+-- usage.lua: live accounting of limit ARGV[5] for the admin API, after a
+-- purge; ARGV[6..] its bounds if the daemon knows it as a budget
+-- (budget.lua). Returns {enf, pend, used, active, debt_total, denied_total,
+-- period_start, period_end, committed} (the last three 0 but for a budget),
+-- an empty array for an unknown key, or {'bounds'} for a budget whose
+-- bounds were not passed.
+read_bounds(6)
+local L = load(ARGV[5])
 if L == nil then return {} end
 purge(L)
 save(L)
-return {L.enf, L.pend, L.used, L.act, L.debt, L.denied}
+if L.kind ~= 'b' then return {L.enf, L.pend, L.used, L.act, L.debt, L.denied, 0, 0, 0} end
+if bounds_of(L) == nil then return {'bounds'} end
+return {L.enf, L.pend, L.used, L.act, L.debt, L.denied, fmt(L.ps), fmt(L.pe), fmt(L.com)}
