@@ -413,6 +413,11 @@ rl_status rl__audit_log_drop_after(rl__audit_log *log, uint64_t seq, char *err, 
 
 rl_status rl__audit_log_query(rl__audit_log *log, const rl_audit_query *query, rl_audit_page *page, char *err,
                               size_t err_size) {
+    return rl__audit_log_query_before(log, query, UINT64_MAX, page, err, err_size);
+}
+
+rl_status rl__audit_log_query_before(rl__audit_log *log, const rl_audit_query *query, uint64_t before_unix_ms,
+                                     rl_audit_page *page, char *err, size_t err_size) {
     page->count = 0;
     page->next_since_unix_ms = query->since_unix_ms;
     rl_status status = rl__audit_query_check(query, page, err, err_size);
@@ -433,7 +438,7 @@ rl_status rl__audit_log_query(rl__audit_log *log, const rl_audit_query *query, r
     if (parts != NULL && count > 0) memcpy(parts, &log->parts[lo], count * sizeof *parts);
     pthread_mutex_unlock(&log->lock);
     if (parts == NULL) return fail(RL_NO_MEMORY, err, err_size, "%s: out of memory", log->dir);
-    status = rl__audit_query_run(log->dir, parts, count, query, page, err, err_size);
+    status = rl__audit_query_run(log->dir, parts, count, query, before_unix_ms, page, err, err_size);
     free(parts);
     return status;
 }

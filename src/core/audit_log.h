@@ -104,6 +104,12 @@ void rl__audit_log_expire(rl__audit_log *log, uint64_t now_unix_ms);
 rl_status rl__audit_log_query(rl__audit_log *log, const rl_audit_query *query, rl_audit_page *page, char *err,
                               size_t err_size);
 
+/* The same, listing no entry at or after before_unix_ms, for a writer that
+ * knows every entry before it has been flushed (audit_query.h): a page then
+ * ends where the data ends. */
+rl_status rl__audit_log_query_before(rl__audit_log *log, const rl_audit_query *query, uint64_t before_unix_ms,
+                                     rl_audit_page *page, char *err, size_t err_size);
+
 /* Closes without flushing (flush first what must be kept). NULL is
  * allowed. Owner's thread, nothing else running. */
 void rl__audit_log_close(rl__audit_log *log);

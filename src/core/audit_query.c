@@ -24,10 +24,12 @@ typedef enum stop {
     GOING,
     FULL,  /* the page is full */
     BOUND, /* RL__AUDIT_QUERY_SCAN_MAX_BYTES looked at */
+    HORIZON, /* an entry at or after before_unix_ms: not listed yet */
 } stop;
 
 typedef struct scan {
     const rl_audit_query *query;
+    uint64_t before_unix_ms;
     size_t key_len;
     rl_audit_page *page;
     uint64_t scanned_bytes;
@@ -42,6 +44,11 @@ static bool look_at(const rl__audit_view *view, uint64_t offset, size_t frame_by
     scan *s = context;
     rl_audit_page *page = s->page;
     size_t n = page->count;
+    if (view->at_unix_ms >= s->before_unix_ms) { /* everything after is too (time order) */
+        s->later_seen = true;
+        s->stopped = HORIZON;
+        return false;
+    }
     if (n > 0 && view->at_unix_ms > page->entries[n - 1].at_unix_ms) {
         s->later_seen = true; /* the page's last millisecond is whole */
         if (n == s->query->limit) {
@@ -98,7 +105,10 @@ static void finish(const scan *s, rl_audit_page *page) {
         if (s->stopped == BOUND && s->last_at + 1 > since) page->next_since_unix_ms = s->last_at + 1;
         return;
     }
-    if (!s->later_seen) { /* the last millisecond may go on: leave it to the next page */
+    /* With a horizon, what was flushed holds every entry before it: the
+     * end of the data ends no millisecond early. */
+    bool whole = s->later_seen || (s->stopped == GOING && s->before_unix_ms != UINT64_MAX);
+    if (!whole) { /* the last millisecond may go on: leave it to the next page */
         size_t keep = page->count;
         uint64_t last = page->entries[keep - 1].at_unix_ms;
         while (keep > 0 && page->entries[keep - 1].at_unix_ms == last) keep--;
@@ -108,7 +118,7 @@ static void finish(const scan *s, rl_audit_page *page) {
 }
 
 rl_status rl__audit_query_run(const char *dir, const rl__audit_part *parts, size_t count, const rl_audit_query *query,
-                              rl_audit_page *page, char *err, size_t err_size) {
+                              uint64_t before_unix_ms, rl_audit_page *page, char *err, size_t err_size) {
     page->count = 0;
     page->next_since_unix_ms = query->since_unix_ms;
     int64_t day = rl__audit_day_of(query->since_unix_ms);
@@ -116,7 +126,7 @@ rl_status rl__audit_query_run(const char *dir, const rl__audit_part *parts, size
     while (first < count && parts[first].day < day) first++;
     size_t end = first;
     while (end < count && parts[end].day == day) end++;
-    scan s = {.query = query, .key_len = strlen(query->key), .page = page, .stopped = GOING};
+    scan s = {.query = query, .before_unix_ms = before_unix_ms, .key_len = strlen(query->key), .page = page, .stopped = GOING};
     for (size_t i = start_part(dir, parts, first, end, query->since_unix_ms); i < count && s.stopped == GOING; i++) {
         char *path = rl__audit_part_path(dir, parts[i].day, parts[i].index);
         if (path == NULL) {

@@ -54,10 +54,13 @@
 rl_status rl__audit_query_check(const rl_audit_query *query, const rl_audit_page *page, char *err, size_t err_size);
 
 /* Runs a checked query over parts[0..count) (sorted; parts of days before
- * since's are passed over) in dir. RL_OK, RL_IO_ERROR (a damaged file: err
+ * since's are passed over) in dir, listing no entry at or after
+ * before_unix_ms: the caller's promise that every entry before it has been
+ * flushed, so that the end of the data ends no millisecond early
+ * (UINT64_MAX: no such promise, the rules above). RL_OK, RL_IO_ERROR (a damaged file: err
  * names it and the offset; or the file system), RL_NO_MEMORY; page->count
  * is 0 on failure. */
 rl_status rl__audit_query_run(const char *dir, const rl__audit_part *parts, size_t count, const rl_audit_query *query,
-                              rl_audit_page *page, char *err, size_t err_size);
+                              uint64_t before_unix_ms, rl_audit_page *page, char *err, size_t err_size);
 
 #endif

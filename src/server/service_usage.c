@@ -47,9 +47,9 @@ void rl__service_backend_refused(rl_service *service, rl_service_put *put, rl_st
         rl__service_in_use_detail(service, &put->def, previous, put->err, sizeof put->err);
         put->status = RL_LIMIT_IN_USE;
     } else if (status == RL_INVALID_REQUEST) { /* valid, but not for this backend */
-        snprintf(put->err, sizeof put->err, "the %s backend does not count limits of kind \"%s\"%s",
-                 service->backend_name, rl_kind_name(put->def.kind),
-                 put->def.kind == RL_KIND_BUDGET ? " yet: budgets are counted by the memory backend" : "");
+        snprintf(put->err, sizeof put->err,
+                 "the %s backend cannot count this limit of kind \"%s\" (a time zone this machine's tzdata lacks?)",
+                 service->backend_name, rl_kind_name(put->def.kind));
         put->status = RL_INVALID_REQUEST;
     } else {
         snprintf(put->err, sizeof put->err, "the %s backend refused the definition: %s", service->backend_name,

@@ -521,6 +521,7 @@ static void test_budget_over_http(void **state) {
 /* The audit entries of key since since_unix_ms (limit 1000), into a cJSON
  * array the caller deletes through *root; *next gets next_since_unix_ms. */
 static const cJSON *audit_entries(const char *key, uint64_t since_unix_ms, cJSON **root, double *next) {
+    rl_test_sleep_ms(2); /* entries are listed once their millisecond is over */
     char path[512];
     snprintf(path, sizeof path, "/v1/admin/audit?key=%s&since_unix_ms=%llu&limit=1000", key,
              (unsigned long long)since_unix_ms);
@@ -596,6 +597,7 @@ static void test_audit_over_http(void **state) {
     assert_int_equal(cJSON_GetArraySize(entries), 1);
     cJSON_Delete(root);
     complete(b, "audit:spend", 60);
+    rl_test_sleep_ms(2);
     expect("GET", "/v1/admin/audit?key=audit:spend&limit=1", NULL, 200, NULL);
     assert_non_null(strstr(last.body, a));
     assert_null(strstr(last.body, b));

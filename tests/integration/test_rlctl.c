@@ -439,6 +439,7 @@ static void test_audit(void **state) {
     expect_code(0);
     RLCTL("complete", "--lease-id", first, "--actual", "cli:au:spend=150");
     expect_code(0);
+    rl_test_sleep_ms(2); /* entries are listed once their millisecond is over */
 
     RLCTL("audit", "cli:au:spend");
     expect_code(0);

@@ -21,6 +21,7 @@
 typedef struct fixture {
     rl_manual_clock clock; /* at T0_*; the backend reads "now" from it */
     rl_backend *backend;
+    char dir[64]; /* a journal's and audit log's directory, or "" */
 } fixture;
 
 /* Applies a definition and returns the backend's answer (define: one that must be taken). */

@@ -341,9 +341,12 @@ rl_status rl__mem_complete_one(memory_backend *backend, const rl_complete_reques
             rl__mem_limit_release(entry);
             continue;
         }
+        /* The audit log has what the call cost (what overage: deny lets the
+         * limit count may be less), as the redis backend writes it. */
         uint64_t reserved = entry->amount, actual = actual_for(request, entry);
-        uint64_t charged = entry->kind == RL_KIND_BUDGET ? rl__mem_limit_charge(entry, actual) : reconcile(entry, actual);
-        rl__mem_audit(backend, lease, entry, limit->def.key, reserved, charged, false, now_unix_ms);
+        if (entry->kind == RL_KIND_BUDGET) (void)rl__mem_limit_charge(entry, actual);
+        else (void)reconcile(entry, actual);
+        rl__mem_audit(backend, lease, entry, limit->def.key, reserved, actual, false, now_unix_ms);
     }
     /* Released capacity may let a pending decrease through. */
     for (size_t i = 0; i < touched_count; i++) rl__mem_limit_try_decrease(touched[i]);
@@ -425,10 +428,26 @@ static rl_status health(rl_backend *base, char *detail, size_t detail_size) {
     return RL_BACKEND_ERROR;
 }
 
+/* Entries are listed once their millisecond is over and everything before
+ * it is written: the same rule as the redis backend's, so that paging by
+ * next_since_unix_ms never misses an entry written after a page was read. */
 static rl_status audit_query(rl_backend *base, const rl_audit_query *query, rl_audit_page *page) {
     memory_backend *backend = from_base(base);
+    pthread_mutex_lock(&backend->lock);
+    uint64_t before_unix_ms = backend->clock->unix_ms(backend->clock);
+    /* Entries to come get a time no earlier than this one, nor than the
+     * last entry's (rl__mem_audit: never back): all entries before it are
+     * written once the journal has what came so far. */
+    if (before_unix_ms < backend->audit_at_unix_ms) before_unix_ms = backend->audit_at_unix_ms;
+    uint64_t ticket = rl__mem_journal_ticket(backend);
+    pthread_mutex_unlock(&backend->lock);
     char err[256];
-    rl_status status = rl__audit_log_query(backend->audit, query, page, err, sizeof err);
+    if (!rl__journal_wait_durable(backend->journal, ticket)) {
+        (void)rl__journal_failing(backend->journal, err, sizeof err);
+        fprintf(stderr, "ratelimiterd: audit query: %s\n", err);
+        return RL_IO_ERROR;
+    }
+    rl_status status = rl__audit_log_query_before(backend->audit, query, before_unix_ms, page, err, sizeof err);
     if (status != RL_OK) fprintf(stderr, "ratelimiterd: audit query: %s\n", err);
     return status;
 }

@@ -82,8 +82,9 @@ bool rl__redis_audit_page_read(const redisReply *reply, const char *key, uint64_
     size_t count = n;
     if (more && n > 0 && after_ms == last_ms) {
         while (count > 0 && page->entries[count - 1].at_unix_ms == last_ms) count--;
-        if (count == 0) { /* one millisecond fills the page: its first entries, and ask from since again */
+        if (count == 0) { /* one millisecond fills the page: its first entries (the rest are in no page) */
             page->count = n;
+            page->next_since_unix_ms = last_ms + 1;
             return true;
         }
     }

@@ -783,7 +783,8 @@ static void check_audit(rl_backend *backend) {
                     fail_step("audit of %s, entry %d: %s, the model's %s", lim->def.key, matched, got, want);
             }
             if (page.count == 0) break;
-            if (page.next_since_unix_ms == since) { /* one millisecond filled the page: read it whole */
+            if (page.count == page_limit && page.entries[0].at_unix_ms == page.entries[page.count - 1].at_unix_ms &&
+                page_limit < RL_AUDIT_QUERY_MAX) { /* one millisecond filled the page: read it whole */
                 matched -= (int)page.count;
                 page_limit = RL_AUDIT_QUERY_MAX;
                 continue;
@@ -1264,6 +1265,7 @@ static void drain(rl_backend *backend, rl_manual_clock *clock) {
                       (unsigned long long)admin_capacity[l]);
         if (u.debt_total != limits[l].debt_total) fail_step("drain: debt_total of %s", limits[l].def.key);
     }
+    rl_manual_clock_advance(clock, 1); /* entries are listed once their millisecond is over */
     check_audit(backend);
 }
 

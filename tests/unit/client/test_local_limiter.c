@@ -131,6 +131,7 @@ static void audit_lists_what_was_charged(void **state) {
     rl_actual actuals[] = {{"c:spend", 150}, {"c:tpm", 120}};
     rl_complete_request complete = {id, "job-41", actuals, 2};
     assert_int_equal(rl_limiter_complete(limiter, &complete), RL_OK);
+    usleep(2000); /* entries are listed once their millisecond is over */
 
     rl_audit_entry entries[4];
     rl_audit_page page = {entries, 0, 0};
