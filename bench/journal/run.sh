@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bench/journal/run.sh — POST /v1/reserve with the memory backend's journal
 # at each journal_fsync (off, everysec, always) and without a journal, side
-# by side under the same wrk load, with the disk's own fdatasync latency.
+# by side under the same wrk load, with the disk's own fdatasync latency
+# (none: neither the journal nor the audit log; the others keep both).
 #
 #   bench/journal/run.sh     (DURATION=10s CONNECTIONS=64 ROUNDS=3 by default)
 #
@@ -21,7 +22,7 @@ CONNECTIONS=${CONNECTIONS:-64}
 ROUNDS=${ROUNDS:-3}
 SERVER_CORE=${SERVER_CORE:-0}
 CLIENT_CORE=${CLIENT_CORE:-1}
-MODES="none off everysec always"
+MODES=${MODES:-"none off everysec always"}
 
 for tool in wrk taskset curl dd; do
   command -v "$tool" >/dev/null || { echo "run.sh: $tool is missing (apt-get install wrk util-linux curl coreutils)" >&2; exit 1; }
@@ -57,7 +58,8 @@ run_wrk() {
 for mode in $MODES; do
   mkdir -p "$TMP/$mode"
   cp "$TMP/limits.json" "$TMP/$mode/limits.json"
-  if [ "$mode" = none ]; then flags=(--no-journal); else flags=(--journal-fsync "$mode"); fi
+  # none: neither the journal nor the audit log (which the journal's writer writes).
+  if [ "$mode" = none ]; then flags=(--no-journal --no-audit); else flags=(--journal-fsync "$mode"); fi
   taskset -c "$SERVER_CORE" "$BUILD/ratelimiterd" -c "$TMP/config.yaml" --listen 127.0.0.1:0 \
     --registry "$TMP/$mode/limits.json" --threads 1 "${flags[@]}" 2>"$TMP/$mode.log" &
   PID[$mode]=$!

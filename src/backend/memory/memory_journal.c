@@ -34,6 +34,14 @@ static uint64_t unix_of(uint64_t at_ms, uint64_t now_ms, uint64_t now_unix_ms) {
 
 /* ---- records of changes (under lock) ---- */
 
+/* src into out (size bytes), cut to fit: snprintf's "%s" without its
+ * format parsing, on the answer path. */
+static void copy_text(char *out, size_t size, const char *src) {
+    size_t len = strnlen(src, size - 1);
+    memcpy(out, src, len);
+    out[len] = '\0';
+}
+
 uint64_t rl__mem_journal_ticket(memory_backend *backend) {
     return backend->journal != NULL ? rl__journal_ticket(backend->journal) : 0;
 }
@@ -58,12 +66,12 @@ static void lease_record(const memory_backend *backend, const rl_mem_lease *leas
     out->allowed = lease->allowed;
     out->completed = lease->completed;
     out->status = lease->status;
-    snprintf(out->status_key, sizeof out->status_key, "%s", lease->status_key != NULL ? lease->status_key : "");
+    copy_text(out->status_key, sizeof out->status_key, lease->status_key != NULL ? lease->status_key : "");
     out->retry_after_ms = lease->retry_after_ms;
     out->denied_available = lease->allowed ? 0 : lease->denied_available;
     out->denied_capacity = lease->allowed ? 0 : lease->denied_capacity;
     out->denied_period_end_unix_ms = lease->allowed ? 0 : lease->denied_period_end_unix_ms;
-    snprintf(out->job_id, sizeof out->job_id, "%s", lease->job_id != NULL ? lease->job_id : "");
+    copy_text(out->job_id, sizeof out->job_id, lease->job_id != NULL ? lease->job_id : "");
     out->entry_count = lease->entry_count;
     /* Forgotten when its last entry is over, plus the lease memory (as
      * reserve_one computed it). */
@@ -74,7 +82,7 @@ static void lease_record(const memory_backend *backend, const rl_mem_lease *leas
         if (entry->expiry.at_ms > last_ms) last_ms = entry->expiry.at_ms;
         bool live = entry->limit != NULL && rl__mem_entry_is_live(entry);
         /* A released entry keeps its key for its place: the lease's own. */
-        snprintf(e->key, sizeof e->key, "%s", entry->limit != NULL ? entry->limit->def.key : "-");
+        copy_text(e->key, sizeof e->key, entry->limit != NULL ? entry->limit->def.key : "-");
         e->kind = entry->kind;
         e->live = live;
         e->amount = live ? rl__mem_entry_amount(entry) : 0;
@@ -106,7 +114,7 @@ bool rl__mem_journal_complete(memory_backend *backend, const rl_mem_lease *lease
     c->audit_seq_after = backend->audit_seq;
     c->actual_count = (uint16_t)request->actual_count;
     for (size_t i = 0; i < request->actual_count; i++) {
-        snprintf(c->keys[i], sizeof c->keys[i], "%s", request->actuals[i].key);
+        copy_text(c->keys[i], sizeof c->keys[i], request->actuals[i].key);
         c->amounts[i] = request->actuals[i].actual_amount;
     }
     return rl__journal_add(backend->journal, record);
@@ -137,8 +145,8 @@ void rl__mem_audit(memory_backend *backend, const rl_mem_lease *lease, const rl_
     uint64_t seq = ++backend->audit_seq;
     audit.at_unix_ms = now_unix_ms;
     rl__ulid_text(lease->id_hi, lease->id_lo, audit.lease_id);
-    snprintf(audit.job_id, sizeof audit.job_id, "%s", lease->job_id != NULL ? lease->job_id : "");
-    snprintf(audit.key, sizeof audit.key, "%s", key);
+    copy_text(audit.job_id, sizeof audit.job_id, lease->job_id != NULL ? lease->job_id : "");
+    copy_text(audit.key, sizeof audit.key, key);
     audit.reserved = reserved;
     audit.actual = expired ? 0 : actual;
     audit.period_start_unix_ms = entry->kind == RL_KIND_BUDGET ? entry->period_start_unix_ms : 0;
@@ -374,7 +382,7 @@ static bool snapshot(void *context, rl__journal *journal) {
         ok = rl__journal_snapshot_add(journal, record);
         record->type = RL__JREC_LIMIT;
         rl__jrec_limit *l = &record->limit;
-        snprintf(l->key, sizeof l->key, "%s", limit->def.key);
+        copy_text(l->key, sizeof l->key, limit->def.key);
         l->capacity_enforced = limit->capacity_enforced;
         l->pending_decrease_to = limit->pending_decrease_to;
         l->debt_total = limit->debt_total;
