@@ -7,6 +7,7 @@
 # Both servers run on core 0 (ratelimiterd --threads 1, one nginx worker),
 # wrk on core 1; wrk drives them in turn, ROUNDS times. Prints the median
 # requests/s of each and the ratio, then the batch endpoint in leases/s.
+# The daemon runs without its journal and audit log (JOURNAL=1: with them).
 # BASE=<git revision> adds that revision's ratelimiterd (built in a
 # worktree) to every round, the batch endpoint too, and prints this build's
 # figures as a share of BASE's: a change measured side by side with before.
@@ -64,12 +65,16 @@ run_wrk() {
 # start_daemon BINARY NAME: STARTED_PID and STARTED_PORT of a new daemon
 # (its registry a copy of limits.json, in a directory of its own: its
 # journal and audit log default to beside it, never shared with BASE's).
+# The HTTP path alone: a build that keeps a journal and an audit log runs
+# without them here (JOURNAL=1 keeps them; bench/journal/run.sh measures
+# what they cost).
 start_daemon() {
-  local binary=$1 name=$2
+  local binary=$1 name=$2 flags=()
   mkdir -p "$TMP/data-$name"
   cp "$TMP/limits.json" "$TMP/data-$name/limits.json"
+  if [ -z "${JOURNAL:-}" ] && "$binary" --help 2>&1 | grep -q -- --no-journal; then flags=(--no-journal --no-audit); fi
   taskset -c "$SERVER_CORE" "$binary" -c "$TMP/config.yaml" --listen 127.0.0.1:0 \
-    --registry "$TMP/data-$name/limits.json" --threads 1 2>"$TMP/$name.log" &
+    --registry "$TMP/data-$name/limits.json" --threads 1 "${flags[@]}" 2>"$TMP/$name.log" &
   STARTED_PID=$!
   STARTED_PORT=""
   for _ in $(seq 1 200); do
