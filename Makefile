@@ -96,6 +96,7 @@ bench: build
 	$(MAKE) --no-print-directory deps PACKAGES="wrk nginx-light"
 	taskset -c 0 $(BUILD)/bench_memory 5
 	bench/http/run.sh
+	bench/journal/run.sh
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-fuzz
