@@ -11,7 +11,9 @@
  * definition applied) is in the journal before its answer is given, and
  * opening the backend replays it, applying what fell due meanwhile. The
  * journal is compacted (a snapshot of the live state replaces it) without
- * stopping answers. With an audit log (audit_dir), every charge and every
+ * stopping answers: a child process (fork) writes the snapshot, as Redis
+ * rewrites its append-only file, and dies with the journal's thread; an
+ * application embedding the backend sees that child come and go. With an audit log (audit_dir), every charge and every
  * budget refund is kept there (types.h, "the audit log of spend"), written
  * before the journal records of the same changes.
  */
