@@ -54,6 +54,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -131,6 +132,7 @@ static struct coverage {
     unsigned long admin_increase, admin_decrease, admin_decrease_pending, admin_other, kind_in_use, clamped;
     unsigned long edge_advances;
     unsigned long periods, period_edges, refunds, budget_charges, late_completes, calendars, audit_entries;
+    unsigned long restarts;
 } cov;
 
 static void print_coverage(const char *what) {
@@ -142,13 +144,13 @@ static void print_coverage(const char *what) {
                   "refused (in use); %lu expiries "
                   "clamped; %lu advances to an expiry edge; budgets: %lu periods started, %lu advances to a period's "
                   "edge, %lu reservations refunded by timeout, %lu charged, %lu completed after their period, %lu "
-                  "calendar changes; %lu audit entries compared\n",
+                  "calendar changes; %lu audit entries compared; %lu restarts from the journal\n",
                   what, cov.steps, cov.allowed, cov.denied_full, cov.exceeds, cov.decreasing, cov.unknown, cov.replays, cov.conflicts,
                   cov.batches, cov.completes - cov.drained, cov.drained, cov.shrinks, cov.overage_debt,
                   cov.debt_above_capacity, cov.overage_denied,
                   cov.releases_by_complete, cov.admin_increase, cov.admin_decrease, cov.admin_decrease_pending,
                   cov.admin_other, cov.kind_in_use, cov.clamped, cov.edge_advances, cov.periods, cov.period_edges,
-                  cov.refunds, cov.budget_charges, cov.late_completes, cov.calendars, cov.audit_entries);
+                  cov.refunds, cov.budget_charges, cov.late_completes, cov.calendars, cov.audit_entries, cov.restarts);
     memset(&cov, 0, sizeof cov);
 }
 
@@ -1129,6 +1131,11 @@ typedef struct target {
     const char *name;
     rl_backend *(*create)(const rl_clock *clock, unsigned run);
     bool expiry_clamps_to_tail;
+    /* Closes the backend and opens it again on what it keeps (its journal),
+     * or NULL for a backend that does not restart. */
+    rl_backend *(*restart)(rl_backend *backend, const rl_clock *clock, unsigned run);
+    /* Removes what create made besides the backend (its journal), or NULL. */
+    void (*cleanup)(unsigned run);
 } target;
 
 static rl_backend *create_memory(const rl_clock *clock, unsigned run) {
@@ -1141,6 +1148,48 @@ static rl_backend *create_memory(const rl_clock *clock, unsigned run) {
     rl_backend *backend;
     assert_int_equal(rl_memory_backend_create(&options, &backend), RL_OK);
     return backend;
+}
+
+/* The memory backend on a journal (written before each answer, not synced:
+ * the restarts are clean), restarted at random steps: after every restart
+ * the replayed state must answer exactly as the model. */
+static void journal_path_of(unsigned run, char *out, size_t size) {
+    snprintf(out, size, "/tmp/rl_model_journal_%d_%u", (int)getpid(), run);
+}
+
+static rl_backend *open_memory_journal(const rl_clock *clock, unsigned run) {
+    char path[128];
+    journal_path_of(run, path, sizeof path);
+    rl_memory_options options;
+    rl_memory_options_default(&options);
+    options.clock = clock;
+    options.sweep_interval_ms = 0;
+    options.lease_memory_ms = LEASE_MEMORY_MS;
+    options.journal_path = path;
+    options.journal_fsync = RL_JOURNAL_FSYNC_OFF;
+    rl_backend *backend = NULL;
+    char err[256] = "";
+    if (rl_memory_backend_open(&options, &backend, err, sizeof err) != RL_OK) fail_step("journal: %s", err);
+    return backend;
+}
+
+static rl_backend *create_memory_journal(const rl_clock *clock, unsigned run) {
+    char path[128];
+    journal_path_of(run, path, sizeof path);
+    unlink(path);
+    return open_memory_journal(clock, run);
+}
+
+static rl_backend *restart_memory_journal(rl_backend *backend, const rl_clock *clock, unsigned run) {
+    rl_backend_destroy(backend);
+    cov.restarts++;
+    return open_memory_journal(clock, run);
+}
+
+static void cleanup_memory_journal(unsigned run) {
+    char path[128];
+    journal_path_of(run, path, sizeof path);
+    unlink(path);
 }
 
 static rl_test_redis redis_server; /* the "redis" group's, started by its group setup */
@@ -1163,8 +1212,10 @@ static rl_backend *create_redis(const rl_clock *clock, unsigned run) {
     return backend;
 }
 
-static const target memory_target = {"memory", create_memory, true};
-static const target redis_target = {"redis", create_redis, false};
+static const target memory_target = {"memory", create_memory, true, NULL, NULL};
+static const target journal_target = {"memory with its journal, restarted", create_memory_journal, true,
+                                      restart_memory_journal, cleanup_memory_journal};
+static const target redis_target = {"redis", create_redis, false, NULL, NULL};
 
 static int start_redis(void **state) {
     (void)state;
@@ -1314,13 +1365,16 @@ static void run_sequence(const target *t, unsigned run, unsigned seed, int steps
             totals_may_move = true;
         } else if (op < 93) {
             op_time(&clock);
-        } else {
+        } else if (op < 97 || t->restart == NULL) {
             op_admin(backend);
+        } else {
+            backend = t->restart(backend, &clock.base, run);
         }
         check_all(backend, totals_may_move);
     }
     drain(backend, &clock);
     rl_backend_destroy(backend);
+    if (t->cleanup != NULL) t->cleanup(run);
 }
 
 /* RL_MODEL_SEED=<n> [RL_MODEL_STEPS=<n>]: only that sequence. */
@@ -1357,6 +1411,18 @@ static void memory_long_sequences(void **state) {
     print_coverage("memory, 20 sequences x 2000 steps");
 }
 
+static void journal_short_sequences(void **state) {
+    (void)state;
+    run_many(&journal_target, 1, 100, 200);
+    print_coverage("memory with its journal, 100 sequences x 200 steps");
+}
+
+static void journal_long_sequences(void **state) {
+    (void)state;
+    run_many(&journal_target, 1001, 10, 2000);
+    print_coverage("memory with its journal, 10 sequences x 2000 steps");
+}
+
 static void redis_short_sequences(void **state) {
     (void)state;
     run_many(&redis_target, 1, 60, 200);
@@ -1378,6 +1444,8 @@ int main(void) {
     const struct CMUnitTest memory_tests[] = {
         cmocka_unit_test(memory_short_sequences),
         cmocka_unit_test(memory_long_sequences),
+        cmocka_unit_test(journal_short_sequences),
+        cmocka_unit_test(journal_long_sequences),
     };
     struct CMUnitTest redis_tests[] = {
         cmocka_unit_test(redis_short_sequences),
