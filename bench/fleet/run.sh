@@ -28,16 +28,19 @@
 #     every daemon denies (units the fleet holds back while it says no: held in
 #     allotments); the synchronous path holds nothing outside Redis, so 0. The
 #     limit's own "used" (from Redis, GET /v1/admin/limits/KEY) is printed beside.
-# ROUNDS > 1 repeats everything and reports the median of each figure.
+# ROUNDS > 1 repeats everything and reports the median of each figure (the
+# worst round for over-admissions and stranded capacity). Exits 1 if the fleet
+# ever admitted more than the capacity.
 #
 # ALLOTMENTS=on passes --allotments to the daemons (issue 12; the flag does
 # not exist yet: leave it off until it does).
 #
 # Layout on the 2-core VM: redis-server alone on core 1 (Redis runs scripts on
 # one thread: one core is what "one Redis" has); the daemons, the wrks and the
-# proxies on core 0 (REDIS_CORE, DAEMON_CORE, CLIENT_CORE, PROXY_CORE). At
-# RTT 0 core 0 is the limit (3 daemons, 3 wrks and 3 proxies share it); from
-# 10 ms on, the round trip is.
+# proxies on core 0 (REDIS_CORE, DAEMON_CORE, CLIENT_CORE, PROXY_CORE). The
+# proxies cost little (~5 % of a core at RTT 0), and putting them or wrk on
+# core 1 moved the RTT 0 figures less than run-to-run noise. From 10 ms on
+# the round trip is what limits the synchronous path, not a core.
 # Needs: wrk, redis-server, redis-cli, taskset, curl, cmake (it builds
 # ratelimiterd and delay_proxy into BUILD, default build).
 set -euo pipefail
