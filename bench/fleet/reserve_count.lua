@@ -1,4 +1,4 @@
--- wrk script: bench/fleet/reserve.lua's load (bench/http/reserve.lua's lease,
+-- wrk script: bench/http/reserve.lua's load (its lease,
 -- lease ids that differ between wrk processes), counting the answers: how many
 -- leases this wrk saw admitted (200 with "allowed":true), denied (200 with
 -- "allowed":false) and anything else. done() prints one line:
@@ -12,10 +12,10 @@
 -- when wrk stops is not counted, so the run lasts well past exhaustion: the
 -- answers then in flight are denials.
 -- The response() callback costs wrk a Lua call per answer; the latency runs use
--- bench/fleet/reserve.lua.
+-- bench/http/reserve.lua.
 
 local here = debug.getinfo(1, "S").source:match("^@(.*/)") or "./"
-dofile(here .. "reserve.lua")
+dofile(here .. "../http/reserve.lua")
 
 admitted, denied, other = 0, 0, 0
 

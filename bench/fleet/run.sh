@@ -12,8 +12,8 @@
 # freshly started daemons (each --threads 1, its own registry copy):
 #  1. load: the 4 limits of bench/http/reserve.lua's lease with capacities
 #     nothing reaches; one wrk per daemon, all at once
-#       wrk -t1 -c$CONNECTIONS -d$DURATION --latency -s bench/fleet/reserve.lua
-#     (bench/http/reserve.lua with lease ids that differ between the wrks)
+#       wrk -t1 -c$CONNECTIONS -d$DURATION --latency -s bench/http/reserve.lua
+#     (lease ids seeded from /dev/urandom: they differ between the wrks)
 #     gives reserve p50/p99 and leases/s per daemon (every answer is an
 #     admission: nothing is near its capacity), and Redis's INFO commandstats
 #     and INFO cpu deltas give script calls (EVALSHA) and Redis CPU µs per
@@ -249,7 +249,7 @@ phase_load() {
   start_daemons "$TMP/limits-load.json"
   redis config resetstat >/dev/null
   r0=$(redis_cpu_s); d0=$(sum_ticks "${DAEMON_PIDS[@]}"); p0=$(sum_ticks "${PROXY_PIDS[@]}"); t0=$(date +%s.%N)
-  run_wrks "$ROOT/bench/fleet/reserve.lua" "$DURATION"
+  run_wrks "$ROOT/bench/http/reserve.lua" "$DURATION"
   r1=$(redis_cpu_s); d1=$(sum_ticks "${DAEMON_PIDS[@]}"); p1=$(sum_ticks "${PROXY_PIDS[@]}"); t1=$(date +%s.%N)
   redis info commandstats | tr -d '\r' >"$TMP/commandstats"
   for i in $(seq 1 "$DAEMONS"); do
@@ -323,7 +323,7 @@ phase_exhaust() {
 
 echo "machine: $(nproc) cores; redis-server on core $REDIS_CORE; $DAEMONS ratelimiterd (--threads 1) on core $DAEMON_CORE, their delay_proxies on core $PROXY_CORE, wrk on core $CLIENT_CORE"
 echo "redis-server $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p') (no persistence); allotments $ALLOTMENTS; submitter: 4 Redis connections, max_leases_per_batch 1024, flush_interval_us 200, flushes_in_flight 2"
-echo "load: wrk -t1 -c$CONNECTIONS -d$DURATION --latency -s bench/fleet/reserve.lua against each daemon at once"
+echo "load: wrk -t1 -c$CONNECTIONS -d$DURATION --latency -s bench/http/reserve.lua against each daemon at once"
 echo "exhaustion: rpm = $EXHAUST_CAPACITY requests / 1 h; wrk -t1 -c$CONNECTIONS -d$EXHAUST_DURATION -s bench/fleet/reserve_count.lua against each daemon at once"
 echo
 

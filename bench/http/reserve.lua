@@ -46,7 +46,16 @@ function setup(thread)
   thread:set("seed", math.random(1, 2147483647))
 end
 
+-- Seeded from /dev/urandom: wrk's main Lua state is never seeded, so wrk
+-- processes started in the same second (bench/fleet runs one per daemon)
+-- would otherwise send the same lease ids, retries of one lease.
 function init(args)
+  local f = io.open("/dev/urandom", "rb")
+  if f then
+    local b = f:read(4)
+    f:close()
+    seed = ((b:byte(1) * 256 + b:byte(2)) * 256 + b:byte(3)) * 256 + b:byte(4) -- 32 bits: exact in a double
+  end
   math.randomseed((seed or os.time()) + os.time())
   prefix = random_prefix()
 end
