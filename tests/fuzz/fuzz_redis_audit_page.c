@@ -22,6 +22,7 @@
 #include "backend/redis/audit_page.h"
 #include "core/lease_rules.h"
 #include "fuzz.h"
+#include "resp_reply.h"
 
 #define KEY "tenant:usd"
 
@@ -48,31 +49,6 @@ static size_t encode(const rl_audit_page *page, char *out) {
         for (size_t f = 0; f < 12; f++) at = put_bulk(out, at, fields[f]);
     }
     return at;
-}
-
-/* hiredis 0.14 allocates an array's elements as its header declares, before
- * they arrive: a header of more elements than the input has bytes is no
- * answer Redis could give, and would only measure the allocator. */
-static bool plausible_arrays(const char *resp, size_t len) {
-    for (size_t i = 0; i < len; i++) {
-        if (resp[i] != '*' || (i > 0 && (i < 2 || resp[i - 2] != '\r' || resp[i - 1] != '\n'))) continue;
-        unsigned long long n = 0;
-        for (size_t j = i + 1; j < len && resp[j] >= '0' && resp[j] <= '9' && n <= len; j++)
-            n = n * 10 + (unsigned)(resp[j] - '0');
-        if (n > len) return false;
-    }
-    return true;
-}
-
-static redisReply *read_reply(const char *resp, size_t len) {
-    if (!plausible_arrays(resp, len)) return NULL;
-    redisReader *reader = redisReaderCreate();
-    if (reader == NULL) abort();
-    void *reply = NULL;
-    if (redisReaderFeed(reader, resp, len) != REDIS_OK || redisReaderGetReply(reader, &reply) != REDIS_OK)
-        reply = NULL;
-    redisReaderFree(reader);
-    return reply;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

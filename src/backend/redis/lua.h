@@ -16,5 +16,6 @@ extern const char rl_lua_sweep[];
 extern const char rl_lua_definitions[];
 extern const char rl_lua_changes[];
 extern const char rl_lua_audit_page[];
+extern const char rl_lua_allot[];
 
 #endif
