@@ -80,6 +80,39 @@ static rl_status write_tmp(const char *tmp_path, const char *dir, rl__atomic_wri
     return RL_OK;
 }
 
+rl_status rl__atomic_file_rename(const char *tmp_path, const char *path, bool *replaced, char *err,
+                                 size_t err_size) {
+    *replaced = false;
+    char *dir = rl__directory_of(path);
+    if (dir == NULL) {
+        unlink(tmp_path);
+        return fail(RL_NO_MEMORY, err, err_size, "%s: out of memory", path);
+    }
+    rl_status status = RL_OK;
+    /* Opened before the rename so that, past the rename, only the fsync of
+     * the directory itself can still fail. */
+    int dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir_fd < 0) {
+        unlink(tmp_path);
+        status = fail(RL_IO_ERROR, err, err_size, "%s: cannot open directory: %s", dir, strerror(errno));
+    } else if (rename(tmp_path, path) != 0) {
+        int saved = errno;
+        unlink(tmp_path);
+        status = fail(RL_IO_ERROR, err, err_size, "%s: cannot rename %s over it: %s", path, tmp_path,
+                      strerror(saved));
+    } else {
+        *replaced = true;
+        /* Some file systems cannot sync a directory (EINVAL): nothing more to do there. */
+        if (fsync(dir_fd) != 0 && errno != EINVAL && errno != ENOTSUP)
+            status = fail(RL_IO_ERROR, err, err_size,
+                          "%s: written, but fsync of %s failed (%s): the change may not survive a crash", path,
+                          dir, strerror(errno));
+    }
+    if (dir_fd >= 0) close(dir_fd);
+    free(dir);
+    return status;
+}
+
 rl_status rl__atomic_file_replace(const char *path, rl__atomic_write_fn write, void *context, bool *replaced,
                                   char *err, size_t err_size) {
     *replaced = false;
@@ -93,29 +126,7 @@ rl_status rl__atomic_file_replace(const char *path, rl__atomic_write_fn write, v
     }
     status = write_tmp(tmp_path, dir, write, context, err, err_size);
     if (status != RL_OK) goto done;
-    /* Opened before the rename so that, past the rename, only the fsync of
-     * the directory itself can still fail. */
-    int dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir_fd < 0) {
-        unlink(tmp_path);
-        status = fail(RL_IO_ERROR, err, err_size, "%s: cannot open directory: %s", dir, strerror(errno));
-        goto done;
-    }
-    if (rename(tmp_path, path) != 0) {
-        int saved = errno;
-        unlink(tmp_path);
-        close(dir_fd);
-        status = fail(RL_IO_ERROR, err, err_size, "%s: cannot rename %s over it: %s", path, tmp_path,
-                      strerror(saved));
-        goto done;
-    }
-    *replaced = true;
-    /* Some file systems cannot sync a directory (EINVAL): nothing more to do there. */
-    if (fsync(dir_fd) != 0 && errno != EINVAL && errno != ENOTSUP)
-        status = fail(RL_IO_ERROR, err, err_size,
-                      "%s: written, but fsync of %s failed (%s): the change may not survive a crash", path, dir,
-                      strerror(errno));
-    close(dir_fd);
+    status = rl__atomic_file_rename(tmp_path, path, replaced, err, err_size);
 done:
     free(tmp_path);
     free(dir);

@@ -30,6 +30,13 @@ typedef bool (*rl__atomic_write_fn)(int fd, void *context);
 rl_status rl__atomic_file_replace(const char *path, rl__atomic_write_fn write, void *context, bool *replaced,
                                   char *err, size_t err_size);
 
+/* The second half of a replace, for a tmp file someone else wrote and
+ * synced: renames tmp_path over path and fsyncs the directory, with the
+ * same outcomes (*replaced says whether the rename happened; before it the
+ * tmp file is removed). */
+rl_status rl__atomic_file_rename(const char *tmp_path, const char *path, bool *replaced, char *err,
+                                 size_t err_size);
+
 /* Reads the whole file at path into *data, malloc'd, with a NUL after its
  * *len bytes (a scanner's sentinel). A missing file is *missing, not an
  * error; anything but a regular file is RL_IO_ERROR. */

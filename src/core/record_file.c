@@ -302,25 +302,14 @@ rl_status rl__record_file_adopt(rl__record_file *file, const char *tmp_path, cha
     }
     close(fd);
     if (!written) return fail(RL_IO_ERROR, err, err_size, "%s: cannot write: %s", tmp_path, strerror(saved));
-    char *dir = rl__directory_of(file->path);
-    int dir_fd = dir != NULL ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-    if (rename(tmp_path, file->path) != 0) {
-        saved = errno;
-        if (dir_fd >= 0) close(dir_fd);
-        free(dir);
-        return fail(RL_IO_ERROR, err, err_size, "%s: cannot rename over %s: %s", tmp_path, file->path,
-                    strerror(saved));
-    }
+    bool replaced = false;
+    rl_status status = rl__atomic_file_rename(tmp_path, file->path, &replaced, err, err_size);
+    if (!replaced) return status;
     file->pending_len = 0; /* in the new file */
     close(file->fd);
     file->fd = -1;
-    rl_status status = open_for_append(file, err, err_size);
-    if (dir_fd >= 0 && fsync(dir_fd) != 0 && errno != EINVAL && errno != ENOTSUP && status == RL_OK)
-        status = fail(RL_IO_ERROR, err, err_size, "%s: renamed, but fsync of %s failed (%s)", file->path, dir,
-                      strerror(errno));
-    if (dir_fd >= 0) close(dir_fd);
-    free(dir);
-    return status;
+    rl_status reopened = open_for_append(file, err, err_size);
+    return reopened != RL_OK ? reopened : status;
 }
 
 void rl__record_file_close(rl__record_file *file) {

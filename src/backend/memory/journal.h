@@ -26,7 +26,7 @@
  * the waiters covered are answered with durable = false, and
  * rl__journal_failing says so until a flush succeeds.
  *
- * Threading: rl__journal_add*, rl__journal_ticket and rl__journal_cut under
+ * Threading: rl__journal_add*, rl__journal_ticket under
  * the owner's lock; rl__journal_when_durable and rl__journal_wait_durable
  * from any thread, never under the owner's lock (a flush may need it for a
  * snapshot). open, start and close from one thread.

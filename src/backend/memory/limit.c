@@ -120,13 +120,13 @@ static void roll_period(rl_mem_limit *limit, uint64_t now_unix_ms) {
     limit->used = 0;
 }
 
-uint64_t rl__mem_limit_charge(rl_mem_entry *entry, uint64_t actual) {
-    if (!rl__mem_entry_is_live(entry)) return 0;
+void rl__mem_limit_charge(rl_mem_entry *entry, uint64_t actual) {
+    if (!rl__mem_entry_is_live(entry)) return;
     rl_mem_limit *limit = entry->limit;
     bool now = counted_now(entry);
     uint64_t reserved = entry->amount;
     rl__mem_limit_release(entry); /* the hold, out of used if it counts now */
-    if (!now) return actual;
+    if (!now) return;
     uint64_t capacity = limit->capacity_enforced, charged = actual;
     if (actual > reserved) { /* overage (DESIGN.md "Overage"), as for rolling limits */
         if (limit->def.overage == RL_OVERAGE_DEBT) {
@@ -142,7 +142,6 @@ uint64_t rl__mem_limit_charge(rl_mem_entry *entry, uint64_t actual) {
     }
     limit->committed += charged;
     limit->used += charged;
-    return charged;
 }
 
 void rl__mem_limit_expire(rl_mem_limit *limit, uint64_t now_ms, uint64_t now_unix_ms) {

@@ -72,10 +72,8 @@ void rl__mem_limit_expire(rl_mem_limit *limit, uint64_t now_ms, uint64_t now_uni
 /* A budget's Complete: the hold is released and actual charged to the
  * period the reservation was made in, under the limit's overage policy
  * (debt: all of it; deny: what fits, the rest counted). A reservation of an
- * earlier period charges nothing now: that period is over. Returns what
- * was charged (actual, or less under deny; what it would have been for an
- * earlier period). */
-uint64_t rl__mem_limit_charge(rl_mem_entry *entry, uint64_t actual);
+ * earlier period charges nothing now: that period is over. */
+void rl__mem_limit_charge(rl_mem_entry *entry, uint64_t actual);
 
 /* Makes room for one more entry of the limit's current kind, so that
  * rl__mem_limit_hold cannot fail. False on allocation failure. */

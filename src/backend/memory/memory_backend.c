@@ -296,16 +296,15 @@ static void charge_overage(rl_mem_entry *entry, uint64_t reserved, uint64_t extr
 }
 
 /* A rolling reservation's Complete: resized to the actual (DESIGN.md
- * "Reconcile"), the excess as overage; returns what it holds now (the
- * actual itself when its window is already over: nothing left to adjust). */
-static uint64_t reconcile(rl_mem_entry *entry, uint64_t actual_amount) {
-    if (!rl__mem_entry_is_live(entry)) return actual_amount;
+ * "Reconcile"), the excess as overage (nothing left to adjust once its
+ * window is over). */
+static void reconcile(rl_mem_entry *entry, uint64_t actual_amount) {
+    if (!rl__mem_entry_is_live(entry)) return;
     uint64_t reserved = rl__mem_entry_amount(entry);
     if (actual_amount < reserved)
         rl__mem_limit_resize(entry, actual_amount);
     else if (actual_amount > reserved)
         charge_overage(entry, reserved, actual_amount - reserved);
-    return rl__mem_entry_is_live(entry) ? rl__mem_entry_amount(entry) : 0;
 }
 
 /* The actual the Complete gives for entry's key, else what it reserved (a
@@ -344,8 +343,8 @@ rl_status rl__mem_complete_one(memory_backend *backend, const rl_complete_reques
         /* The audit log has what the call cost (what overage: deny lets the
          * limit count may be less), as the redis backend writes it. */
         uint64_t reserved = entry->amount, actual = actual_for(request, entry);
-        if (entry->kind == RL_KIND_BUDGET) (void)rl__mem_limit_charge(entry, actual);
-        else (void)reconcile(entry, actual);
+        if (entry->kind == RL_KIND_BUDGET) rl__mem_limit_charge(entry, actual);
+        else reconcile(entry, actual);
         rl__mem_audit(backend, lease, entry, limit->def.key, reserved, actual, false, now_unix_ms);
     }
     /* Released capacity may let a pending decrease through. */
