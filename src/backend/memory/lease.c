@@ -121,6 +121,7 @@ rl_mem_lease *rl__mem_lease_add(rl_mem_lease_table *table, uint64_t id_hi, uint6
     lease->id_lo = id_lo;
     lease->allowed = false;
     lease->completed = false;
+    lease->forwarded = false;
     lease->entry_count = entry_count;
     lease->status = RL_OK;
     lease->status_key = NULL;

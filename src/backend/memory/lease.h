@@ -19,6 +19,9 @@ typedef struct rl_mem_lease {
     uint64_t id_hi, id_lo;       /* the ULID's 128-bit value: case-insensitive */
     bool allowed;
     bool completed;
+    /* Not decided here: sent to the shared store (memory_local.h), as its
+     * retries and its Complete are. */
+    bool forwarded;
     uint16_t entry_count;        /* 0 for a denied lease */
     rl_status status;            /* why it was denied (or RL_OK) */
     /* The key that denied it, for status and denied_by alike (a plain

@@ -62,6 +62,18 @@ typedef struct rl_mem_limit {
     uint64_t period_start_unix_ms, period_end_unix_ms;
     uint64_t committed;
     rl_mem_observer *observer; /* the table's, or NULL */
+    /* Deciding for a daemon that holds allotments (memory_local.h): the
+     * limit admits only before admit_until_ms (monotonic; 0: never), so that
+     * nothing it admits outlives what the shared store counts for it;
+     * demand_total counts every unit leases asked of it, admitted_total
+     * those it admitted, and largest_amount the largest one asked since the
+     * keeper last looked (for sizing allotments). Unused by the plain
+     * memory backend. */
+    uint64_t admit_until_ms;
+    uint64_t demand_total;
+    uint64_t admitted_total;
+    uint64_t largest_amount;
+    bool wanted; /* named by a forwarded lease since the keeper last looked */
 } rl_mem_limit;
 
 /* Frees every entry whose expiry is <= now_ms (used drops by their amount),

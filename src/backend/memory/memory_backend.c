@@ -164,18 +164,74 @@ static void decide(memory_backend *backend, const rl_reserve_request *request, r
     }
 }
 
+void rl__mem_replay(const rl_mem_lease *lease, const rl_reserve_request *request, rl_reserve_result *result) {
+    if (lease->fingerprint != rl__lease_fingerprint(request->requirements, request->requirement_count))
+        deny(result, RL_LEASE_ID_CONFLICT, NULL, 0);
+    else
+        replay(lease, request, result);
+}
+
+rl_mem_lease *rl__mem_record(memory_backend *backend, const rl_reserve_request *request, uint64_t id_hi,
+                             uint64_t id_lo, rl_mem_limit *const *limits, const uint64_t *expires_at_ms,
+                             uint64_t lifetime_ms, uint64_t now_ms, uint64_t now_unix_ms, rl_reserve_result *result) {
+    size_t count = request->requirement_count;
+    rl__mem_lease_forget_due(&backend->leases, now_ms, FORGET_PER_RESERVE);
+    if (!rl__mem_lease_make_room(&backend->leases, backend->max_leases, now_ms)) {
+        /* Full of leases that hold capacity: admitting without remembering
+         * would break idempotency, so fail closed. */
+        deny(result, RL_BACKEND_ERROR, NULL, 0);
+        return NULL;
+    }
+    if (result->allowed) {
+        /* Grow every queue first, so that nothing below can fail half-way. */
+        for (size_t i = 0; i < count; i++) {
+            if (!rl__mem_limit_reserve_room(limits[i])) {
+                deny(result, RL_NO_MEMORY, NULL, 0);
+                return NULL;
+            }
+        }
+    }
+    uint16_t entry_count = result->allowed ? (uint16_t)count : 0;
+    rl_mem_lease *lease = rl__mem_lease_add(&backend->leases, id_hi, id_lo, entry_count, now_ms,
+                                            lifetime_ms + backend->lease_memory_ms);
+    if (lease == NULL) {
+        deny(result, RL_NO_MEMORY, NULL, 0);
+        return NULL;
+    }
+    if (result->allowed) {
+        for (size_t i = 0; i < count; i++)
+            rl__mem_limit_hold(limits[i], &lease->entries[i], request->requirements[i].amount, expires_at_ms[i]);
+        result->reserved_at_unix_ms = now_unix_ms;
+    }
+    lease->allowed = result->allowed;
+    lease->status = result->status;
+    lease->status_key = result->allowed ? NULL : result->denied_by.key;
+    lease->retry_after_ms = result->retry_after_ms;
+    if (result->allowed) {
+        lease->reserved_at_unix_ms = result->reserved_at_unix_ms;
+    } else {
+        lease->denied_available = result->denied_by.available;
+        lease->denied_capacity = result->denied_by.capacity;
+        lease->denied_period_end_unix_ms = result->denied_by.period_end_unix_ms;
+    }
+    lease->fingerprint = rl__lease_fingerprint(request->requirements, count);
+    lease->at_unix_ms = now_unix_ms;
+    if ((backend->audit != NULL || backend->keep_job_ids) && request->job_id != NULL && request->job_id[0] != '\0')
+        lease->job_id = strdup(request->job_id); /* NULL on OOM: its audit entries say "" */
+    if (!rl__mem_journal_lease(backend, lease, now_ms, now_unix_ms))
+        fprintf(stderr, "ratelimiterd: out of memory: lease not journaled\n");
+    return lease;
+}
+
 static void reserve_one(memory_backend *backend, const rl_reserve_request *request, uint64_t now_ms,
                         uint64_t now_unix_ms, rl_reserve_result *result) {
     assert(rl__reserve_request_is_valid(request)); /* backend.h: checked by whoever decoded it */
     uint64_t id_hi, id_lo;
     size_t count = request->requirement_count;
     (void)rl_ulid_decode(request->lease_id, strlen(request->lease_id), &id_hi, &id_lo); /* valid */
-    rl_mem_lease *lease = rl__mem_lease_find(&backend->leases, id_hi, id_lo);
+    const rl_mem_lease *lease = rl__mem_lease_find(&backend->leases, id_hi, id_lo);
     if (lease != NULL) {
-        if (lease->fingerprint != rl__lease_fingerprint(request->requirements, count))
-            deny(result, RL_LEASE_ID_CONFLICT, NULL, 0);
-        else
-            replay(lease, request, result);
+        rl__mem_replay(lease, request, result);
         return;
     }
 
@@ -196,55 +252,11 @@ static void reserve_one(memory_backend *backend, const rl_reserve_request *reque
     }
 
     decide(backend, request, limits, now_ms, now_unix_ms, result);
-    rl__mem_lease_forget_due(&backend->leases, now_ms, FORGET_PER_RESERVE);
-    if (!rl__mem_lease_make_room(&backend->leases, backend->max_leases, now_ms)) {
-        /* Full of leases that hold capacity: admitting without remembering
-         * would break idempotency, so fail closed. */
-        deny(result, RL_BACKEND_ERROR, NULL, 0);
-        return;
-    }
-    if (result->allowed) {
-        /* Grow every queue first, so that nothing below can fail half-way. */
-        for (size_t i = 0; i < count; i++) {
-            if (!rl__mem_limit_reserve_room(limits[i])) {
-                deny(result, RL_NO_MEMORY, NULL, 0);
-                return;
-            }
-        }
-    }
     /* A denied lease holds nothing: remembered for the lease memory alone
      * (as the redis backend does), so denials share one lifetime and can make
      * room for new leases however long the windows they were denied on. */
-    uint16_t entry_count = result->allowed ? (uint16_t)count : 0;
-    uint64_t lifetime_ms = result->allowed ? forget_at_ms - now_ms : 0;
-    lease = rl__mem_lease_add(&backend->leases, id_hi, id_lo, entry_count, now_ms,
-                              lifetime_ms + backend->lease_memory_ms);
-    if (lease == NULL) {
-        deny(result, RL_NO_MEMORY, NULL, 0);
-        return;
-    }
-    if (result->allowed) {
-        for (size_t i = 0; i < count; i++)
-            rl__mem_limit_hold(limits[i], &lease->entries[i], request->requirements[i].amount, expires_at_ms[i]);
-        result->reserved_at_unix_ms = now_unix_ms;
-    }
-    lease->allowed = result->allowed;
-    lease->status = result->status;
-    lease->status_key = result->allowed ? NULL : result->denied_by.key;
-    lease->retry_after_ms = result->retry_after_ms;
-    if (result->allowed) {
-        lease->reserved_at_unix_ms = result->reserved_at_unix_ms;
-    } else {
-        lease->denied_available = result->denied_by.available;
-        lease->denied_capacity = result->denied_by.capacity;
-        lease->denied_period_end_unix_ms = result->denied_by.period_end_unix_ms;
-    }
-    lease->fingerprint = rl__lease_fingerprint(request->requirements, count);
-    lease->at_unix_ms = now_unix_ms;
-    if (backend->audit != NULL && request->job_id != NULL && request->job_id[0] != '\0')
-        lease->job_id = strdup(request->job_id); /* NULL on OOM: its audit entries say "" */
-    if (!rl__mem_journal_lease(backend, lease, now_ms, now_unix_ms))
-        fprintf(stderr, "ratelimiterd: out of memory: lease not journaled\n");
+    (void)rl__mem_record(backend, request, id_hi, id_lo, limits, expires_at_ms,
+                         result->allowed ? forget_at_ms - now_ms : 0, now_ms, now_unix_ms, result);
 }
 
 /* The journal could not write the changes these answers depend on: none
