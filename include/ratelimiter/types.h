@@ -153,6 +153,10 @@ typedef struct rl_limit_usage {
     uint64_t period_start_unix_ms, period_end_unix_ms;
     uint64_t committed;
     uint64_t reserved;
+    /* The redis backend with allotments (redis.h): of available, what
+     * daemons hold set aside for their local decisions (as each last told
+     * Redis): room for leases that reach those daemons. 0 otherwise. */
+    uint64_t allotted;
 } rl_limit_usage;
 
 /* ---- the audit log of spend (api.md "Audit") ----

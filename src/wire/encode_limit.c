@@ -65,6 +65,10 @@ void rl__wire_encode_limit_info(rl_buf *buf, const rl_limit_def *def, const rl_l
     rl__buf_append_u64(buf, usage->debt_total);
     LIT(buf, ",\"overage_denied_total\":");
     rl__buf_append_u64(buf, usage->overage_denied_total);
+    if (usage->allotted != 0) { /* only while daemons hold allotments of it: answers without stay as they were */
+        LIT(buf, ",\"allotted\":");
+        rl__buf_append_u64(buf, usage->allotted);
+    }
     if (def->kind == RL_KIND_BUDGET) {
         LIT(buf, ",\"period_start_unix_ms\":");
         rl__buf_append_u64(buf, usage->period_start_unix_ms);

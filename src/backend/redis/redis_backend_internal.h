@@ -6,6 +6,8 @@
 #define RL_REDIS_BACKEND_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -28,6 +30,9 @@ typedef struct redis_backend {
     rl_definition_cache *definitions; /* to define again what a restarted Redis lost */
     rl_budget_periods *budgets;       /* the calendars of the budgets it knows (budget_periods.h) */
     uint64_t audit_retention_ms;      /* how long the audit log keeps an entry (lua/audit.lua) */
+    /* Completes of leases Redis does not know are relayed to the daemons
+     * (complete.lua): set by a backend with allotments (redis_allot.h). */
+    _Atomic bool relay_completes;
     /* The store's definitions as last followed (changes.lua): its epoch and
      * the number of its last change read. The background thread's only
      * (and creation's, before it starts). */

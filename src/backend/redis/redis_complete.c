@@ -16,7 +16,7 @@
 static rl_status send_completes(redis_backend *backend, const rl_complete_request *requests, size_t count,
                                 uint64_t deadline_ms) {
     if (count == 0) return RL_OK;
-    size_t argc = 5; /* the header and the count */
+    size_t argc = 6; /* the header, the relay flag and the count */
     for (size_t i = 0; i < count; i++) {
         assert(rl__complete_request_is_valid(&requests[i]));
         argc += 2 + 2 * requests[i].actual_count;
@@ -25,6 +25,7 @@ static rl_status send_completes(redis_backend *backend, const rl_complete_reques
     rl_status status = RL_NO_MEMORY;
     if (rl_redis_args_init(&a, (int)argc)) {
         rl__redis_push_header(&a, backend, backend->clock);
+        rl_redis_args_push_u64(&a, atomic_load(&backend->relay_completes) ? 1 : 0);
         rl_redis_args_push_u64(&a, count);
         for (size_t i = 0; i < count; i++) {
             rl_redis_args_push_lease_id(&a, requests[i].lease_id);

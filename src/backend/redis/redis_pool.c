@@ -57,7 +57,7 @@ static const char *script_source(rl_redis_script script) {
         [RL_SCRIPT_DEFINE] = rl_lua_define,           [RL_SCRIPT_USAGE] = rl_lua_usage,
         [RL_SCRIPT_SWEEP] = rl_lua_sweep,             [RL_SCRIPT_DEFINITIONS] = rl_lua_definitions,
         [RL_SCRIPT_CHANGES] = rl_lua_changes,         [RL_SCRIPT_AUDIT_PAGE] = rl_lua_audit_page,
-        [RL_SCRIPT_ALLOT] = rl_lua_allot,
+        [RL_SCRIPT_ALLOT] = rl_lua_allot,             [RL_SCRIPT_SETTLE] = rl_lua_settle,
     };
     return sources[script];
 }
@@ -303,7 +303,7 @@ static const char *const script_names[RL_SCRIPT_COUNT] = {
     [RL_SCRIPT_DEFINE] = "define.lua",   [RL_SCRIPT_USAGE] = "usage.lua",
     [RL_SCRIPT_SWEEP] = "sweep.lua",     [RL_SCRIPT_DEFINITIONS] = "definitions.lua",
     [RL_SCRIPT_CHANGES] = "changes.lua",   [RL_SCRIPT_AUDIT_PAGE] = "audit_page.lua",
-    [RL_SCRIPT_ALLOT] = "allot.lua",
+    [RL_SCRIPT_ALLOT] = "allot.lua",     [RL_SCRIPT_SETTLE] = "settle.lua",
 };
 
 /* Why a script call failed, for the operator: the callers answer their

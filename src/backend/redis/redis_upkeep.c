@@ -57,7 +57,7 @@ rl_status rl__redis_limit_usage(rl_backend *base, const char *key, rl_limit_usag
     if (status == RL_OK) {
         if (reply->type != REDIS_REPLY_ARRAY || reply->elements == 0) {
             status = RL_UNKNOWN_LIMIT_KEY;
-        } else if (reply->elements != 9) {
+        } else if (reply->elements != 10) {
             status = RL_BACKEND_ERROR;
         } else {
             memset(out, 0, sizeof *out);
@@ -67,6 +67,7 @@ rl_status rl__redis_limit_usage(rl_backend *base, const char *key, rl_limit_usag
             out->used = rl__redis_number(reply->element[2]);
             out->active = rl__redis_number(reply->element[3]);
             out->available = out->used < out->capacity ? out->capacity - out->used : 0;
+            out->allotted = rl__redis_number(reply->element[9]);
             out->debt = out->used > out->capacity ? out->used - out->capacity : 0;
             out->debt_total = rl__redis_number(reply->element[4]);
             out->overage_denied_total = rl__redis_number(reply->element[5]);

@@ -5,30 +5,47 @@
 -- until then, so that Redis's figure is never below what the daemon may
 -- hold live from it (a reservation made from it at t <= E lives until
 -- t + window <= X). The daemon's record of it, P..'A:'..D..':'..K for daemon
--- D: "generation amount X E", with a TTL past X.
+-- D: "generation amount X E", with a TTL past X; and P..'H:'..K, a hash of
+-- the daemons holding an allotment of K -> "X amount live entries E" (what
+-- the daemon said it held live from it at its last call, and in how many
+-- entries), for what a limit's reservations really hold (common.lua's
+-- allotments_of) and, while E is to come, for the share rule.
 --
 -- ARGV[5] = the daemon's id, ARGV[6] = the number of operations, then per
--- operation: key, op, generation, then
---   'carve':  want, floor, duration_ms. Sets aside min(want, what is free)
---             but never less than floor (what the daemon holds live from
---             the allotment it has, if any: a refill may shrink it down to
---             that, never below), until E = NOW + duration_ms. An allotment
---             the daemon holds is replaced (a refill).
+-- operation: key, op, generation, the version of K's definition the daemon
+-- knows (0: none), then
+--   'carve':  want, floor, duration_ms, least, live, entries. Sets the allotment
+--             to min(want, what it holds + its share of what nobody holds)
+--             but never less than floor (what the daemon may hold live from
+--             the allotment it has: a refill may shrink it down to that,
+--             never below), until E = NOW + duration_ms; a growth that would
+--             leave less than least of room above floor is not made (an
+--             allotment too small to be worth holding: the daemon decides
+--             that key synchronously). live, entries: what the daemon holds
+--             live from it now, in how many entries. The share: what no
+--             allotment or reservation holds of the capacity in force (the
+--             one a decrease goes to, while one is pending), divided by
+--             twice the number of daemons holding an allotment of K, this
+--             one included: no daemon takes more than half of what is left
+--             divided among those holding, so the last units are not held
+--             by one while another needs them.
 --   'return': n, then n pairs (remaining_ms, amount): what the daemon still
 --             holds live from the allotment, by expiry (NOW + remaining_ms,
 --             no later than its bucket). Those become entries of the limit
 --             of their own; the rest is free at once.
 -- generation is the daemon's count of operations on its allotment of that
 -- key: equal to the record's is a retry (the record's state is answered,
--- nothing changes); 1 more applies; any later one applies too once nothing
--- is held (the allotment ended, or there is none); anything else is
--- refused for a carve ('generation': the daemon lost track of a live
--- allotment and must return it, which any later generation may, and carve
--- again).
+-- nothing changes); an older one is refused (a call that arrives late must
+-- not undo a newer one); a carve must be exactly one more while an
+-- allotment is held; anything later applies ('generation' otherwise: the
+-- daemon takes the record's generation from the answer and goes on).
 --
--- Returns 6 values per operation: status ('ok' | 'unknown' | 'kind' |
--- 'generation'), the amount held now, E and X as ms from now, what is free
--- in the limit after it, and the capacity enforced.
+-- Returns 9 values per operation: status ('ok' | 'unknown' | 'kind' |
+-- 'generation'), the amount held now, E and X as ms from now, the share
+-- the daemon could grow by now, the capacity enforced, the record's
+-- generation, the version of K's definition, and that definition (JSON)
+-- when the version is not the one the daemon knows, or it knows none (''
+-- otherwise).
 
 local daemon = ARGV[5]
 
@@ -40,34 +57,52 @@ local function read_allotment(ak)
   return tonumber(g), tonumber(a), tonumber(x), tonumber(e)
 end
 
--- Moves bucket X of L by amount and count; written by save().
-local function change_bucket(L, X, amount_delta, count_delta)
-  if L.changes == nil then L.changes = {} end
-  local key = fmt(X)
-  local d = L.changes[key]
-  if d == nil then d = {0, 0}; L.changes[key] = d end
-  d[1] = d[1] + amount_delta; d[2] = d[2] + count_delta
-  L.used = L.used + amount_delta; L.act = L.act + count_delta; L.dirty = true
+-- How many other daemons admit from an allotment of L now (those whose
+-- allotment's counting ended are dropped; one that only drains what it
+-- holds live takes no share).
+local function others_holding(L)
+  local hk = P .. 'H:' .. L.key
+  local all = redis.call('HGETALL', hk)
+  local others, ended = 0, {}
+  for i = 1, #all, 2 do
+    local x, e = string.match(all[i + 1], '^(%d+) %d+ %d+ %d+ (%d+)$')
+    if tonumber(x) <= NOW then ended[#ended + 1] = all[i]
+    elseif all[i] ~= daemon and tonumber(e) > NOW then others = others + 1 end
+  end
+  if #ended > 0 then redis.call('HDEL', hk, unpack(ended)) end
+  return others
 end
 
--- What a new allotment may take now: the capacity in force (the one a
--- decrease goes to, while one is pending) minus what else is used.
-local function free_of(L, held)
+-- This daemon's entry in L's holders: counted until X while it holds any.
+local function note_holder(L, held, X, live, entries, E)
+  local hk = P .. 'H:' .. L.key
+  if held > 0 then
+    redis.call('HSET', hk, daemon, fmt(X) .. ' ' .. fmt(held) .. ' ' .. fmt(math.min(live, held)) .. ' ' .. fmt(entries)
+                                    .. ' ' .. fmt(E))
+    extend_ttl(hk, X - NOW + 1000)
+  else
+    redis.call('HDEL', hk, daemon)
+  end
+end
+
+-- What this daemon may grow its allotment of L by now (see 'carve').
+local function share_of(L, others)
   local cap = L.pend ~= 0 and L.pend or L.enf
-  local others = L.used - held
-  if others >= cap then return 0 end
-  return cap - others
+  local pool = cap - L.used
+  if pool <= 0 then return 0 end
+  return math.floor(pool / (2 * (others + 1)))
 end
 
 local out = {}
 local at = 7
 for _ = 1, tonumber(ARGV[6]) do
-  local K, op, gen = ARGV[at], ARGV[at + 1], tonumber(ARGV[at + 2])
-  at = at + 3
-  local want, floor, duration, live = 0, 0, 0, {}
+  local K, op, gen, known = ARGV[at], ARGV[at + 1], tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3])
+  at = at + 4
+  local want, floor, duration, least, held_live, held_entries, live = 0, 0, 0, 0, 0, 0, {}
   if op == 'carve' then
     want, floor, duration = tonumber(ARGV[at]), tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2])
-    at = at + 3
+    least, held_live, held_entries = tonumber(ARGV[at + 3]), tonumber(ARGV[at + 4]), tonumber(ARGV[at + 5])
+    at = at + 6
   else
     local n = tonumber(ARGV[at])
     for i = 1, n do live[i] = {tonumber(ARGV[at + 2 * i - 1]), tonumber(ARGV[at + 2 * i])} end
@@ -78,52 +113,62 @@ for _ = 1, tonumber(ARGV[6]) do
   local g, held, X, E = read_allotment(ak)
   -- An allotment whose bucket expired was purged with it: nothing is held.
   if g > 0 and X <= NOW then held = 0 end
-  local status = 'ok'
+  local status, others = 'ok', 0
   if L == nil then
     status = 'unknown'
   elseif L.kind ~= 'r' and L.kind ~= 'c' then
     status = 'kind'
-  elseif g > 0 and gen == g then
-    -- a retry: the record says what the first call did
-  elseif op == 'carve' and (gen < g or (g > 0 and held > 0 and gen ~= g + 1)) then
-    -- out of step with a live allotment (or an old call arriving late)
-    status = 'generation'
-  elseif op == 'carve' then
-    local grant = math.min(want, free_of(L, held))
-    if grant < floor then grant = floor end
-    local E_new = NOW + duration
-    local X_new = math.max(E_new + L.win, X)
-    if held > 0 then change_bucket(L, X, -held, -1) end
-    if grant > 0 then
-      change_bucket(L, X_new, grant, 1)
-      redis.call('ZADD', L.ek, 'NX', X_new, fmt(X_new))
-    end
-    held, X, E = grant, X_new, E_new
-    redis.call('SET', ak, string.format('%.0f %.0f %.0f %.0f', gen, held, X, E), 'PX', fmt(X - NOW + 1000))
-  else -- 'return'
-    if held > 0 then change_bucket(L, X, -held, -1) end
-    for _, entry in ipairs(live) do
-      local x = math.min(NOW + entry[1], X)
-      if x > NOW and entry[2] > 0 then
-        change_bucket(L, x, entry[2], 1)
-        redis.call('ZADD', L.ek, 'NX', x, fmt(x))
+  else
+    others = others_holding(L)
+    if g > 0 and gen == g then
+      -- a retry: the record says what the first call did
+    elseif gen < g or (op == 'carve' and held > 0 and gen ~= g + 1) then
+      status = 'generation' -- late, or out of step with a live allotment
+    elseif op == 'carve' then
+      local grant = math.min(want, held + share_of(L, others))
+      if grant > held and grant < floor + least then grant = held end -- a growth not worth having
+      if grant < floor then grant = floor end
+      local E_new = NOW + duration
+      local X_new = X
+      -- a drain (duration 0) admits nothing more: what it holds lives no
+      -- later than the X it has
+      if grant > 0 and (duration > 0 or X <= NOW) then X_new = math.max(E_new + L.win, X) end
+      if held > 0 then change_bucket(L, X, -held, -1) end
+      if grant > 0 then add_entry(L, X_new, grant) end
+      held, X, E, g = grant, X_new, E_new, gen
+      local ttl = held > 0 and X - NOW + 1000 or 60000
+      redis.call('SET', ak, string.format('%.0f %.0f %.0f %.0f', g, held, X, E), 'PX', fmt(ttl))
+      note_holder(L, held, X, held_live, held_entries, E)
+    else -- 'return'
+      if held > 0 then change_bucket(L, X, -held, -1) end
+      for _, entry in ipairs(live) do
+        local x = math.min(NOW + entry[1], X)
+        if x > NOW and entry[2] > 0 then add_entry(L, x, entry[2]) end
       end
+      held, E, g = 0, NOW, gen
+      -- Kept (with nothing held) so that a retry of this return is known.
+      redis.call('SET', ak, string.format('%.0f 0 %.0f %.0f', g, X, E), 'PX', 60000)
+      note_holder(L, 0, X, 0, 0, E)
     end
-    held, E = 0, NOW
-    -- Kept (with nothing held) so that a retry of this return is known.
-    redis.call('SET', ak, string.format('%.0f 0 %.0f %.0f', gen, X, E), 'PX', 60000)
   end
+  local cap, share = 0, 0
   if L ~= nil then
     try_decrease(L)
     save(L)
+    cap = L.enf
+    if status ~= 'kind' then share = share_of(L, others) end
   end
-  local cap = L ~= nil and L.enf or 0
-  local free = L ~= nil and math.max(0, cap - L.used) or 0
+  local version = tonumber(redis.call('ZSCORE', P .. 'defs:changed', K)) or 0
+  local definition = ''
+  if L ~= nil and (version ~= known or known == 0) then definition = redis.call('HGET', L.lk, 'def') or '' end
   out[#out + 1] = status
   out[#out + 1] = fmt(held)
   out[#out + 1] = fmt(math.max(0, E - NOW))
   out[#out + 1] = fmt(math.max(0, X - NOW))
-  out[#out + 1] = fmt(free)
+  out[#out + 1] = fmt(share)
   out[#out + 1] = fmt(cap)
+  out[#out + 1] = fmt(g)
+  out[#out + 1] = fmt(version)
+  out[#out + 1] = definition
 end
 return out

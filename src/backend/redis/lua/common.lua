@@ -114,6 +114,61 @@ local function save(L)
   end
 end
 
+-- Moves L's bucket X (ms) by amount and count: for entries that do not
+-- expire with this call's own bucket (an allotment's, a settled overage's,
+-- a completed reservation's). Written by save().
+local function change_bucket(L, X, amount_delta, count_delta)
+  if L.changes == nil then L.changes = {} end
+  local key = fmt(X)
+  local d = L.changes[key]
+  if d == nil then d = {0, 0}; L.changes[key] = d end
+  d[1] = d[1] + amount_delta; d[2] = d[2] + count_delta
+  L.used = L.used + amount_delta; L.act = L.act + count_delta; L.dirty = true
+end
+
+-- A new entry of amount on L expiring at X (ms), in its own bucket.
+local function add_entry(L, X, amount)
+  redis.call('ZADD', L.ek, 'NX', X, fmt(X))
+  change_bucket(L, X, amount, 1)
+end
+
+-- Daemons' allotments of L (allot.lua) are in L.used at their full amount
+-- and in L.act as one entry each. What they said they hold live of them:
+-- the amount set aside and not used, how many allotments, and how many
+-- entries they hold (all 0 without allotments).
+local function allotments_of(L)
+  local unused, count, entries = 0, 0, 0
+  local holders = redis.call('HGETALL', P .. 'H:' .. L.key)
+  for i = 2, #holders, 2 do
+    local x, amount, live, n = string.match(holders[i], '^(%d+) (%d+) (%d+) (%d+) %d+$')
+    if x and tonumber(x) > NOW then
+      unused = unused + tonumber(amount) - tonumber(live)
+      count = count + 1
+      entries = entries + tonumber(n)
+    end
+  end
+  return math.min(unused, L.used), math.min(count, L.act), entries
+end
+
+-- Overage (DESIGN.md "Overage"): of extra units more than a rolling
+-- reservation held, what L charges by its policy (debt: all of it, the
+-- part above capacity counted as debt; deny: what fits, the rest counted),
+-- with used what L's reservations really hold (L.used unless allotments
+-- hold part of it unused).
+local function overage_charge(L, extra, used)
+  used = used or L.used
+  if L.ovg == 'debt' then
+    L.debt = L.debt + math.max(0, used + extra - L.enf) - math.max(0, used - L.enf)
+    return extra
+  end
+  local charged = math.min(extra, math.max(0, L.enf - used))
+  L.denied = L.denied + (extra - charged)
+  return charged
+end
+
+-- A pending decrease applies once usage fits, allotments counted in full:
+-- what their daemons said they hold live may have grown since (each gives
+-- back its unused room at its next look, when it sees the decrease).
 local function try_decrease(L)
   if L.pend ~= 0 and L.used <= L.pend then
     L.enf = L.pend; L.pend = 0; L.dirty = true

@@ -1,5 +1,6 @@
--- complete.lua: completes a batch of leases. ARGV[5] = count, then per
--- lease: id, n, and n pairs (key, actual_amount). Releases holds, shrinks a
+-- complete.lua: completes a batch of leases. ARGV[5] = 1 to relay the
+-- Completes of leases Redis does not know (below), ARGV[6] = count, then
+-- per lease: id, n, and n pairs (key, actual_amount). Releases holds, shrinks a
 -- rolling reservation to its actual amount for the rest of its window,
 -- charges a budget's actual to its reservation's period (budget.lua), and
 -- charges overage per the limit's policy. Every rolling and budget key the
@@ -7,6 +8,17 @@
 -- Complete gave for it, or what it reserved if it gave none. Unknown, denied
 -- or already completed leases change nothing. Returns nothing useful
 -- (always ok).
+--
+-- With allotments (allot.lua) a lease may have been decided by one daemon
+-- from its allotment and be completed through another, which forwards the
+-- Complete here: Redis has no record of it, so the Complete is relayed to
+-- every daemon through the stream P..'relay' (fields l = lease id, a = its
+-- "key actual ..." pairs), which each reads at its keeper's steps and
+-- applies if the lease is its own. The stream keeps the last RELAY_MAX and
+-- lives RELAY_TTL_MS after its last entry: a relayed Complete older than
+-- that is lost, and the lease's holds end with their timeouts.
+local RELAY_MAX, RELAY_TTL_MS = 10000, 120000
+local relay = ARGV[5] == '1'
 
 -- A lease record (see common.lua) read once: allowed and completed, its
 -- entries: key, kind, amount, and its bucket X as text (x as a number), and
@@ -29,32 +41,10 @@ end
 -- whose buckets the TTL dropped has no live entries).
 local function is_live(L, e) return e.x > NOW and L.act > 0 end
 
--- Moves the entry's bucket by amount and count; written by save().
-local function change(L, e, amount_delta, count_delta)
-  if L.changes == nil then L.changes = {} end
-  local d = L.changes[e.X]
-  if d == nil then d = {0, 0}; L.changes[e.X] = d end
-  d[1] = d[1] + amount_delta; d[2] = d[2] + count_delta
-  L.used = L.used + amount_delta; L.act = L.act + count_delta; L.dirty = true
-end
-
 -- Gives a live entry a new amount, keeping its expiry; 0 takes it out.
 local function resize(L, e, amount)
-  if amount == 0 then change(L, e, -e.amount, -1) else change(L, e, amount - e.amount, 0) end
+  if amount == 0 then change_bucket(L, e.x, -e.amount, -1) else change_bucket(L, e.x, amount - e.amount, 0) end
   e.amount = amount
-end
-
--- Overage: the call used more than it reserved (DESIGN.md "Overage").
-local function overage(L, e, extra)
-  if L.ovg == 'debt' then
-    local before = math.max(0, L.used - L.enf)
-    resize(L, e, e.amount + extra)
-    L.debt = L.debt + (math.max(0, L.used - L.enf) - before)
-    return
-  end
-  local charged = math.min(extra, math.max(0, L.enf - L.used))
-  resize(L, e, e.amount + charged)
-  L.denied = L.denied + (extra - charged)
 end
 
 local function reconcile(L, e, actual)
@@ -62,7 +52,8 @@ local function reconcile(L, e, actual)
   if actual < e.amount then
     resize(L, e, actual)
   elseif actual > e.amount then
-    overage(L, e, actual - e.amount)
+    -- against what the limit's reservations really hold (allotments' unused room aside)
+    resize(L, e, e.amount + overage_charge(L, actual - e.amount, L.used - allotments_of(L)))
   end
 end
 
@@ -72,7 +63,16 @@ local function completed(text) return (string.gsub(text, '^(%d+ %d+ %d+ %d+ =%S*
 local function complete(id, base, n)
   local lease = P .. 'L:' .. id
   local known = redis.call('GET', lease)
-  if not known then return end
+  if not known then
+    if relay then
+      local pairs_text = {}
+      for i = 1, n do pairs_text[i] = ARGV[base + 2 * i] .. ' ' .. ARGV[base + 2 * i + 1] end
+      local k = P .. 'relay'
+      redis.call('XADD', k, 'MAXLEN', '~', RELAY_MAX, '*', 'l', id, 'a', table.concat(pairs_text, ' '))
+      redis.call('PEXPIRE', k, RELAY_TTL_MS)
+    end
+    return
+  end
   local a, c, recorded, job = read_record(known)
   if a ~= 1 or c == 1 then return end
   local actuals = {} -- K -> the actual the Complete gives
@@ -82,7 +82,7 @@ local function complete(id, base, n)
     local actual = actuals[e.key]
     if L == nil then -- nothing to charge: the store lost its definition
     elseif e.kind == 'c' then
-      if is_live(L, e) then change(L, e, -e.amount, -1) end
+      if is_live(L, e) then change_bucket(L, e.x, -e.amount, -1) end
     elseif e.kind == 'b' then
       budget_charge(L, id, actual)
     else
@@ -94,8 +94,8 @@ local function complete(id, base, n)
   redis.call('SET', lease, completed(known), 'KEEPTTL')
 end
 
-local at = 6
-for _ = 1, tonumber(ARGV[5]) do
+local at = 7
+for _ = 1, tonumber(ARGV[6]) do
   local n = tonumber(ARGV[at + 1])
   complete(ARGV[at], at, n)
   at = at + 2 + 2 * n

@@ -9,7 +9,10 @@
 -- that holds nothing (after its purge): reservations of the old kind would
 -- go on by the old kind's rules (an hour's rolling reservation on a limit
 -- whose holds time out in 5 s); what a budget charged is not a hold. A
--- budget's new period or zone keeps what it counted (budget_enter).
+-- budget's new period or zone keeps what it counted (budget_enter). What
+-- daemons hold in allotments (allot.lua) and have not used does not count
+-- (but for a change to a budget): each daemon's mirror of the limit changes
+-- kind once what it holds of it is gone.
 -- Returns one code per limit: 0 active, 1 decreasing, 2 in use (a change of
 -- kind refused: nothing written), 3 left as it was (restore of a key the
 -- store holds).
@@ -47,7 +50,13 @@ local function define(at)
   local L = load(K) -- as it was: its kind and buckets
   if L and L.enf ~= nil then
     purge(L)
-    if L.kind ~= kind and (L.act ~= 0 or (L.kind ~= 'b' and L.used ~= 0)) then
+    -- what its reservations really hold: daemons' allotments (allot.lua)
+    -- hold room set aside, not reservations
+    local unused, allotments, entries = allotments_of(L)
+    -- but a budget counts no buckets: an allotment's would be dropped from
+    -- used on the way in and taken from it again when it expires
+    if kind == 'b' then unused, allotments, entries = 0, 0, 0 end
+    if L.kind ~= kind and (L.act - allotments + entries ~= 0 or (L.kind ~= 'b' and L.used - unused ~= 0)) then
       save(L) -- what the purge freed
       return 2
     end

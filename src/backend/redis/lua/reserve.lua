@@ -88,9 +88,13 @@ end
 
 -- Denies a lease (remembering the denial) unless it was decided before:
 -- status s naming sk, because limit L had too little room for amount
--- (reason dr, L's capacity cap then).
+-- (reason dr, L's capacity cap then). A decision counts allotments in full
+-- (what their daemons hold live may have grown since they last said);
+-- denied_by's available, as LimitInfo's, counts what they hold live.
 local function deny(lease, fingerprint, ra, s, sk, L, dr, amount, cap)
-  local avail = cap - L.used
+  -- what is free as LimitInfo says it (usage.lua): allotments' unused room
+  -- is free, set aside for the daemons that hold it
+  local avail = cap - (L.used - allotments_of(L))
   if avail < 0 then avail = 0 end
   local pe = 0
   if L.kind == 'b' then pe = L.pe end
