@@ -25,6 +25,8 @@ static void usage(FILE *out) {
             "      --backend NAME       limit store: memory (default) or redis (many daemons\n"
             "                           share one Redis: distributed mode)\n"
             "      --redis HOST:PORT    the Redis of --backend redis (default %s)\n"
+            "      --allotments         with --backend redis: decide leases locally from capacity\n"
+            "                           Redis sets aside for this daemon (docs/allotments.md)\n"
             "      --registry PATH      limits.json (default %s; a missing file starts empty)\n"
             "      --threads N          event loops, 0 = one per core (default)\n"
             "  memory backend: usage that survives restarts, and the audit log of spend\n"
@@ -51,6 +53,7 @@ typedef struct overrides {
     const char *audit_dir;
     bool no_journal;
     bool no_audit;
+    bool allotments;
 } overrides;
 
 /* Returns -1 to go on, else the exit status. */
@@ -66,6 +69,7 @@ static int parse_args(int argc, char **argv, overrides *o) {
         OPT_JOURNAL_FSYNC,
         OPT_AUDIT_DIR,
         OPT_NO_AUDIT,
+        OPT_ALLOTMENTS,
     };
     static const struct option options[] = {
         {"config", required_argument, NULL, 'c'},   {"listen", required_argument, NULL, OPT_LISTEN},
@@ -78,6 +82,7 @@ static int parse_args(int argc, char **argv, overrides *o) {
         {"journal-fsync", required_argument, NULL, OPT_JOURNAL_FSYNC},
         {"audit-dir", required_argument, NULL, OPT_AUDIT_DIR},
         {"no-audit", no_argument, NULL, OPT_NO_AUDIT},
+        {"allotments", no_argument, NULL, OPT_ALLOTMENTS},
         {"help", no_argument, NULL, 'h'},           {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
@@ -95,6 +100,7 @@ static int parse_args(int argc, char **argv, overrides *o) {
         case OPT_JOURNAL_FSYNC: o->journal_fsync = optarg; break;
         case OPT_AUDIT_DIR: o->audit_dir = optarg; break;
         case OPT_NO_AUDIT: o->no_audit = true; break;
+        case OPT_ALLOTMENTS: o->allotments = true; break;
         case 'h': usage(stdout); return 0;
         case 'V': printf("ratelimiterd %s\n", RL_VERSION); return 0;
         default: usage(stderr); return 2;
@@ -145,6 +151,7 @@ static int apply_overrides(rl_server_config *config, const overrides *o) {
     if (o->audit_dir && !copy_string(config->audit_dir.path, sizeof config->audit_dir.path, o->audit_dir,
                                      "--audit-dir"))
         return 2;
+    if (o->allotments) config->redis.allotments = true;
     if (o->no_journal) config->journal.path[0] = '\0';
     if (o->no_audit) config->audit_dir.path[0] = '\0';
     config->journal.set |= o->journal_path != NULL || o->no_journal;
@@ -203,6 +210,8 @@ int main(int argc, char **argv) {
     service_options.submitter.max_leases = config.redis.max_leases_per_batch;
     service_options.submitter.flush_interval_us = config.redis.flush_interval_us;
     service_options.submitter.flushes_in_flight = config.redis.flushes_in_flight;
+    service_options.allotments = config.redis.allotments;
+    rl_allotment_options_default(&service_options.allotment);
     char redis_host[RL_CONFIG_STRING_MAX];
     rl_redis_options_default(&service_options.redis);
     if (!rl_server_config_redis_options(&config, redis_host, sizeof redis_host,

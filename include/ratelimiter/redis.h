@@ -54,6 +54,7 @@
 
 #include "ratelimiter/backend.h"
 #include "ratelimiter/clock.h"
+#include "ratelimiter/submitter.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -96,6 +97,59 @@ RL_API void rl_redis_options_default(rl_redis_options *options);
  * why), loads the scripts, and returns a backend the caller frees with
  * rl_backend_destroy. */
 RL_API rl_status rl_redis_backend_create(const rl_redis_options *options, rl_backend **out, char *err, size_t err_size);
+
+/* ---- allotments: a fleet that decides locally (docs/allotments.md) ----
+ *
+ * A redis backend that takes, for each limit it serves, an allotment: an
+ * amount of the limit's capacity that Redis sets aside for this daemon
+ * (counted there like a reservation of that size, until its end plus the
+ * limit's window or hold timeout), and decides reserves from it in memory,
+ * with no call to Redis. A lease is decided locally only if every one of
+ * its keys has room in an allotment now; any other lease takes the
+ * synchronous path (one script call, micro-batched), so that all or
+ * nothing never spans the two, and its retries and Complete follow it.
+ * Denials always come from Redis. Allotments are sized from each key's
+ * demand, refilled by a background keeper before they run out, given back
+ * when idle, near exhaustion (no daemon holds more than a share of what is
+ * left: the last units are decided synchronously) and when the backend is
+ * destroyed, and end by themselves if the daemon dies. The fleet never
+ * admits more than a limit's capacity. Rolling and concurrency limits have
+ * allotments; a lease that names a budget takes the synchronous path.
+ *
+ * A lease is known to the daemon that decided it: its retries and its
+ * Complete should reach that daemon (a retry elsewhere may hold capacity a
+ * second time until it expires, never beyond capacity; a Complete elsewhere
+ * releases nothing early). */
+typedef struct rl_allotment_options {
+    /* How often the keeper looks after the allotments (refills, returns,
+     * follows definition changes): default 50 ms. 0: only when a test calls
+     * the keeper's step itself. */
+    uint32_t tick_ms;
+    /* How long an allotment lets the daemon admit from it after a carve
+     * (the keeper carves again well before): how long a daemon goes on
+     * deciding from what it holds when Redis cannot be reached. Default
+     * 5000 ms. */
+    uint32_t duration_ms;
+    /* How much demand an allotment holds room for, ahead: default 500 ms
+     * of the key's recent rate. */
+    uint32_t horizon_ms;
+    /* An allotment without demand for this long is given back: default
+     * 2000 ms. */
+    uint32_t idle_ms;
+    /* The local decisions' lease table bound (0: the memory backend's). */
+    uint64_t max_leases;
+} rl_allotment_options;
+
+RL_API void rl_allotment_options_default(rl_allotment_options *options);
+
+/* Connects to Redis as rl_redis_backend_create does (redis's clock drives
+ * the local decisions too), puts the submitter in front of the synchronous
+ * path unless submitter is NULL or its max_leases is 1, starts the keeper,
+ * and returns the backend (rl_backend_destroy gives back what it holds).
+ * RL_OK, or an error with err saying why. */
+RL_API rl_status rl_allotted_backend_create(const rl_redis_options *redis, const rl_submitter_options *submitter,
+                                            const rl_allotment_options *allotments, rl_backend **out, char *err,
+                                            size_t err_size);
 
 #ifdef __cplusplus
 }

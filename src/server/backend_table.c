@@ -23,7 +23,11 @@ static rl_status create_memory(const rl_service_options *options, rl_backend **o
 static rl_status create_redis(const rl_service_options *options, rl_backend **out, char *err, size_t err_size) {
     const rl_redis_options *redis = &options->redis;
     char why[512] = "";
-    rl_status status = rl_redis_backend_create(redis, out, why, sizeof why);
+    /* With allotments the submitter goes in front of the synchronous path
+     * only: leases decided locally never wait for a flush. */
+    rl_status status = options->allotments ? rl_allotted_backend_create(redis, &options->submitter, &options->allotment,
+                                                                         out, why, sizeof why)
+                                           : rl_redis_backend_create(redis, out, why, sizeof why);
     if (status != RL_OK) {
         /* Name the address (redis.address, --redis) once, whatever why says. */
         const char *host = redis->host != NULL ? redis->host : "127.0.0.1";
@@ -40,7 +44,7 @@ static rl_status create_redis(const rl_service_options *options, rl_backend **ou
     }
     /* One script call per flush instead of one per request (spec §9.6);
      * max_leases 1 keeps the naive path, for comparison. */
-    if (options->submitter.max_leases > 1) {
+    if (!options->allotments && options->submitter.max_leases > 1) {
         rl_backend *batched = NULL;
         status = rl_submitter_create(*out, &options->submitter, &batched);
         if (status != RL_OK) {

@@ -53,6 +53,7 @@ void rl_server_config_default(rl_server_config *config) {
     redis->flush_interval_us = RL_CONFIG_DEFAULT_REDIS_FLUSH_INTERVAL_US;
     redis->flushes_in_flight = RL_CONFIG_DEFAULT_REDIS_FLUSHES_IN_FLIGHT;
     redis->allow_eviction = false;
+    redis->allotments = false;
 }
 
 bool rl_server_redis_address_parse(const char *address, char *host, size_t host_size,
@@ -428,6 +429,7 @@ static bool load_document(load_ctx *ctx, rl_server_config *c) {
         {"flushes_in_flight", FIELD_U32, &r->flushes_in_flight, 1, RL_CONFIG_MAX_REDIS_FLUSHES_IN_FLIGHT,
          "script calls at once"},
         {"allow_eviction", FIELD_BOOL, &r->allow_eviction, 0, 0, ""},
+        {"allotments", FIELD_BOOL, &r->allotments, 0, 0, ""},
     };
 #define FIELDS(array) array, sizeof array / sizeof array[0]
     const section sections[] = {

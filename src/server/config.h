@@ -24,7 +24,8 @@
  *             (the submitter's: how many leases go into one script call,
  *             how long the first lease of a batch may wait for company, how
  *             many script calls may be out at once), allow_eviction (accept a
- *             Redis whose maxmemory-policy may evict keys: ratelimiter/redis.h)
+ *             Redis whose maxmemory-policy may evict keys: ratelimiter/redis.h),
+ *             allotments (decide leases locally from allotments: redis.h)
  *   tigerbeetle: accepted and ignored (replaced by redis, DESIGN.md)
  *
  * Overload bounds (server; http_server.h and conn_guard.h say how): at most
@@ -135,6 +136,9 @@ typedef struct rl_server_redis_config {
     uint32_t flush_interval_us;
     uint32_t flushes_in_flight;
     bool allow_eviction;
+    /* Decide leases locally from allotments of capacity carved from Redis
+     * (ratelimiter/redis.h, docs/allotments.md). */
+    bool allotments;
 } rl_server_redis_config;
 
 typedef struct rl_server_config {

@@ -43,6 +43,10 @@ typedef struct rl_service_options {
     /* For backend "redis": leases from all HTTP threads share script calls
      * through a submitter (ratelimiter/submitter.h) unless max_leases is 1. */
     rl_submitter_options submitter;
+    /* For backend "redis": decide leases locally from allotments
+     * (ratelimiter/redis.h) when allotments is set, tuned by allotment. */
+    bool allotments;
+    rl_allotment_options allotment;
     /* Tests: a backend built by the caller, used instead of creating one by
      * name (backend_name is then ignored). The service owns it from the call
      * of rl_service_open on, even when that fails. NULL in production. */

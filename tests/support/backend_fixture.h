@@ -78,4 +78,30 @@ static inline rl_limit_usage usage_of(fixture *f, const char *key) {
     return usage;
 }
 
+/* key's entries since since_unix_ms, at most limit, into entries; the next
+ * page's since in *next. */
+static inline size_t audit_page(fixture *f, const char *key, uint64_t since_unix_ms, uint32_t limit,
+                         rl_audit_entry *entries, uint64_t *next) {
+    rl_audit_query query = {key, since_unix_ms, limit};
+    rl_audit_page page = {entries, 0, 0};
+    assert_int_equal(rl_backend_audit_query(f->backend, &query, &page), RL_OK);
+    assert_true(page.count <= limit);
+    *next = page.next_since_unix_ms;
+    return page.count;
+}
+
+static inline void expect_entry(const rl_audit_entry *e, uint64_t at_unix_ms, uint64_t lease, const char *job_id,
+                         const char *key, uint64_t reserved, uint64_t actual, uint64_t period_start_unix_ms,
+                         bool expired) {
+    char id[27];
+    assert_int_equal(e->at_unix_ms, at_unix_ms);
+    assert_string_equal(e->lease_id, rl_test_lease_id(lease, id));
+    assert_string_equal(e->job_id, job_id);
+    assert_string_equal(e->key, key);
+    assert_int_equal(e->reserved, reserved);
+    assert_int_equal(e->actual, actual);
+    assert_int_equal(e->period_start_unix_ms, period_start_unix_ms);
+    assert_int_equal(e->expired, expired);
+}
+
 #endif

@@ -4,10 +4,11 @@
  * all-or-nothing, idempotency, retry_after, lease memory, batches and many
  * threads, all on a manual clock that the backend reads its time from.
  *
- * Two cmocka groups run the same case list: "memory" (sweeper off) and
- * "redis" (one private redis-server per group, tests/support/redis_server.h;
- * each case gets its own key prefix, so cases never see each other's limits
- * or leases). Cases about one backend's internals live beside it:
+ * The groups run the same case list: "memory" (sweeper off), the memory
+ * backend with its journal, "redis" (one private redis-server per group,
+ * tests/support/redis_server.h; each case gets its own key prefix, so cases
+ * never see each other's limits or leases), and a fleet of three redis
+ * daemons with allotments on one Redis (support/fleet_backend.h). Cases about one backend's internals live beside it:
  * test_memory_backend.c for the memory backend's bounded lease table and its
  * sweeper thread on the real clock.
  */
@@ -25,6 +26,7 @@
 #include "ratelimiter/memory.h"
 #include "ratelimiter/redis.h"
 #include "support/backend_fixture.h"
+#include "support/fleet_backend.h"
 #include "support/lease_ids.h"
 #include "support/redis_server.h"
 
@@ -104,6 +106,32 @@ static int setup_redis(void **state) {
     if (status != RL_OK) {
         free(f);
         fail_msg("rl_redis_backend_create on port %u: %d %s", (unsigned)redis_server.port, status, err);
+    }
+    *state = f;
+    return 0;
+}
+
+/* A fleet: three daemons with allotments on the same Redis (support/
+ * fleet_backend.h), each deciding what its allotments hold room for and
+ * forwarding the rest; from outside, one backend with the same semantics. */
+static int setup_fleet(void **state) {
+    fixture *f = calloc(1, sizeof *f);
+    rl_manual_clock_init(&f->clock, T0_MONOTONIC_MS, T0_UNIX_MS);
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "f%u:", ++redis_cases_run);
+    rl_redis_options options;
+    rl_redis_options_default(&options);
+    options.host = "127.0.0.1";
+    options.port = redis_server.port;
+    options.key_prefix = prefix;
+    options.clock = &f->clock.base;
+    options.lease_memory_ms = LEASE_MEMORY_MS;
+    options.sweep_interval_ms = 0;
+    char err[256] = "";
+    rl_status status = rl_test_fleet_create(&options, 3, &f->backend, err, sizeof err);
+    if (status != RL_OK) {
+        free(f);
+        fail_msg("a fleet on port %u: %d %s", (unsigned)redis_server.port, status, err);
     }
     *state = f;
     return 0;
@@ -938,32 +966,6 @@ static rl_reserve_result reserve_for_job(fixture *f, uint64_t lease, const char 
     return result;
 }
 
-/* key's entries since since_unix_ms, at most limit, into entries; the next
- * page's since in *next. */
-static size_t audit_page(fixture *f, const char *key, uint64_t since_unix_ms, uint32_t limit,
-                         rl_audit_entry *entries, uint64_t *next) {
-    rl_audit_query query = {key, since_unix_ms, limit};
-    rl_audit_page page = {entries, 0, 0};
-    assert_int_equal(rl_backend_audit_query(f->backend, &query, &page), RL_OK);
-    assert_true(page.count <= limit);
-    *next = page.next_since_unix_ms;
-    return page.count;
-}
-
-static void expect_entry(const rl_audit_entry *e, uint64_t at_unix_ms, uint64_t lease, const char *job_id,
-                         const char *key, uint64_t reserved, uint64_t actual, uint64_t period_start_unix_ms,
-                         bool expired) {
-    char id[27];
-    assert_int_equal(e->at_unix_ms, at_unix_ms);
-    assert_string_equal(e->lease_id, rl_test_lease_id(lease, id));
-    assert_string_equal(e->job_id, job_id);
-    assert_string_equal(e->key, key);
-    assert_int_equal(e->reserved, reserved);
-    assert_int_equal(e->actual, actual);
-    assert_int_equal(e->period_start_unix_ms, period_start_unix_ms);
-    assert_int_equal(e->expired, expired);
-}
-
 /* Every Complete: one entry per rolling or budget key it charged, none for
  * a concurrency hold, with the reserve's job id; a second Complete, a
  * denied or unknown lease: none. */
@@ -1112,19 +1114,22 @@ int main(void) {
     const struct CMUnitTest memory_cases[] = {CONFORMANCE_CASES(setup_memory, teardown)};
     const struct CMUnitTest journal_cases[] = {CONFORMANCE_CASES(setup_memory_journal, teardown)};
     struct CMUnitTest redis_cases[] = {CONFORMANCE_CASES(setup_redis, teardown)};
+    struct CMUnitTest fleet_cases[] = {CONFORMANCE_CASES(setup_fleet, teardown)};
     char executable[512];
     bool have_redis = rl_test_redis_find_executable(executable, sizeof executable);
     if (!have_redis) {
         fprintf(stderr, "no redis-server on PATH (make deps installs it): the redis group is skipped\n");
         for (size_t i = 0; i < sizeof redis_cases / sizeof redis_cases[0]; i++) {
-            redis_cases[i].test_func = redis_server_missing;
-            redis_cases[i].setup_func = NULL;
-            redis_cases[i].teardown_func = NULL;
+            redis_cases[i].test_func = fleet_cases[i].test_func = redis_server_missing;
+            redis_cases[i].setup_func = fleet_cases[i].setup_func = NULL;
+            redis_cases[i].teardown_func = fleet_cases[i].teardown_func = NULL;
         }
     }
     int failed = cmocka_run_group_tests_name("memory", memory_cases, NULL, NULL);
     failed += cmocka_run_group_tests_name("memory with journal and audit log", journal_cases, NULL, NULL);
     failed += have_redis ? cmocka_run_group_tests_name("redis", redis_cases, start_redis, stop_redis)
                          : cmocka_run_group_tests_name("redis", redis_cases, NULL, NULL);
+    failed += have_redis ? cmocka_run_group_tests_name("redis fleet with allotments", fleet_cases, start_redis, stop_redis)
+                         : cmocka_run_group_tests_name("redis fleet with allotments", fleet_cases, NULL, NULL);
     return failed;
 }

@@ -60,6 +60,7 @@
 
 #include "ratelimiter/memory.h"
 #include "ratelimiter/redis.h"
+#include "support/fleet_backend.h"
 #include "support/lease_ids.h"
 #include "support/redis_server.h"
 
@@ -133,6 +134,7 @@ static struct coverage {
     unsigned long edge_advances;
     unsigned long periods, period_edges, refunds, budget_charges, late_completes, calendars, audit_entries;
     unsigned long restarts;
+    unsigned long fleet_denials, fleet_later_retries, fleet_decreases_waiting; /* answers allotments make differ */
 } cov;
 
 static void print_coverage(const char *what) {
@@ -144,13 +146,15 @@ static void print_coverage(const char *what) {
                   "refused (in use); %lu expiries "
                   "clamped; %lu advances to an expiry edge; budgets: %lu periods started, %lu advances to a period's "
                   "edge, %lu reservations refunded by timeout, %lu charged, %lu completed after their period, %lu "
-                  "calendar changes; %lu audit entries compared; %lu restarts from the journal\n",
+                  "calendar changes; %lu audit entries compared; %lu restarts from the journal; fleet: %lu denials the "
+                  "model would not give, %lu longer retry_after_ms, %lu decreases answered pending\n",
                   what, cov.steps, cov.allowed, cov.denied_full, cov.exceeds, cov.decreasing, cov.unknown, cov.replays, cov.conflicts,
                   cov.batches, cov.completes - cov.drained, cov.drained, cov.shrinks, cov.overage_debt,
                   cov.debt_above_capacity, cov.overage_denied,
                   cov.releases_by_complete, cov.admin_increase, cov.admin_decrease, cov.admin_decrease_pending,
                   cov.admin_other, cov.kind_in_use, cov.clamped, cov.edge_advances, cov.periods, cov.period_edges,
-                  cov.refunds, cov.budget_charges, cov.late_completes, cov.calendars, cov.audit_entries, cov.restarts);
+                  cov.refunds, cov.budget_charges, cov.late_completes, cov.calendars, cov.audit_entries, cov.restarts,
+                  cov.fleet_denials, cov.fleet_later_retries, cov.fleet_decreases_waiting);
     memset(&cov, 0, sizeof cov);
 }
 
@@ -196,6 +200,11 @@ static uint64_t now_ms, unix_now_ms;
  * ring stays in order after a window is shortened; erring long never
  * over-admits). redis: always now + window. */
 static bool expiry_clamps_to_tail;
+/* A fleet with allotments (check_reserve says what it may answer
+ * otherwise). Its sequences draw larger capacities and mostly small
+ * amounts, so that allotments are worth carving and leases are decided
+ * from them as well as by Redis. */
+static bool fleet_semantics;
 
 /* Whether a live entry counts in its limit's use now: a budget's
  * reservation of an earlier period does not. */
@@ -819,13 +828,16 @@ static void shuffle(request_record *r);
 static void random_requirements(request_record *r) {
     r->n = 0;
     for (int l = 0; l < LIMITS; l++) {
-        if (!(l == UNDEFINED && !limits[l].defined ? chance(10) : chance(40))) continue;
+        /* a fleet decides a lease that names a budget by Redis: fewer of those */
+        unsigned percent = l == UNDEFINED && !limits[l].defined ? 10 : fleet_semantics && l >= FIRST_BUDGET ? 8 : 40;
+        if (!chance(percent)) continue;
         uint64_t amount, capacity = limits[l].capacity;
         unsigned roll = (unsigned)pick(100);
         if (!limits[l].defined) amount = 1 + pick(5);
         else if (roll < 4) amount = capacity + 1 + pick(3); /* never fits */
         else if (roll < 8) amount = capacity;               /* fits an idle limit exactly */
         else if (limits[l].def.kind == RL_KIND_CONCURRENCY) amount = 1 + pick(2);
+        else if (fleet_semantics && roll < 90) amount = 1 + pick(3);
         else amount = 1 + pick(capacity / 3 + 1);
         r->keys[r->n] = l;
         r->amounts[r->n++] = amount;
@@ -890,6 +902,55 @@ static bool same_request(const request_record *a, const request_record *b) {
     return true;
 }
 
+/* A fleet of daemons with allotments (fleet_target) answers as the model
+ * does but where allotments make it answer otherwise, each checked for the
+ * promise it must keep:
+ *  - it may deny what the model would admit (capacity set aside in an
+ *    allotment of another daemon, or one not worth using: their daemons
+ *    give it back at their next look), never the other way round (that
+ *    would be an over-admission); the model then takes the fleet's denial;
+ *  - an allotment's entries count in Redis until its end plus the window,
+ *    so a denial's retry_after_ms may be later than the model's, never
+ *    sooner, and denied_by then names the limit whose room comes back last
+ *    by the fleet's count. */
+/* The model's name of a limit key (stable for the run). */
+static const char *model_key(const char *key) {
+    for (int l = 0; key != NULL && l < LIMITS; l++)
+        if (strcmp(limits[l].def.key, key) == 0) return limits[l].def.key;
+    return NULL;
+}
+
+/* The limit a fleet's denial names must be one of the lease's, asked what
+ * the lease asked of it (it may have room by the model's count: room set
+ * aside in allotments). */
+static void check_fleet_denial(int lease, const request_record *r, const rl_reserve_result *got) {
+    for (int i = 0; i < r->n; i++) {
+        int l = r->keys[i];
+        if (got->denied_by.key == NULL || strcmp(got->denied_by.key, limits[l].def.key) != 0) continue;
+        if (got->denied_by.requested != r->amounts[i] || got->denied_by.capacity != limits[l].capacity)
+            fail_step("reserve lease %d: denied_by %s asked %llu of %llu", lease, limits[l].def.key,
+                      (unsigned long long)got->denied_by.requested, (unsigned long long)got->denied_by.capacity);
+        return;
+    }
+    fail_step("reserve lease %d: denied_by names none of its keys", lease);
+}
+
+/* The fleet denied a new lease the model admitted: take its answer. */
+static void model_takes_denial(int lease, const rl_reserve_result *got) {
+    model_lease *m = &leases[lease];
+    for (int i = m->entry_count - 1; i >= 0; i--) {
+        m->entries[i].live = false;
+        if (live_count > 0 && live[live_count - 1] == &m->entries[i]) live_count--;
+    }
+    m->entry_count = 0;
+    m->allowed = false;
+    m->first = *got;
+    m->first.status_key = model_key(got->status_key);
+    m->first.denied_by.key = model_key(got->denied_by.key);
+    cov.allowed--;
+    cov.fleet_denials++;
+}
+
 static void check_reserve(int lease, const request_record *r, const rl_reserve_result *got) {
     describe_reserve(lease, r, got);
     bool decided_before = leases[lease].decided;
@@ -901,6 +962,22 @@ static void check_reserve(int lease, const request_record *r, const rl_reserve_r
     } else {
         if (!decided_before) requested[lease] = *r; /* what completes of it will report on */
         want = model_reserve(lease, r->keys, r->amounts, r->n);
+        if (fleet_semantics && !decided_before && want.allowed && !got->allowed && got->status == RL_OK) {
+            model_takes_denial(lease, got);
+            check_fleet_denial(lease, r, got);
+            want = leases[lease].first;
+        }
+        if (fleet_semantics && !decided_before && !got->allowed && !want.allowed && got->status == RL_OK &&
+            want.status == RL_OK && got->retry_after_ms >= want.retry_after_ms &&
+            (got->retry_after_ms != want.retry_after_ms || got->denied_by.key == NULL || want.denied_by.key == NULL ||
+             strcmp(got->denied_by.key, want.denied_by.key) != 0)) {
+            cov.fleet_later_retries++;
+            check_fleet_denial(lease, r, got);
+            leases[lease].first.retry_after_ms = got->retry_after_ms; /* replays answer the fleet's */
+            leases[lease].first.denied_by = got->denied_by;
+            leases[lease].first.denied_by.key = model_key(got->denied_by.key);
+            want = leases[lease].first;
+        }
     }
     if (!decided_before && want.allowed) open_leases[open_count++] = lease;
     if (got->allowed != want.allowed || got->status != want.status || got->retry_after_ms != want.retry_after_ms ||
@@ -1081,7 +1158,7 @@ static void op_admin(rl_backend *backend) {
         else if (used > 1 && chance(50))
             d.capacity = 1 + pick(used - 1); /* below what is in use: the decrease waits */
         else
-            d.capacity = 3 + pick(50);
+            d.capacity = fleet_semantics ? 30 + pick(300) : 3 + pick(50);
     } else if (roll < 68) {
         what = "overage";
         d.overage = d.overage == RL_OVERAGE_DEBT ? RL_OVERAGE_DENY : RL_OVERAGE_DEBT;
@@ -1121,8 +1198,14 @@ static void op_admin(rl_backend *backend) {
     if (strcmp(what, "capacity") != 0) cov.admin_other++;
     rl_limit_status want = model_apply(l, &d);
     admin_capacity[l] = d.capacity;
-    if (got != want) fail_step("apply_definition %s answered %s, model %s", d.key, rl_limit_status_name(got),
-                               rl_limit_status_name(want));
+    /* A fleet counts allotments in full when a decrease is asked for: it may
+     * answer decreasing where the model's usage fits, until its daemons give
+     * back their unused room (support/fleet_backend.h: before the next call). */
+    bool fleet_waits = fleet_semantics && got == RL_LIMIT_STATUS_DECREASING && want == RL_LIMIT_STATUS_ACTIVE;
+    if (fleet_waits) cov.fleet_decreases_waiting++;
+    if (got != want && !fleet_waits)
+        fail_step("apply_definition %s answered %s, model %s", d.key, rl_limit_status_name(got),
+                  rl_limit_status_name(want));
 }
 
 /* ---- the backends under test ---- */
@@ -1131,6 +1214,7 @@ typedef struct target {
     const char *name;
     rl_backend *(*create)(const rl_clock *clock, unsigned run);
     bool expiry_clamps_to_tail;
+    bool allotments; /* a fleet: fleet_semantics */
     /* Closes the backend and opens it again on what it keeps (its journal),
      * or NULL for a backend that does not restart. */
     rl_backend *(*restart)(rl_backend *backend, const rl_clock *clock, unsigned run);
@@ -1212,10 +1296,32 @@ static rl_backend *create_redis(const rl_clock *clock, unsigned run) {
     return backend;
 }
 
-static const target memory_target = {"memory", create_memory, true, NULL, NULL};
-static const target journal_target = {"memory with its journal, restarted", create_memory_journal, true,
+/* Three daemons with allotments on one Redis (support/fleet_backend.h): the
+ * same answers and counters as one backend, from leases decided here and
+ * there. */
+static rl_backend *create_fleet(const rl_clock *clock, unsigned run) {
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "mf%u:", run);
+    rl_redis_options options;
+    rl_redis_options_default(&options);
+    options.host = "127.0.0.1";
+    options.port = redis_server.port;
+    options.key_prefix = prefix;
+    options.clock = clock;
+    options.lease_memory_ms = LEASE_MEMORY_MS;
+    options.sweep_interval_ms = 0;
+    rl_backend *backend = NULL;
+    char err[256] = "";
+    rl_status status = rl_test_fleet_create(&options, 3, &backend, err, sizeof err);
+    if (status != RL_OK) fail_msg("a fleet on port %u: %d %s", (unsigned)redis_server.port, status, err);
+    return backend;
+}
+
+static const target memory_target = {"memory", create_memory, true, false, NULL, NULL};
+static const target fleet_target = {"redis fleet with allotments", create_fleet, false, true, NULL, NULL};
+static const target journal_target = {"memory with its journal, restarted", create_memory_journal, true, false,
                                       restart_memory_journal, cleanup_memory_journal};
-static const target redis_target = {"redis", create_redis, false, NULL, NULL};
+static const target redis_target = {"redis", create_redis, false, false, NULL, NULL};
 
 static int start_redis(void **state) {
     (void)state;
@@ -1327,6 +1433,7 @@ static void run_sequence(const target *t, unsigned run, unsigned seed, int steps
     run_steps = steps;
     run_step = -1;
     expiry_clamps_to_tail = t->expiry_clamps_to_tail;
+    fleet_semantics = t->allotments;
     rl_manual_clock clock;
     rl_manual_clock_init(&clock, T0_MONOTONIC, T0_UNIX);
     rl_backend *backend = t->create(&clock.base, run);
@@ -1338,7 +1445,7 @@ static void run_sequence(const target *t, unsigned run, unsigned seed, int steps
                                                       : RL_KIND_ROLLING;
         set_kind(d, kind, (uint32_t)(1 + pick(MAX_SECONDS)));
         if (kind == RL_KIND_BUDGET) set_calendar(d);
-        d->capacity = 5 + pick(40);
+        d->capacity = fleet_semantics ? 40 + pick(300) : 5 + pick(40);
         d->overage = chance(50) ? RL_OVERAGE_DEBT : RL_OVERAGE_DENY;
         if (l == UNDEFINED) continue; /* defined by an admin change later, if ever */
         rl_limit_status status;
@@ -1435,12 +1542,28 @@ static void redis_long_sequences(void **state) {
     print_coverage("redis, 4 sequences x 2000 steps");
 }
 
+static void fleet_short_sequences(void **state) {
+    (void)state;
+    run_many(&fleet_target, 1, 60, 200);
+    print_coverage("redis fleet with allotments, 60 sequences x 200 steps");
+}
+
+static void fleet_long_sequences(void **state) {
+    (void)state;
+    run_many(&fleet_target, 1001, 4, 2000);
+    print_coverage("redis fleet with allotments, 4 sequences x 2000 steps");
+}
+
 static void redis_server_missing(void **state) {
     (void)state;
     skip();
 }
 
-int main(void) {
+/* No argument: the memory and redis groups; "fleet": the fleet's alone
+ * (ctest runs it as a test of its own, unit/test_backend_model_fleet, so
+ * that the two run side by side). */
+int main(int argc, char **argv) {
+    bool fleet = argc > 1 && strcmp(argv[1], "fleet") == 0;
     const struct CMUnitTest memory_tests[] = {
         cmocka_unit_test(memory_short_sequences),
         cmocka_unit_test(memory_long_sequences),
@@ -1451,12 +1574,20 @@ int main(void) {
         cmocka_unit_test(redis_short_sequences),
         cmocka_unit_test(redis_long_sequences),
     };
+    struct CMUnitTest fleet_tests[] = {
+        cmocka_unit_test(fleet_short_sequences),
+        cmocka_unit_test(fleet_long_sequences),
+    };
     char executable[512];
     bool have_redis = rl_test_redis_find_executable(executable, sizeof executable);
     if (!have_redis) {
         fprintf(stderr, "no redis-server on PATH (make deps installs it): the redis group is skipped\n");
         for (size_t i = 0; i < sizeof redis_tests / sizeof redis_tests[0]; i++) redis_tests[i].test_func = redis_server_missing;
+        for (size_t i = 0; i < sizeof fleet_tests / sizeof fleet_tests[0]; i++) fleet_tests[i].test_func = redis_server_missing;
     }
+    if (fleet)
+        return have_redis ? cmocka_run_group_tests_name("redis fleet with allotments", fleet_tests, start_redis, stop_redis)
+                          : cmocka_run_group_tests_name("redis fleet with allotments", fleet_tests, NULL, NULL);
     int failed = cmocka_run_group_tests_name("memory", memory_tests, NULL, NULL);
     failed += have_redis ? cmocka_run_group_tests_name("redis", redis_tests, start_redis, stop_redis)
                          : cmocka_run_group_tests_name("redis", redis_tests, NULL, NULL);
