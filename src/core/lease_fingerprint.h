@@ -26,6 +26,30 @@
  * same for any order of them. */
 uint64_t rl__lease_fingerprint(const rl_requirement *requirements, size_t count);
 
+/* The same fingerprint in parts, for a backend that keeps each key's part
+ * with the key (the memory backend's limits) rather than hash the key's
+ * text on every lease: rl__lease_fingerprint(requirements, count) is
+ * rl__lease_fingerprint_end(the sum over i of
+ * rl__lease_fingerprint_term(rl__lease_fingerprint_key(key_i), amount_i), count). */
+uint64_t rl__lease_fingerprint_key(const char *key);
+
+/* splitmix64's finaliser: every input bit moves every output bit. */
+static inline uint64_t rl__lease_fingerprint_mix(uint64_t x) {
+    x ^= x >> 30;
+    x *= UINT64_C(0xbf58476d1ce4e5b9);
+    x ^= x >> 27;
+    x *= UINT64_C(0x94d049bb133111eb);
+    return x ^ (x >> 31);
+}
+
+static inline uint64_t rl__lease_fingerprint_term(uint64_t key_part, uint64_t amount) {
+    return rl__lease_fingerprint_mix(key_part ^ amount);
+}
+
+static inline uint64_t rl__lease_fingerprint_end(uint64_t sum, size_t count) {
+    return rl__lease_fingerprint_mix(sum ^ (uint64_t)count);
+}
+
 /* fingerprint as text, for stores that keep text (redis). */
 void rl__lease_fingerprint_text(uint64_t fingerprint, char out[RL_LEASE_FINGERPRINT_TEXT_SIZE]);
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/calendar.h"
+#include "core/lease_fingerprint.h"
 
 #define ENTRY_OF(node) ((rl_mem_entry *)((char *)(node) - offsetof(rl_mem_entry, expiry)))
 
@@ -381,6 +382,7 @@ rl_mem_limit *rl__mem_limit_table_add(rl_mem_limit_table *table, const rl_limit_
     }
     size_t len;
     limit->key_hash = hash_key(def->key, &len);
+    limit->key_fingerprint = rl__lease_fingerprint_key(def->key);
     limit->def = *def;
     limit->capacity_enforced = def->capacity;
     limit->observer = table->observer;

@@ -45,6 +45,9 @@ typedef struct rl_mem_observer {
 typedef struct rl_mem_limit {
     struct rl_mem_limit *next_in_bucket;
     uint64_t key_hash;
+    /* rl__lease_fingerprint_key(def.key): a lease's fingerprint from its
+     * limits without hashing each key's text again (its key never changes). */
+    uint64_t key_fingerprint;
     rl_limit_def def;
     uint64_t capacity_enforced;
     uint64_t pending_decrease_to; /* 0: not decreasing */

@@ -171,6 +171,18 @@ void rl__mem_replay(const rl_mem_lease *lease, const rl_reserve_request *request
         replay(lease, request, result);
 }
 
+/* rl__lease_fingerprint of the request, from its limits' parts when they
+ * are resolved (limits[i] is the limit of requirements[i].key): a lease's
+ * keys are not hashed a second time. */
+static uint64_t fingerprint_of(const rl_reserve_request *request, rl_mem_limit *const *limits) {
+    size_t count = request->requirement_count;
+    if (limits == NULL) return rl__lease_fingerprint(request->requirements, count);
+    uint64_t sum = 0;
+    for (size_t i = 0; i < count; i++)
+        sum += rl__lease_fingerprint_term(limits[i]->key_fingerprint, request->requirements[i].amount);
+    return rl__lease_fingerprint_end(sum, count);
+}
+
 rl_mem_lease *rl__mem_record(memory_backend *backend, const rl_reserve_request *request, uint64_t id_hi,
                              uint64_t id_lo, rl_mem_limit *const *limits, const uint64_t *expires_at_ms,
                              uint64_t lifetime_ms, uint64_t now_ms, uint64_t now_unix_ms, rl_reserve_result *result) {
@@ -214,7 +226,7 @@ rl_mem_lease *rl__mem_record(memory_backend *backend, const rl_reserve_request *
         lease->denied_capacity = result->denied_by.capacity;
         lease->denied_period_end_unix_ms = result->denied_by.period_end_unix_ms;
     }
-    lease->fingerprint = rl__lease_fingerprint(request->requirements, count);
+    lease->fingerprint = fingerprint_of(request, limits);
     lease->at_unix_ms = now_unix_ms;
     if ((backend->audit != NULL || backend->keep_job_ids) && request->job_id != NULL && request->job_id[0] != '\0')
         lease->job_id = strdup(request->job_id); /* NULL on OOM: its audit entries say "" */
