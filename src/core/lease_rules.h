@@ -16,6 +16,7 @@
 #ifndef RL_CORE_LEASE_RULES_H
 #define RL_CORE_LEASE_RULES_H
 
+#include <assert.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -53,5 +54,16 @@ size_t rl__lease_key_repeats(const char *const *keys, size_t i);
  * debug assertions. */
 bool rl__reserve_request_is_valid(const rl_reserve_request *request);
 bool rl__complete_request_is_valid(const rl_complete_request *request);
+
+/* A backend's assertion that a request it was given is valid, in debug
+ * builds only: compiled where nothing is optimized (Debug, what the
+ * sanitizer presets build) and left out of optimized builds, which keep
+ * assert() on (RelWithDebInfo). Checking every key of every request again
+ * was a third of the memory backend's instructions per lease. */
+#ifdef __OPTIMIZE__
+#define RL__ASSERT_REQUEST_VALID(valid) ((void)0)
+#else
+#define RL__ASSERT_REQUEST_VALID(valid) assert(valid)
+#endif
 
 #endif

@@ -5,7 +5,6 @@
  * touched, a few due leases are forgotten on every reserve, and an optional
  * sweeper thread does the rest, so memory stays bounded under any load.
  */
-#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -237,7 +236,7 @@ rl_mem_lease *rl__mem_record(memory_backend *backend, const rl_reserve_request *
 
 static void reserve_one(memory_backend *backend, const rl_reserve_request *request, uint64_t now_ms,
                         uint64_t now_unix_ms, rl_reserve_result *result) {
-    assert(rl__reserve_request_is_valid(request)); /* backend.h: checked by whoever decoded it */
+    RL__ASSERT_REQUEST_VALID(rl__reserve_request_is_valid(request)); /* backend.h: checked by whoever decoded it */
     uint64_t id_hi, id_lo;
     size_t count = request->requirement_count;
     (void)rl_ulid_decode(request->lease_id, strlen(request->lease_id), &id_hi, &id_lo); /* valid */
@@ -343,7 +342,7 @@ static uint64_t actual_for(const rl_complete_request *request, const rl_mem_entr
  * gets its audit entry. */
 rl_status rl__mem_complete_one(memory_backend *backend, const rl_complete_request *request, uint64_t now_ms,
                                uint64_t now_unix_ms) {
-    assert(rl__complete_request_is_valid(request)); /* backend.h: checked by whoever decoded it */
+    RL__ASSERT_REQUEST_VALID(rl__complete_request_is_valid(request)); /* backend.h: checked by whoever decoded it */
     uint64_t id_hi, id_lo;
     (void)rl_ulid_decode(request->lease_id, strlen(request->lease_id), &id_hi, &id_lo); /* valid */
     rl_mem_lease *lease = rl__mem_lease_find(&backend->leases, id_hi, id_lo);

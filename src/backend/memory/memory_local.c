@@ -4,7 +4,6 @@
  * that does not fit is forwarded instead of denied. */
 #include "backend/memory/memory_local.h"
 
-#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,7 +57,7 @@ static void remember_forwarded(memory_backend *backend, const rl_reserve_request
 
 static void reserve_one(memory_backend *backend, const rl_reserve_request *request, uint64_t now_ms,
                         uint64_t now_unix_ms, rl_reserve_result *result, bool *forwarded) {
-    assert(rl__reserve_request_is_valid(request));
+    RL__ASSERT_REQUEST_VALID(rl__reserve_request_is_valid(request));
     memset(result, 0, sizeof *result);
     *forwarded = false;
     uint64_t id_hi, id_lo;
@@ -161,7 +160,7 @@ static void charge_rolling(rl_mem_entry *entry, uint64_t actual, uint64_t now_ms
 
 static size_t complete_one(memory_backend *backend, const rl_complete_request *request, uint64_t now_ms,
                            uint64_t now_unix_ms, bool *forwarded, rl__local_spend *spends) {
-    assert(rl__complete_request_is_valid(request));
+    RL__ASSERT_REQUEST_VALID(rl__complete_request_is_valid(request));
     *forwarded = false;
     uint64_t id_hi, id_lo;
     (void)rl_ulid_decode(request->lease_id, strlen(request->lease_id), &id_hi, &id_lo); /* valid */
