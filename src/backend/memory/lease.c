@@ -7,13 +7,6 @@
 
 #define INITIAL_SLOTS 1024u
 
-static inline uint64_t hash_of(uint64_t id_hi, uint64_t id_lo) {
-    /* The low 80 bits of a ULID are random, but the mix keeps ids made by a
-     * poor generator (counters) spread too. */
-    uint64_t h = (id_lo ^ (id_hi * 0x9e3779b97f4a7c15u)) * 0xff51afd7ed558ccdu;
-    return h ^ (h >> 33);
-}
-
 static rl_mem_lease *lease_alloc(rl_mem_lease_table *table, uint16_t entry_count) {
     rl_mem_lease_recycler *recycler = &table->recycler;
     rl_mem_lease *lease = recycler->lists[entry_count];
@@ -69,7 +62,7 @@ void rl__mem_lease_table_free(rl_mem_lease_table *table) {
 }
 
 rl_mem_lease *rl__mem_lease_find(const rl_mem_lease_table *table, uint64_t id_hi, uint64_t id_lo) {
-    uint64_t hash = hash_of(id_hi, id_lo);
+    uint64_t hash = rl_mem_lease_hash(id_hi, id_lo);
     for (uint64_t i = hash & table->mask;; i = (i + 1) & table->mask) {
         const rl_mem_lease_slot *slot = &table->slots[i];
         if (slot->lease == NULL) return NULL;
@@ -133,7 +126,7 @@ rl_mem_lease *rl__mem_lease_add(rl_mem_lease_table *table, uint64_t id_hi, uint6
         lease->entries[i].limit = NULL; /* nothing held yet */
         lease->entries[i].index = (uint8_t)i;
     }
-    uint64_t hash = hash_of(id_hi, id_lo);
+    uint64_t hash = rl_mem_lease_hash(id_hi, id_lo);
     insert_slot(table, hash, lease);
     rl__due_queue_push(&table->by_forget_at, lease, hash, now_ms, lifetime_ms);
     table->count++;

@@ -69,6 +69,20 @@ typedef struct rl_mem_lease_table {
     rl_due_queue by_forget_at;
 } rl_mem_lease_table;
 
+static inline uint64_t rl_mem_lease_hash(uint64_t id_hi, uint64_t id_lo) {
+    /* The low 80 bits of a ULID are random, but the mix keeps ids made by a
+     * poor generator (counters) spread too. */
+    uint64_t h = (id_lo ^ (id_hi * 0x9e3779b97f4a7c15u)) * 0xff51afd7ed558ccdu;
+    return h ^ (h >> 33);
+}
+
+/* Asks for the index slot where a lookup of the id starts, for a lookup
+ * to come: a new id's slot is out of cache (the index of a busy table is
+ * tens of MB), so the caller does other work meanwhile. */
+static inline void rl_mem_lease_prefetch(const rl_mem_lease_table *table, uint64_t id_hi, uint64_t id_lo) {
+    __builtin_prefetch(&table->slots[rl_mem_lease_hash(id_hi, id_lo) & table->mask]);
+}
+
 bool rl__mem_lease_table_init(rl_mem_lease_table *table);
 /* Frees every lease without touching limits (they are freed too). */
 void rl__mem_lease_table_free(rl_mem_lease_table *table);

@@ -240,23 +240,33 @@ static void reserve_one(memory_backend *backend, const rl_reserve_request *reque
     uint64_t id_hi, id_lo;
     size_t count = request->requirement_count;
     (void)rl_ulid_decode(request->lease_id, strlen(request->lease_id), &id_hi, &id_lo); /* valid */
+    /* The id is most likely new, its index slot out of cache: the limits
+     * are looked up (changing nothing) while it comes. */
+    rl_mem_lease_prefetch(&backend->leases, id_hi, id_lo);
+    rl_mem_limit *limits[RL_MAX_REQUIREMENTS];
+    size_t unknown = SIZE_MAX;
+    for (size_t i = 0; i < count; i++) {
+        limits[i] = rl__mem_limit_table_find(&backend->limits, request->requirements[i].key);
+        if (limits[i] == NULL && unknown == SIZE_MAX) unknown = i;
+    }
     const rl_mem_lease *lease = rl__mem_lease_find(&backend->leases, id_hi, id_lo);
     if (lease != NULL) {
         rl__mem_replay(lease, request, result);
         return;
     }
+    if (unknown != SIZE_MAX) {
+        /* Not remembered: the key may be defined before the retry. The
+         * limits named before it expire what is due, as every limit a
+         * reserve reaches does. */
+        for (size_t i = 0; i < unknown; i++) rl__mem_limit_expire(limits[i], now_ms, now_unix_ms);
+        deny(result, RL_UNKNOWN_LIMIT_KEY, request->requirements[unknown].key, 0);
+        return;
+    }
 
-    rl_mem_limit *limits[RL_MAX_REQUIREMENTS];
     uint64_t expires_at_ms[RL_MAX_REQUIREMENTS];
     uint64_t forget_at_ms = now_ms;
     for (size_t i = 0; i < count; i++) {
-        rl_mem_limit *limit = rl__mem_limit_table_find(&backend->limits, request->requirements[i].key);
-        if (limit == NULL) {
-            /* Not remembered: the key may be defined before the retry. */
-            deny(result, RL_UNKNOWN_LIMIT_KEY, request->requirements[i].key, 0);
-            return;
-        }
-        limits[i] = limit;
+        rl_mem_limit *limit = limits[i];
         rl__mem_limit_expire(limit, now_ms, now_unix_ms);
         expires_at_ms[i] = rl__mem_limit_next_expiry_ms(limit, now_ms);
         if (expires_at_ms[i] > forget_at_ms) forget_at_ms = expires_at_ms[i];
