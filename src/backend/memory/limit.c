@@ -298,24 +298,44 @@ void rl__mem_limit_usage(const rl_mem_limit *limit, rl_limit_usage *out) {
 
 /* ---- key -> limit table ---- */
 
+/* 8 bytes of text as one number (little-endian on x86: as memcpy lays them). */
+static inline uint64_t word_at(const char *text) {
+    uint64_t word;
+    memcpy(&word, text, 8);
+    return word;
+}
+
 /* A fast string hash (8 bytes a step, then a final mix): keys are short and
- * hashed on every requirement of every reserve. */
-static uint64_t hash_key(const char *key, size_t *len_out) {
-    size_t len = strlen(key);
-    *len_out = len;
+ * hashed on every requirement of every reserve. The last bytes (fewer than
+ * 8) are read as the end of the key's last 8 bytes, shifted, rather than
+ * copied with a memcpy of a variable size, which is a call; the same value. */
+static uint64_t hash_key(const char *key, size_t len) {
     uint64_t h = 0x9e3779b97f4a7c15u ^ (uint64_t)len;
     size_t i = 0;
     for (; i + 8 <= len; i += 8) {
-        uint64_t word;
-        memcpy(&word, key + i, 8);
-        h = (h ^ word) * 0xff51afd7ed558ccdu;
+        h = (h ^ word_at(key + i)) * 0xff51afd7ed558ccdu;
         h ^= h >> 32;
     }
+    size_t rest = len - i;
     uint64_t tail = 0;
-    memcpy(&tail, key + i, len - i);
+    if (rest > 0 && len >= 8) {
+        tail = word_at(key + len - 8) >> (8 * (8 - rest));
+    } else {
+        for (size_t j = rest; j-- > 0;) tail = (tail << 8) | (unsigned char)key[i + j];
+    }
     h = (h ^ tail) * 0xc4ceb9fe1a85ec53u;
     h ^= h >> 29;
     return h;
+}
+
+/* Whether two texts of size bytes are equal (size >= 1), 8 bytes a step,
+ * the last step over the last 8 bytes: keys of a few words compared
+ * without a call. */
+static bool same_text(const char *a, const char *b, size_t size) {
+    if (size < 8) return memcmp(a, b, size) == 0;
+    for (size_t i = 0; i + 8 < size; i += 8)
+        if (word_at(a + i) != word_at(b + i)) return false;
+    return word_at(a + size - 8) == word_at(b + size - 8);
 }
 
 bool rl__mem_limit_table_init(rl_mem_limit_table *table) {
@@ -345,11 +365,11 @@ void rl__mem_limit_table_free(rl_mem_limit_table *table) {
 }
 
 rl_mem_limit *rl__mem_limit_table_find(const rl_mem_limit_table *table, const char *key) {
-    size_t len;
-    uint64_t hash = hash_key(key, &len);
+    size_t len = strlen(key);
+    uint64_t hash = hash_key(key, len);
     for (rl_mem_limit *limit = table->buckets[hash & (table->bucket_count - 1)]; limit != NULL;
          limit = limit->next_in_bucket) {
-        if (limit->key_hash == hash && memcmp(limit->def.key, key, len + 1) == 0) return limit;
+        if (limit->key_hash == hash && same_text(limit->def.key, key, len + 1)) return limit;
     }
     return NULL;
 }
@@ -380,8 +400,7 @@ rl_mem_limit *rl__mem_limit_table_add(rl_mem_limit_table *table, const rl_limit_
         free(limit);
         return NULL;
     }
-    size_t len;
-    limit->key_hash = hash_key(def->key, &len);
+    limit->key_hash = hash_key(def->key, strlen(def->key));
     limit->key_fingerprint = rl__lease_fingerprint_key(def->key);
     limit->def = *def;
     limit->capacity_enforced = def->capacity;
