@@ -13,6 +13,7 @@
 #define RL_MEMORY_EXPIRY_RING_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct rl_expiry_slot {
@@ -52,6 +53,15 @@ const rl_expiry_slot *rl__expiry_ring_front(rl_expiry_ring *ring);
 
 /* Drops the front slot (after rl__expiry_ring_front returned it). */
 void rl__expiry_ring_pop(rl_expiry_ring *ring);
+
+/* rl__expiry_ring_front without a call when the oldest slot is live (or
+ * the ring empty), as it mostly is: a limit is expired on every reserve
+ * and Complete that names it. */
+static inline const rl_expiry_slot *rl_expiry_ring_front(rl_expiry_ring *ring) {
+    if (ring->head_seq == ring->tail_seq) return NULL;
+    const rl_expiry_slot *slot = &ring->slots[ring->head_seq & ring->mask];
+    return slot->amount != 0 ? slot : rl__expiry_ring_front(ring);
+}
 
 /* The slot at a sequence number in [head_seq, tail_seq). */
 static inline rl_expiry_slot *rl_expiry_ring_at(const rl_expiry_ring *ring, uint64_t seq) {

@@ -170,7 +170,7 @@ size_t rl__mem_lease_forget_due(rl_mem_lease_table *table, uint64_t now_ms, size
 static bool holds_live_entries(const rl_mem_lease *lease, uint64_t now_ms) {
     for (uint16_t i = 0; i < lease->entry_count; i++) {
         const rl_mem_entry *entry = &lease->entries[i];
-        if (entry->expiry.at_ms > now_ms && rl__mem_entry_is_live(entry)) return true;
+        if (entry->expiry.at_ms > now_ms && rl_mem_entry_is_live(entry)) return true;
     }
     return false;
 }

@@ -58,23 +58,13 @@ static bool counted_now(const rl_mem_entry *entry) {
     return entry->kind != RL_KIND_BUDGET || entry->period_start_unix_ms == entry->limit->period_start_unix_ms;
 }
 
-bool rl__mem_entry_is_live(const rl_mem_entry *entry) {
-    if (entry->limit == NULL) return false;
-    return entry->kind != RL_KIND_ROLLING || rl_expiry_ring_holds(&entry->limit->reservations, entry->ring_seq);
-}
-
-uint64_t rl__mem_entry_amount(const rl_mem_entry *entry) {
-    if (entry->kind == RL_KIND_ROLLING) return rl_expiry_ring_at(&entry->limit->reservations, entry->ring_seq)->amount;
-    return entry->amount;
-}
-
 void rl__mem_limit_release(rl_mem_entry *entry) {
-    if (!rl__mem_entry_is_live(entry)) {
+    if (!rl_mem_entry_is_live(entry)) {
         entry->limit = NULL;
         return;
     }
     rl_mem_limit *limit = entry->limit;
-    if (counted_now(entry)) limit->used -= rl__mem_entry_amount(entry);
+    if (counted_now(entry)) limit->used -= rl_mem_entry_amount(entry);
     if (entry->kind == RL_KIND_ROLLING)
         rl__expiry_ring_remove(&limit->reservations, entry->ring_seq);
     else
@@ -83,7 +73,7 @@ void rl__mem_limit_release(rl_mem_entry *entry) {
 }
 
 void rl__mem_limit_time_out(rl_mem_entry *entry) {
-    if (!rl__mem_entry_is_live(entry)) return;
+    if (!rl_mem_entry_is_live(entry)) return;
     rl_mem_observer *observer = entry->limit->observer;
     if (entry->kind == RL_KIND_BUDGET && observer != NULL) observer->budget_timed_out(observer, entry);
     rl__mem_limit_release(entry);
@@ -97,13 +87,6 @@ void rl__mem_limit_resize(rl_mem_entry *entry, uint64_t amount) {
     rl_expiry_slot *slot = rl_expiry_ring_at(&entry->limit->reservations, entry->ring_seq);
     entry->limit->used = entry->limit->used - slot->amount + amount;
     slot->amount = amount;
-}
-
-void rl__mem_limit_try_decrease(rl_mem_limit *limit) {
-    if (limit->pending_decrease_to != 0 && limit->used <= limit->pending_decrease_to) {
-        limit->capacity_enforced = limit->pending_decrease_to;
-        limit->pending_decrease_to = 0;
-    }
 }
 
 /* The period holding now_unix_ms, into the limit (false: kept as it was;
@@ -122,7 +105,7 @@ static void roll_period(rl_mem_limit *limit, uint64_t now_unix_ms) {
 }
 
 void rl__mem_limit_charge(rl_mem_entry *entry, uint64_t actual) {
-    if (!rl__mem_entry_is_live(entry)) return;
+    if (!rl_mem_entry_is_live(entry)) return;
     rl_mem_limit *limit = entry->limit;
     bool now = counted_now(entry);
     uint64_t reserved = entry->amount;
@@ -148,15 +131,15 @@ void rl__mem_limit_charge(rl_mem_entry *entry, uint64_t actual) {
 void rl__mem_limit_expire(rl_mem_limit *limit, uint64_t now_ms, uint64_t now_unix_ms) {
     if (limit->def.kind == RL_KIND_BUDGET && now_unix_ms >= limit->period_end_unix_ms) roll_period(limit, now_unix_ms);
     const rl_expiry_slot *slot;
-    while ((slot = rl__expiry_ring_front(&limit->reservations)) != NULL && slot->at_ms <= now_ms) {
-        limit->used -= slot->amount; /* the entry learns it through rl__mem_entry_is_live */
+    while ((slot = rl_expiry_ring_front(&limit->reservations)) != NULL && slot->at_ms <= now_ms) {
+        limit->used -= slot->amount; /* the entry learns it through rl_mem_entry_is_live */
         rl__expiry_ring_pop(&limit->reservations);
     }
     rl_heap_node *top;
     bool budget_waits = limit->def.kind == RL_KIND_BUDGET && limit->observer != NULL && limit->observer->replaying;
     while (!budget_waits && (top = rl_heap_top(&limit->holds)) != NULL && top->at_ms <= now_ms)
         rl__mem_limit_time_out(ENTRY_OF(top));
-    rl__mem_limit_try_decrease(limit);
+    rl_mem_limit_try_decrease(limit);
 }
 
 /* ---- retry_after: walk expiries in order until enough is freed ---- */
@@ -271,7 +254,7 @@ rl_status rl__mem_limit_apply(rl_mem_limit *limit, const rl_limit_def *def, uint
         limit->pending_decrease_to = 0;
     } else {
         limit->pending_decrease_to = def->capacity;
-        rl__mem_limit_try_decrease(limit);
+        rl_mem_limit_try_decrease(limit);
     }
     *out_status = limit->pending_decrease_to != 0 ? RL_LIMIT_STATUS_DECREASING : RL_LIMIT_STATUS_ACTIVE;
     return RL_OK;

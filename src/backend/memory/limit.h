@@ -109,8 +109,12 @@ static inline uint64_t rl_mem_limit_active(const rl_mem_limit *limit) {
     return limit->reservations.live + limit->holds.count;
 }
 
-/* True while the entry still counts in its limit's usage. */
-bool rl__mem_entry_is_live(const rl_mem_entry *entry);
+/* True while the entry still counts in its limit's usage. (This and the
+ * two below are inline: Complete and forgetting ask them of every entry.) */
+static inline bool rl_mem_entry_is_live(const rl_mem_entry *entry) {
+    if (entry->limit == NULL) return false;
+    return entry->kind != RL_KIND_ROLLING || rl_expiry_ring_holds(&entry->limit->reservations, entry->ring_seq);
+}
 
 /* Takes an entry out of its limit now, if still live (Complete, or
  * forgetting a lease). */
@@ -132,10 +136,18 @@ void rl__mem_limit_restore(rl_mem_limit *limit, rl_mem_entry *entry, uint64_t am
 void rl__mem_limit_resize(rl_mem_entry *entry, uint64_t amount);
 
 /* The amount a live entry holds. */
-uint64_t rl__mem_entry_amount(const rl_mem_entry *entry);
+static inline uint64_t rl_mem_entry_amount(const rl_mem_entry *entry) {
+    if (entry->kind == RL_KIND_ROLLING) return rl_expiry_ring_at(&entry->limit->reservations, entry->ring_seq)->amount;
+    return entry->amount;
+}
 
 /* Applies a pending decrease if used <= the new capacity. */
-void rl__mem_limit_try_decrease(rl_mem_limit *limit);
+static inline void rl_mem_limit_try_decrease(rl_mem_limit *limit) {
+    if (limit->pending_decrease_to != 0 && limit->used <= limit->pending_decrease_to) {
+        limit->capacity_enforced = limit->pending_decrease_to;
+        limit->pending_decrease_to = 0;
+    }
+}
 
 /* Milliseconds from now_ms until `amount` more would fit, walking expiries in
  * order (DESIGN.md "retry_after_ms"); for a budget, its open reservations'

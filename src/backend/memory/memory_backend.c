@@ -332,8 +332,8 @@ static void charge_overage(rl_mem_entry *entry, uint64_t reserved, uint64_t extr
  * "Reconcile"), the excess as overage (nothing left to adjust once its
  * window is over). */
 static void reconcile(rl_mem_entry *entry, uint64_t actual_amount) {
-    if (!rl__mem_entry_is_live(entry)) return;
-    uint64_t reserved = rl__mem_entry_amount(entry);
+    if (!rl_mem_entry_is_live(entry)) return;
+    uint64_t reserved = rl_mem_entry_amount(entry);
     if (actual_amount < reserved)
         rl__mem_limit_resize(entry, actual_amount);
     else if (actual_amount > reserved)
@@ -381,7 +381,7 @@ rl_status rl__mem_complete_one(memory_backend *backend, const rl_complete_reques
         rl__mem_audit(backend, lease, entry, limit->def.key, reserved, actual, false, now_unix_ms);
     }
     /* Released capacity may let a pending decrease through. */
-    for (size_t i = 0; i < touched_count; i++) rl__mem_limit_try_decrease(touched[i]);
+    for (size_t i = 0; i < touched_count; i++) rl_mem_limit_try_decrease(touched[i]);
     if (!rl__mem_journal_complete(backend, lease, request, now_unix_ms))
         fprintf(stderr, "ratelimiterd: out of memory: a Complete is not journaled\n");
     return RL_OK;

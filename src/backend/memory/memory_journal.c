@@ -80,12 +80,12 @@ static void lease_record(const memory_backend *backend, const rl_mem_lease *leas
         const rl_mem_entry *entry = &lease->entries[i];
         rl__jrec_entry *e = &out->entries[i];
         if (entry->expiry.at_ms > last_ms) last_ms = entry->expiry.at_ms;
-        bool live = entry->limit != NULL && rl__mem_entry_is_live(entry);
+        bool live = entry->limit != NULL && rl_mem_entry_is_live(entry);
         /* A released entry keeps its key for its place: the lease's own. */
         copy_text(e->key, sizeof e->key, entry->limit != NULL ? entry->limit->def.key : "-");
         e->kind = entry->kind;
         e->live = live;
-        e->amount = live ? rl__mem_entry_amount(entry) : 0;
+        e->amount = live ? rl_mem_entry_amount(entry) : 0;
         e->expires_at_unix_ms = unix_of(entry->expiry.at_ms, now_ms, now_unix_ms);
         e->period_start_unix_ms = entry->kind == RL_KIND_BUDGET ? entry->period_start_unix_ms : 0;
     }
@@ -301,7 +301,7 @@ static bool replay_expire(replay *r, const rl__jrec_expire *e) {
     rl_mem_lease *lease = rl__mem_lease_find(&backend->leases, e->id_hi, e->id_lo);
     if (lease != NULL && e->entry_index < lease->entry_count) {
         rl_mem_entry *entry = &lease->entries[e->entry_index];
-        if (entry->kind == RL_KIND_BUDGET && entry->limit != NULL && rl__mem_entry_is_live(entry)) {
+        if (entry->kind == RL_KIND_BUDGET && entry->limit != NULL && rl_mem_entry_is_live(entry)) {
             size_t first = backend->replay_audit_count;
             backend->audit_seq = e->audit_seq - 1;
             rl__mem_audit(backend, lease, entry, entry->limit->def.key, entry->amount, 0, true, e->at_unix_ms);

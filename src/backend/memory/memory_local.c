@@ -148,8 +148,8 @@ static void charge_rolling(rl_mem_entry *entry, uint64_t actual, uint64_t now_ms
     spend->actual = actual;
     spend->overage = 0;
     spend->overage_for_ms = 0;
-    if (!rl__mem_entry_is_live(entry)) return; /* its window is over: nothing left to adjust */
-    uint64_t held = rl__mem_entry_amount(entry);
+    if (!rl_mem_entry_is_live(entry)) return; /* its window is over: nothing left to adjust */
+    uint64_t held = rl_mem_entry_amount(entry);
     if (actual < held) {
         rl__mem_limit_resize(entry, actual);
     } else if (actual > held) {
@@ -186,7 +186,7 @@ static size_t complete_one(memory_backend *backend, const rl_complete_request *r
             snprintf(spend->job_id, sizeof spend->job_id, "%s", lease->job_id != NULL ? lease->job_id : "");
             charge_rolling(entry, actual_for(request, limit->def.key, entry->amount), now_ms, spend);
         }
-        rl__mem_limit_try_decrease(limit);
+        rl_mem_limit_try_decrease(limit);
     }
     return written;
 }
