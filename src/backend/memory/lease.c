@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define INITIAL_SLOTS 1024u
 
@@ -76,10 +77,30 @@ static void insert_slot(rl_mem_lease_table *table, uint64_t hash, rl_mem_lease *
     table->slots[i] = (rl_mem_lease_slot){hash, lease};
 }
 
+#define HUGE_PAGE (2u << 20)
+
+/* An index of count empty slots. One of many leases is read at random, a
+ * page apart each time (a new id's slot, a forgotten lease's): in 2 MB
+ * pages, where the system gives them on request, the pages of ~2M leases'
+ * index (64 MB) fit the TLB instead of missing it on nearly every lookup. */
+static rl_mem_lease_slot *slots_alloc(uint64_t count) {
+    size_t size = (size_t)count * sizeof(rl_mem_lease_slot);
+#ifdef MADV_HUGEPAGE
+    if (size >= HUGE_PAGE) {
+        void *slots;
+        if (posix_memalign(&slots, HUGE_PAGE, size) != 0) return NULL;
+        (void)madvise(slots, size, MADV_HUGEPAGE); /* a hint: 4 KB pages work too */
+        memset(slots, 0, size);
+        return slots;
+    }
+#endif
+    return calloc(count, sizeof(rl_mem_lease_slot));
+}
+
 static bool resize(rl_mem_lease_table *table, uint64_t slot_count) {
     rl_mem_lease_slot *old = table->slots;
     uint64_t old_count = table->mask + 1;
-    rl_mem_lease_slot *slots = calloc(slot_count, sizeof *slots);
+    rl_mem_lease_slot *slots = slots_alloc(slot_count);
     if (slots == NULL) return false;
     table->slots = slots;
     table->mask = slot_count - 1;
