@@ -348,10 +348,21 @@ static uint64_t actual_for(const rl_complete_request *request, const rl_mem_entr
     return entry->amount;
 }
 
+/* Whether completing lease needs the wall clock: a budget's period (or its
+ * refund), or what the audit log and the journal write. */
+static bool needs_wall_clock(const memory_backend *backend, const rl_mem_lease *lease) {
+    if (backend->journal != NULL || backend->audit != NULL) return true;
+    for (uint16_t i = 0; i < lease->entry_count; i++) {
+        const rl_mem_limit *limit = lease->entries[i].limit;
+        if (limit != NULL && limit->def.kind == RL_KIND_BUDGET) return true;
+    }
+    return false;
+}
+
 /* RL_OK whatever the lease was. Every rolling or budget key it charges
  * gets its audit entry. */
 rl_status rl__mem_complete_one(memory_backend *backend, const rl_complete_request *request, uint64_t now_ms,
-                               uint64_t now_unix_ms) {
+                               uint64_t *unix_ms) {
     RL__ASSERT_REQUEST_VALID(rl__complete_request_is_valid(request)); /* backend.h: checked by whoever decoded it */
     uint64_t id_hi, id_lo;
     (void)rl_ulid_decode(request->lease_id, strlen(request->lease_id), &id_hi, &id_lo); /* valid */
@@ -359,6 +370,9 @@ rl_status rl__mem_complete_one(memory_backend *backend, const rl_complete_reques
     /* Unknown, denied or already completed: nothing to release (idempotent). */
     if (lease == NULL || !lease->allowed || lease->completed) return RL_OK;
     lease->completed = true;
+    if (*unix_ms == RL__MEM_UNIX_UNREAD && needs_wall_clock(backend, lease))
+        *unix_ms = backend->clock->unix_ms(backend->clock);
+    uint64_t now_unix_ms = *unix_ms; /* unused if still unread */
 
     rl_mem_limit *touched[RL_MAX_REQUIREMENTS];
     size_t touched_count = 0;
@@ -392,8 +406,8 @@ static uint64_t complete_all(memory_backend *backend, const rl_complete_request 
                              rl_status *statuses) {
     pthread_mutex_lock(&backend->lock);
     uint64_t now_ms = backend->clock->monotonic_ms(backend->clock);
-    uint64_t now_unix_ms = backend->clock->unix_ms(backend->clock);
-    for (size_t i = 0; i < count; i++) statuses[i] = rl__mem_complete_one(backend, &requests[i], now_ms, now_unix_ms);
+    uint64_t now_unix_ms = RL__MEM_UNIX_UNREAD; /* read by the first Complete that needs it */
+    for (size_t i = 0; i < count; i++) statuses[i] = rl__mem_complete_one(backend, &requests[i], now_ms, &now_unix_ms);
     uint64_t ticket = rl__mem_journal_ticket(backend);
     pthread_mutex_unlock(&backend->lock);
     return ticket;

@@ -68,9 +68,14 @@ rl_mem_lease *rl__mem_record(memory_backend *backend, const rl_reserve_request *
                              uint64_t id_lo, rl_mem_limit *const *limits, const uint64_t *expires_at_ms,
                              uint64_t lifetime_ms, uint64_t now_ms, uint64_t now_unix_ms, rl_reserve_result *result);
 
-/* Completes one valid request at now (under lock, or while replaying). */
+/* Completes one valid request at now (under lock, or while replaying).
+ * *now_unix_ms is the wall clock, or RL__MEM_UNIX_UNREAD: then it is read
+ * (into *now_unix_ms, for the rest of a batch) only if this Complete needs
+ * it, for a budget, the audit log or the journal. Most need only the
+ * monotonic clock, and a read of the wall clock costs about 20 ns. */
+#define RL__MEM_UNIX_UNREAD UINT64_MAX
 rl_status rl__mem_complete_one(memory_backend *backend, const rl_complete_request *request, uint64_t now_ms,
-                               uint64_t now_unix_ms);
+                               uint64_t *now_unix_ms);
 /* Applies a definition at now (under lock, or while replaying). */
 rl_status rl__mem_apply_locked(memory_backend *backend, const rl_limit_def *def, uint64_t now_ms,
                                uint64_t now_unix_ms, rl_limit_status *out_status);

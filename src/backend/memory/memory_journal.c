@@ -285,7 +285,8 @@ static bool replay_complete(replay *r, const rl__jrec_complete *c) {
     rl__ulid_text(c->id_hi, c->id_lo, lease_id);
     rl_complete_request request = {lease_id, NULL, actuals, c->actual_count};
     size_t first = backend->replay_audit_count;
-    rl__mem_complete_one(backend, &request, replay_at(backend, c->at_unix_ms), c->at_unix_ms);
+    uint64_t at_unix_ms = c->at_unix_ms;
+    rl__mem_complete_one(backend, &request, replay_at(backend, c->at_unix_ms), &at_unix_ms);
     /* Its audit entries get the numbers they had (the last is the
      * record's); only those the audit log lacks are kept. */
     size_t made = backend->replay_audit_count - first;
