@@ -84,6 +84,20 @@ typedef struct rl_mem_limit {
  * applies a pending decrease if usage now allows it. */
 void rl__mem_limit_expire(rl_mem_limit *limit, uint64_t now_ms, uint64_t now_unix_ms);
 
+/* rl__mem_limit_expire without a call when it would do nothing: not a
+ * budget, no decrease pending, the oldest reservation live and later than
+ * now, and so the oldest hold. Every reserve and Complete expires each
+ * limit it names, and most of the time nothing is due. */
+static inline void rl_mem_limit_expire(rl_mem_limit *limit, uint64_t now_ms, uint64_t now_unix_ms) {
+    const rl_expiry_ring *ring = &limit->reservations;
+    const rl_expiry_slot *oldest = ring->head_seq < ring->tail_seq ? rl_expiry_ring_at(ring, ring->head_seq) : NULL;
+    if (limit->def.kind != RL_KIND_BUDGET && limit->pending_decrease_to == 0 &&
+        (oldest == NULL || (oldest->amount != 0 && oldest->at_ms > now_ms)) &&
+        (limit->holds.count == 0 || limit->holds.nodes[0]->at_ms > now_ms))
+        return;
+    rl__mem_limit_expire(limit, now_ms, now_unix_ms);
+}
+
 /* A budget's Complete: the hold is released and actual charged to the
  * period the reservation was made in, under the limit's overage policy
  * (debt: all of it; deny: what fits, the rest counted). A reservation of an

@@ -258,7 +258,7 @@ static void reserve_one(memory_backend *backend, const rl_reserve_request *reque
         /* Not remembered: the key may be defined before the retry. The
          * limits named before it expire what is due, as every limit a
          * reserve reaches does. */
-        for (size_t i = 0; i < unknown; i++) rl__mem_limit_expire(limits[i], now_ms, now_unix_ms);
+        for (size_t i = 0; i < unknown; i++) rl_mem_limit_expire(limits[i], now_ms, now_unix_ms);
         deny(result, RL_UNKNOWN_LIMIT_KEY, request->requirements[unknown].key, 0);
         return;
     }
@@ -267,7 +267,7 @@ static void reserve_one(memory_backend *backend, const rl_reserve_request *reque
     uint64_t forget_at_ms = now_ms;
     for (size_t i = 0; i < count; i++) {
         rl_mem_limit *limit = limits[i];
-        rl__mem_limit_expire(limit, now_ms, now_unix_ms);
+        rl_mem_limit_expire(limit, now_ms, now_unix_ms);
         expires_at_ms[i] = rl__mem_limit_next_expiry_ms(limit, now_ms);
         if (expires_at_ms[i] > forget_at_ms) forget_at_ms = expires_at_ms[i];
     }
@@ -381,7 +381,7 @@ rl_status rl__mem_complete_one(memory_backend *backend, const rl_complete_reques
         rl_mem_limit *limit = entry->limit;
         if (limit == NULL) continue;
         touched[touched_count++] = limit;
-        rl__mem_limit_expire(limit, now_ms, now_unix_ms);
+        rl_mem_limit_expire(limit, now_ms, now_unix_ms);
         if (entry->limit == NULL) continue; /* a budget's reservation just timed out: refunded */
         if (entry->kind == RL_KIND_CONCURRENCY) {
             rl__mem_limit_release(entry);

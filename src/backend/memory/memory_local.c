@@ -86,7 +86,7 @@ static void reserve_one(memory_backend *backend, const rl_reserve_request *reque
             continue;
         }
         limits[i] = limit;
-        rl__mem_limit_expire(limit, now_ms, now_unix_ms);
+        rl_mem_limit_expire(limit, now_ms, now_unix_ms);
         /* What leases ask drives the allotment's size, decided here or not. */
         limit->demand_total += amount;
         if (amount > limit->largest_amount) limit->largest_amount = amount;
@@ -176,7 +176,7 @@ static size_t complete_one(memory_backend *backend, const rl_complete_request *r
         rl_mem_entry *entry = &lease->entries[i];
         rl_mem_limit *limit = entry->limit;
         if (limit == NULL) continue;
-        rl__mem_limit_expire(limit, now_ms, now_unix_ms);
+        rl_mem_limit_expire(limit, now_ms, now_unix_ms);
         if (entry->kind != RL_KIND_ROLLING) {
             rl__mem_limit_release(entry); /* a hold (budgets are not decided here) */
         } else {
