@@ -40,18 +40,10 @@ bool rl__expiry_ring_reserve_one(rl_expiry_ring *ring) {
     return resize(ring, capacity == 0 ? MIN_CAPACITY : capacity * 2);
 }
 
-uint64_t rl__expiry_ring_tail_ms(const rl_expiry_ring *ring) {
-    if (ring->tail_seq == ring->head_seq) return 0;
-    return ring->slots[(ring->tail_seq - 1) & ring->mask].at_ms;
-}
+uint64_t rl__expiry_ring_tail_ms(const rl_expiry_ring *ring) { return rl_expiry_ring_tail_ms(ring); }
 
 uint64_t rl__expiry_ring_push(rl_expiry_ring *ring, uint64_t amount, uint64_t at_ms) {
-    uint64_t seq = ring->tail_seq++;
-    rl_expiry_slot *slot = &ring->slots[seq & ring->mask];
-    slot->at_ms = at_ms;
-    slot->amount = amount;
-    ring->live++;
-    return seq;
+    return rl_expiry_ring_push(ring, amount, at_ms);
 }
 
 void rl__expiry_ring_remove(rl_expiry_ring *ring, uint64_t seq) {

@@ -42,6 +42,28 @@ uint64_t rl__expiry_ring_tail_ms(const rl_expiry_ring *ring);
  * reserved. Returns the slot's sequence number. */
 uint64_t rl__expiry_ring_push(rl_expiry_ring *ring, uint64_t amount, uint64_t at_ms);
 
+/* The three above inline, as every admitted reservation asks them (the
+ * functions are the same, for callers elsewhere): room is only made when
+ * the ring is full. */
+static inline bool rl_expiry_ring_reserve_one(rl_expiry_ring *ring) {
+    if (ring->slots != NULL && ring->tail_seq - ring->head_seq <= ring->mask) return true;
+    return rl__expiry_ring_reserve_one(ring);
+}
+
+static inline uint64_t rl_expiry_ring_tail_ms(const rl_expiry_ring *ring) {
+    if (ring->tail_seq == ring->head_seq) return 0;
+    return ring->slots[(ring->tail_seq - 1) & ring->mask].at_ms;
+}
+
+static inline uint64_t rl_expiry_ring_push(rl_expiry_ring *ring, uint64_t amount, uint64_t at_ms) {
+    uint64_t seq = ring->tail_seq++;
+    rl_expiry_slot *slot = &ring->slots[seq & ring->mask];
+    slot->at_ms = at_ms;
+    slot->amount = amount;
+    ring->live++;
+    return seq;
+}
+
 /* True while the slot of seq has neither expired out nor been removed. */
 static inline bool rl_expiry_ring_holds(const rl_expiry_ring *ring, uint64_t seq);
 

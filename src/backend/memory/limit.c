@@ -15,14 +15,14 @@ static uint64_t lifetime_ms(const rl_limit_def *def) {
 }
 
 bool rl__mem_limit_reserve_room(rl_mem_limit *limit) {
-    return limit->def.kind == RL_KIND_ROLLING ? rl__expiry_ring_reserve_one(&limit->reservations)
+    return limit->def.kind == RL_KIND_ROLLING ? rl_expiry_ring_reserve_one(&limit->reservations)
                                               : rl__heap_reserve_one(&limit->holds);
 }
 
 uint64_t rl__mem_limit_next_expiry_ms(const rl_mem_limit *limit, uint64_t now_ms) {
     uint64_t at_ms = now_ms + lifetime_ms(&limit->def);
     if (limit->def.kind == RL_KIND_ROLLING) {
-        uint64_t tail_ms = rl__expiry_ring_tail_ms(&limit->reservations);
+        uint64_t tail_ms = rl_expiry_ring_tail_ms(&limit->reservations);
         if (at_ms < tail_ms) at_ms = tail_ms;
     }
     return at_ms;
@@ -34,7 +34,7 @@ void rl__mem_limit_hold(rl_mem_limit *limit, rl_mem_entry *entry, uint64_t amoun
     entry->amount = amount;
     entry->expiry.at_ms = at_ms;
     if (entry->kind == RL_KIND_ROLLING) {
-        entry->ring_seq = rl__expiry_ring_push(&limit->reservations, amount, entry->expiry.at_ms);
+        entry->ring_seq = rl_expiry_ring_push(&limit->reservations, amount, entry->expiry.at_ms);
     } else {
         if (entry->kind == RL_KIND_BUDGET) entry->period_start_unix_ms = limit->period_start_unix_ms;
         rl__heap_push(&limit->holds, &entry->expiry);
@@ -44,7 +44,7 @@ void rl__mem_limit_hold(rl_mem_limit *limit, rl_mem_entry *entry, uint64_t amoun
 
 void rl__mem_limit_restore(rl_mem_limit *limit, rl_mem_entry *entry, uint64_t amount, uint64_t at_ms,
                            uint64_t period_start_unix_ms) {
-    uint64_t tail_ms = limit->def.kind == RL_KIND_ROLLING ? rl__expiry_ring_tail_ms(&limit->reservations) : 0;
+    uint64_t tail_ms = limit->def.kind == RL_KIND_ROLLING ? rl_expiry_ring_tail_ms(&limit->reservations) : 0;
     rl__mem_limit_hold(limit, entry, amount, at_ms > tail_ms ? at_ms : tail_ms);
     if (entry->kind == RL_KIND_BUDGET && period_start_unix_ms != limit->period_start_unix_ms) {
         entry->period_start_unix_ms = period_start_unix_ms; /* of an earlier period: counted nowhere now */
@@ -206,7 +206,7 @@ uint64_t rl__mem_limit_retry_after_ms(const rl_mem_limit *limit, uint64_t amount
     }
     if (at_ms == 0) {
         /* Only on allocation failure: the latest expiry frees everything. */
-        at_ms = rl__expiry_ring_tail_ms(ring);
+        at_ms = rl_expiry_ring_tail_ms(ring);
         for (uint32_t i = 0; i < limit->holds.count; i++)
             if (limit->holds.nodes[i]->at_ms > at_ms) at_ms = limit->holds.nodes[i]->at_ms;
     }
