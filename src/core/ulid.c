@@ -26,36 +26,31 @@ static const signed char crockford_value[256] = {
     -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
 };
 
-/* Accumulates count characters as base-32 digits; any invalid character
- * makes its table value negative, which sets the sign bit of *invalid (and
- * fills value with ones, unused then). Unrolled: four instructions a
- * character instead of nine with the loop's. */
-static inline uint64_t digits(const unsigned char *text, int count, int *invalid) {
+/* Accumulates count characters as base-32 digits. An invalid character's
+ * -1 (every bit set) fills the value's bits from its place up: rl_ulid_decode
+ * finds it there, without a test per character. */
+static inline uint64_t digits(const unsigned char *text, int count) {
     uint64_t value = 0;
-    int bad = 0;
-#pragma GCC unroll 12
-    for (int i = 0; i < count; i++) {
-        int v = crockford_value[text[i]];
-        bad |= v;
-        value = (value << 5) | (uint64_t)(int64_t)v;
-    }
-    *invalid |= bad;
+#pragma GCC unroll 13
+    for (int i = 0; i < count; i++) value = (value << 5) | (uint64_t)(int64_t)crockford_value[text[i]];
     return value;
 }
 
 bool rl_ulid_decode(const char *text, size_t len, uint64_t *hi, uint64_t *lo) {
     if (text == NULL || len != RL_ULID_LEN) return false;
     /* 26 characters, 130 bits of which the first character's top 2 must be
-     * 0: a 48-bit timestamp (10 characters) then 80 random bits, read as
-     * 20 + 60 so that every step stays in 64-bit arithmetic. */
+     * 0 (a 48-bit timestamp, 80 random bits), read as 13 characters (63
+     * bits: the first at most 7), one split 1 + 4, and 12 (60 bits), so that
+     * every step stays in 64-bit arithmetic. An invalid character sets bit
+     * 63 of the first part, bits 60-63 of the last, or the sign of the one
+     * between; a first character above 7 is refused on its own. */
     const unsigned char *bytes = (const unsigned char *)text;
-    int invalid = 0;
-    uint64_t timestamp = digits(bytes, 10, &invalid);
-    uint64_t random_hi20 = digits(bytes + 10, 4, &invalid);
-    uint64_t random_lo60 = digits(bytes + 14, 12, &invalid);
-    if (invalid < 0 || crockford_value[bytes[0]] > 7) return false;
-    if (hi != NULL) *hi = (timestamp << 16) | (random_hi20 >> 4);
-    if (lo != NULL) *lo = ((random_hi20 & 15u) << 60) | random_lo60;
+    uint64_t head = digits(bytes, 13);
+    int64_t middle = crockford_value[bytes[13]];
+    uint64_t tail = digits(bytes + 14, 12);
+    if ((head >> 63) != 0 || middle < 0 || (tail >> 60) != 0 || crockford_value[bytes[0]] > 7) return false;
+    if (hi != NULL) *hi = (head << 1) | ((uint64_t)middle >> 4);
+    if (lo != NULL) *lo = ((uint64_t)(middle & 15) << 60) | tail;
     return true;
 }
 
