@@ -100,3 +100,12 @@ void rl__due_queue_pop_front(rl_due_queue *queue, int index) {
     if (index == RL_DUE_QUEUE_RINGS) rl__due_heap_pop(&queue->overflow);
     else ring_pop(&queue->rings[index]);
 }
+
+const rl_due_slot *rl__due_queue_after(const rl_due_queue *queue, const rl_due_slot *front, uint64_t n) {
+    for (int r = 0; r < queue->rings_used; r++) {
+        const rl_due_ring *ring = &queue->rings[r];
+        if (ring_empty(ring) || front != &ring->slots[ring->head & ring->mask]) continue;
+        return ring->tail - ring->head > n ? &ring->slots[(ring->head + n) & ring->mask] : NULL;
+    }
+    return NULL;
+}

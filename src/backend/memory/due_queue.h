@@ -55,4 +55,10 @@ const rl_due_slot *rl__due_queue_front(const rl_due_queue *queue, int index);
 /* Removes the item rl__due_queue_front(queue, index) returned. */
 void rl__due_queue_pop_front(rl_due_queue *queue, int index);
 
+/* The item n places after front (the front of a ring, as rl__due_queue_top
+ * or rl__due_queue_front gave it) in its ring, due no earlier, or NULL
+ * (fewer items, or front the heap's): for a caller that takes items out in
+ * order and asks for their memory ahead of time. */
+const rl_due_slot *rl__due_queue_after(const rl_due_queue *queue, const rl_due_slot *front, uint64_t n);
+
 #endif
