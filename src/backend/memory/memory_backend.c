@@ -59,7 +59,7 @@ static rl_status apply_definition(rl_backend *base, const rl_limit_def *def,
     rl_status result =
         rl__mem_apply_locked(backend, def, backend->clock->monotonic_ms(backend->clock), now_unix_ms, &status);
     if (result == RL_OK && !rl__mem_journal_define(backend, def, now_unix_ms)) result = RL_NO_MEMORY;
-    uint64_t ticket = rl__mem_journal_ticket(backend);
+    uint64_t ticket = rl_mem_journal_ticket(backend);
     pthread_mutex_unlock(&backend->lock);
     if (!durable(backend, ticket)) result = RL_IO_ERROR;
     if (out_status != NULL) *out_status = status;
@@ -229,7 +229,7 @@ rl_mem_lease *rl__mem_record(memory_backend *backend, const rl_reserve_request *
     lease->at_unix_ms = now_unix_ms;
     if ((backend->audit != NULL || backend->keep_job_ids) && request->job_id != NULL && request->job_id[0] != '\0')
         lease->job_id = strdup(request->job_id); /* NULL on OOM: its audit entries say "" */
-    if (!rl__mem_journal_lease(backend, lease, now_ms, now_unix_ms))
+    if (backend->journal != NULL && !rl__mem_journal_lease(backend, lease, now_ms, now_unix_ms))
         fprintf(stderr, "ratelimiterd: out of memory: lease not journaled\n");
     return lease;
 }
@@ -299,7 +299,7 @@ static uint64_t reserve_all(memory_backend *backend, const rl_reserve_request *r
     uint64_t now_ms = backend->clock->monotonic_ms(backend->clock);
     uint64_t now_unix_ms = backend->clock->unix_ms(backend->clock);
     for (size_t i = 0; i < count; i++) reserve_one(backend, &requests[i], now_ms, now_unix_ms, &results[i]);
-    uint64_t ticket = rl__mem_journal_ticket(backend);
+    uint64_t ticket = rl_mem_journal_ticket(backend);
     pthread_mutex_unlock(&backend->lock);
     return ticket;
 }
@@ -392,11 +392,12 @@ rl_status rl__mem_complete_one(memory_backend *backend, const rl_complete_reques
         uint64_t reserved = entry->amount, actual = actual_for(request, entry);
         if (entry->kind == RL_KIND_BUDGET) rl__mem_limit_charge(entry, actual);
         else reconcile(entry, actual);
-        rl__mem_audit(backend, lease, entry, limit->def.key, reserved, actual, false, now_unix_ms);
+        if (backend->audit != NULL)
+            rl__mem_audit(backend, lease, entry, limit->def.key, reserved, actual, false, now_unix_ms);
     }
     /* Released capacity may let a pending decrease through. */
     for (size_t i = 0; i < touched_count; i++) rl_mem_limit_try_decrease(touched[i]);
-    if (!rl__mem_journal_complete(backend, lease, request, now_unix_ms))
+    if (backend->journal != NULL && !rl__mem_journal_complete(backend, lease, request, now_unix_ms))
         fprintf(stderr, "ratelimiterd: out of memory: a Complete is not journaled\n");
     return RL_OK;
 }
@@ -407,8 +408,9 @@ static uint64_t complete_all(memory_backend *backend, const rl_complete_request 
     pthread_mutex_lock(&backend->lock);
     uint64_t now_ms = backend->clock->monotonic_ms(backend->clock);
     uint64_t now_unix_ms = RL__MEM_UNIX_UNREAD; /* read by the first Complete that needs it */
-    for (size_t i = 0; i < count; i++) statuses[i] = rl__mem_complete_one(backend, &requests[i], now_ms, &now_unix_ms);
-    uint64_t ticket = rl__mem_journal_ticket(backend);
+    for (size_t i = 0; i < count; i++)
+        statuses[i] = rl__mem_complete_one(backend, &requests[i], now_ms, &now_unix_ms);
+    uint64_t ticket = rl_mem_journal_ticket(backend);
     pthread_mutex_unlock(&backend->lock);
     return ticket;
 }
@@ -485,7 +487,7 @@ static rl_status audit_query(rl_backend *base, const rl_audit_query *query, rl_a
      * last entry's (rl__mem_audit: never back): all entries before it are
      * written once the journal has what came so far. */
     if (before_unix_ms < backend->audit_at_unix_ms) before_unix_ms = backend->audit_at_unix_ms;
-    uint64_t ticket = rl__mem_journal_ticket(backend);
+    uint64_t ticket = rl_mem_journal_ticket(backend);
     pthread_mutex_unlock(&backend->lock);
     char err[256];
     if (!rl__journal_wait_durable(backend->journal, ticket)) {

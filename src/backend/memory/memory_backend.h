@@ -90,7 +90,10 @@ rl_status rl__mem_journal_open(memory_backend *backend, const rl_memory_options 
 /* Writes everything, stops the writer, closes both. */
 void rl__mem_journal_close(memory_backend *backend);
 
-/* The records of each change; false: no memory (the caller refuses it). */
+/* The records of each change; false: no memory (the caller refuses it).
+ * Each of these does nothing (true) without its journal or audit log: a
+ * caller on the hot path asks backend->journal / backend->audit first and
+ * spares the plain backend a call per lease and per entry. */
 bool rl__mem_journal_define(memory_backend *backend, const rl_limit_def *def, uint64_t now_unix_ms);
 bool rl__mem_journal_lease(memory_backend *backend, const rl_mem_lease *lease, uint64_t now_ms, uint64_t now_unix_ms);
 /* A Complete's record, after its audit entries (rl__mem_audit). */
@@ -102,6 +105,8 @@ void rl__mem_audit(memory_backend *backend, const rl_mem_lease *lease, const rl_
                    uint64_t reserved, uint64_t actual, bool expired, uint64_t now_unix_ms);
 
 /* The ticket an answer given now must wait for (0 without a journal). */
-uint64_t rl__mem_journal_ticket(memory_backend *backend);
+static inline uint64_t rl_mem_journal_ticket(memory_backend *backend) {
+    return backend->journal != NULL ? rl__journal_ticket(backend->journal) : 0;
+}
 
 #endif

@@ -42,10 +42,6 @@ static void copy_text(char *out, size_t size, const char *src) {
     out[len] = '\0';
 }
 
-uint64_t rl__mem_journal_ticket(memory_backend *backend) {
-    return backend->journal != NULL ? rl__journal_ticket(backend->journal) : 0;
-}
-
 bool rl__mem_journal_define(memory_backend *backend, const rl_limit_def *def, uint64_t now_unix_ms) {
     if (backend->journal == NULL) return true;
     rl__jrec *record = &backend->scratch_record;
