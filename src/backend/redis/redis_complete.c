@@ -18,7 +18,7 @@ static rl_status send_completes(redis_backend *backend, const rl_complete_reques
     if (count == 0) return RL_OK;
     size_t argc = 6; /* the header, the relay flag and the count */
     for (size_t i = 0; i < count; i++) {
-        assert(rl__complete_request_is_valid(&requests[i]));
+        RL__ASSERT_REQUEST_VALID(rl__complete_request_is_valid(&requests[i]));
         argc += 2 + 2 * requests[i].actual_count;
     }
     rl_redis_args a;

@@ -97,7 +97,7 @@ static void run_reserves(redis_backend *backend, const rl_reserve_request *reque
     if (count == 0) return;
     size_t argc = 7, requirements = 0;
     for (size_t i = 0; i < count; i++) {
-        assert(rl__reserve_request_is_valid(&requests[i]));
+        RL__ASSERT_REQUEST_VALID(rl__reserve_request_is_valid(&requests[i]));
         argc += 4 + 2 * requests[i].requirement_count;
         requirements += requests[i].requirement_count;
     }
