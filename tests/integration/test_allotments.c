@@ -254,9 +254,9 @@ static void two_daemons_under_load_never_admit_more_than_capacity(void **state) 
     long until = rl_test_now_ms() + 30000;
     while (atomic_load(&l.denied) < 2000 && rl_test_now_ms() < until) rl_test_sleep_ms(10);
     load_stop(&l, workers);
-    long admitted = atomic_load(&l.admitted);
-    fprintf(stderr, "admitted %ld, denied %ld, at most %d held at once\n", admitted, atomic_load(&l.denied),
-            atomic_load(&l.max_holding));
+    long admitted = atomic_load(&l.admitted), unknown = atomic_load(&l.unavailable);
+    fprintf(stderr, "admitted %ld, denied %ld, %ld answered 503 (outcome unknown), at most %d held at once\n",
+            admitted, atomic_load(&l.denied), unknown, atomic_load(&l.max_holding));
     assert_true(admitted <= 3000);
     assert_true(atomic_load(&l.max_holding) <= 300);
     /* Exhausted: the daemons give back what they hold at their next looks;
@@ -264,15 +264,18 @@ static void two_daemons_under_load_never_admit_more_than_capacity(void **state) 
     rl_test_sleep_ms(1000);
     for (int misses = 0, d = 0; misses < 20 && admitted < 3000 + 1; d = 1 - d) {
         int r = reserve(f, d, "{\"lease_id\":\"%s\",\"requirements\":[{\"key\":\"l:rpm\",\"amount\":1}]}");
-        assert_true(r >= 0);
         if (r == 1) {
             admitted++;
             misses = 0;
         } else {
+            if (r < 0) unknown++;
             misses++;
+            rl_test_sleep_ms(25); /* twenty misses span more than a daemon's look */
         }
     }
-    assert_int_equal(admitted, 3000);
+    /* Exactly the capacity, but for answers whose outcome nobody knows (a
+     * 503 on a busy machine: Redis may have applied it) */
+    assert_true(admitted <= 3000 && admitted + unknown >= 3000);
     assert_int_equal(usage_of(f, 0, "l:rpm", "used"), 3000);
     assert_int_equal(usage_of(f, 1, "l:rpm", "allotted"), 0);
     /* every hold released, those completed through the other daemon too */
