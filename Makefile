@@ -2,7 +2,7 @@
 #   make run    installs what is missing, builds, starts ratelimiterd on 127.0.0.1:8080
 #   make test   installs what is missing, builds, runs the whole suite: ctest on the
 #               normal build, again under ASan+UBSan and under TSan (CMakePresets.json),
-#               then every fuzz harness for FUZZ_SECONDS (what CI runs, ~6 minutes)
+#               then every fuzz harness for FUZZ_SECONDS (what CI runs, ~10 minutes)
 #   make check  the normal build's ctest alone (a minute or two)
 BUILD ?= build
 JOBS ?= $(shell nproc)
