@@ -83,9 +83,10 @@ static void reserve_forwarded_done(void *context) {
     free(j);
 }
 
+/* Out of memory: the forwarded leases (every lease, forwarded NULL) answer so. */
 static void fail_forwarded(rl_reserve_result *results, const bool *forwarded, size_t count) {
     for (size_t i = 0; i < count; i++) {
-        if (!forwarded[i]) continue;
+        if (forwarded != NULL && !forwarded[i]) continue;
         memset(&results[i], 0, sizeof results[i]);
         results[i].status = RL_NO_MEMORY;
     }
@@ -97,10 +98,7 @@ static void reserve_batch_async(rl_backend *base, const rl_reserve_request *requ
     bool on_stack[64];
     bool *forwarded = count <= 64 ? on_stack : malloc(count * sizeof *forwarded);
     if (forwarded == NULL) {
-        for (size_t i = 0; i < count; i++) {
-            memset(&results[i], 0, sizeof results[i]);
-            results[i].status = RL_NO_MEMORY;
-        }
+        fail_forwarded(results, NULL, count);
         done(context);
         return;
     }
@@ -129,10 +127,7 @@ static void reserve_batch(rl_backend *base, const rl_reserve_request *requests, 
     bool on_stack[64];
     bool *forwarded = count <= 64 ? on_stack : malloc(count * sizeof *forwarded);
     if (forwarded == NULL) {
-        for (size_t i = 0; i < count; i++) {
-            memset(&results[i], 0, sizeof results[i]);
-            results[i].status = RL_NO_MEMORY;
-        }
+        fail_forwarded(results, NULL, count);
         return;
     }
     size_t sent = decide_locally(backend, requests, count, results, forwarded);
