@@ -381,9 +381,6 @@ void rl__allot_keeper_step(allotted_backend *backend) {
             if (status == RL_OK) apply(backend, p.states[i], &results[i], sent_ms);
             else p.states[i]->in_doubt = true; /* sent again with the same generation */
         }
-        uint64_t zero = 0;
-        if (status == RL_OK) atomic_store(&backend->redis_failing_since_ms, 0);
-        else atomic_compare_exchange_strong(&backend->redis_failing_since_ms, &zero, sent_ms);
         free(results);
     }
     uint64_t until = 0;

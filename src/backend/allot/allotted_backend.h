@@ -50,7 +50,6 @@ typedef struct allotted_backend {
     /* Figures for health and tests. */
     _Atomic uint64_t leases_local, leases_forwarded;
     _Atomic uint64_t admit_until_ms; /* the latest instant any allotment lets this daemon admit */
-    _Atomic uint64_t redis_failing_since_ms; /* monotonic; 0 while the keeper's calls succeed */
 } allotted_backend;
 
 static inline allotted_backend *rl__allotted_of(rl_backend *base) { return (allotted_backend *)base; }
