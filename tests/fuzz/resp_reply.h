@@ -11,10 +11,13 @@
 
 /* hiredis 0.14 allocates an array's elements as its header declares, before
  * they arrive: a header of more elements than the input has bytes is no
- * answer Redis could give, and would only measure the allocator. */
+ * answer Redis could give, and would only measure the allocator. Every '*'
+ * is judged, not only those after "\r\n": hiredis skips the two bytes that
+ * close a bulk string without reading them, so "$1\r\naXY*400000000\r\n"
+ * is a header too. */
 static inline bool plausible_arrays(const char *resp, size_t len) {
     for (size_t i = 0; i < len; i++) {
-        if (resp[i] != '*' || (i > 0 && (i < 2 || resp[i - 2] != '\r' || resp[i - 1] != '\n'))) continue;
+        if (resp[i] != '*') continue;
         unsigned long long n = 0;
         for (size_t j = i + 1; j < len && resp[j] >= '0' && resp[j] <= '9' && n <= len; j++)
             n = n * 10 + (unsigned)(resp[j] - '0');
