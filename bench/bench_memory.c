@@ -113,7 +113,7 @@ typedef struct bench_lease {
 /* One pair of a fresh lease id; false if it was denied. */
 static bool pair(bench_lease *b) {
     next_ulid(b->id);
-    rl_reserve_request reserve = {b->id, NULL, b->reqs, 4};
+    rl_reserve_request reserve = {b->id, NULL, b->reqs, 4, false};
     rl_reserve_result result;
     rl_backend_reserve(b->backend, &reserve, &result);
     rl_complete_request complete = {b->id, NULL, b->actuals, 2};
@@ -169,7 +169,7 @@ int main(int argc, char **argv) {
     define(backend, conc, RL_KIND_CONCURRENCY, window_seconds);
     define(backend, daily, RL_KIND_ROLLING, window_seconds);
 
-    rl_requirement reqs[] = {{rpm, 1}, {tpm, 1800}, {conc, 1}, {daily, 1800}};
+    rl_requirement reqs[] = {{rpm, 1, false}, {tpm, 1800, false}, {conc, 1, false}, {daily, 1800, false}};
     rl_actual actuals[] = {{tpm, 740}, {daily, 740}};
     char id[27] = "01JAAAAAAAAAAAAAAAAAAAAAAA";
     /* Warm up until reservations and remembered leases expire as fast as
@@ -197,7 +197,7 @@ int main(int argc, char **argv) {
     while (now_ns() < warmup_end_ns) {
         for (int i = 0; i < 1000; i++) {
             next_ulid(id);
-            rl_reserve_request reserve = {id, NULL, reqs, 4};
+            rl_reserve_request reserve = {id, NULL, reqs, 4, false};
             rl_reserve_result result;
             rl_backend_reserve(backend, &reserve, &result);
             rl_complete_request complete = {id, NULL, actuals, 2};
@@ -207,7 +207,7 @@ int main(int argc, char **argv) {
     uint64_t start_ns = now_ns(), deadline_ns = start_ns + (uint64_t)(seconds * 1e9), t = start_ns;
     while (t < deadline_ns) {
         next_ulid(id);
-        rl_reserve_request reserve = {id, NULL, reqs, 4};
+        rl_reserve_request reserve = {id, NULL, reqs, 4, false};
         rl_reserve_result result;
         rl_backend_reserve(backend, &reserve, &result);
         if (!result.allowed) denied++;

@@ -50,7 +50,7 @@ int main(int argc, char **argv) {
         else def.window_seconds = 1;
         rl_backend_apply_definition(backend, &def, NULL);
     }
-    rl_requirement requirements[4] = {{keys[0], 1}, {keys[1], 1800}, {keys[2], 1}, {keys[3], 1800}};
+    rl_requirement requirements[4] = {{keys[0], 1, false}, {keys[1], 1800, false}, {keys[2], 1, false}, {keys[3], 1800, false}};
     char (*ids)[27] = malloc((size_t)per_call * 27);
     rl_reserve_request *requests = malloc(sizeof *requests * (size_t)per_call);
     rl_reserve_result *results = malloc(sizeof *results * (size_t)per_call);
@@ -60,7 +60,7 @@ int main(int argc, char **argv) {
     for (int c = 0; c < calls; c++) {
         for (int i = 0; i < per_call; i++) {
             snprintf(ids[i], 27, "01J%05u%05d%013d", run, c % 100000, i);
-            requests[i] = (rl_reserve_request){ids[i], NULL, requirements, 4};
+            requests[i] = (rl_reserve_request){ids[i], NULL, requirements, 4, false};
         }
         rl_backend_reserve_batch(backend, requests, (size_t)per_call, results);
         for (int i = 0; i < per_call; i++) allowed += results[i].allowed;

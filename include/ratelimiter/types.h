@@ -78,6 +78,10 @@ typedef struct rl_limit_def {
 typedef struct rl_requirement {
     const char *key; /* NUL-terminated, borrowed */
     uint64_t amount; /* 1..RL_AMOUNT_MAX */
+    /* Skipped (not reserved, not an error) when key has no definition; a
+     * defined key is reserved as any other, and can deny the lease. A
+     * lease whose requirements are all skipped is allowed holding nothing. */
+    bool optional;
 } rl_requirement;
 
 typedef struct rl_actual {
@@ -90,6 +94,11 @@ typedef struct rl_reserve_request {
     const char *job_id;   /* optional (NULL), logs only */
     const rl_requirement *requirements;
     size_t requirement_count; /* 1..RL_MAX_REQUIREMENTS, no key twice */
+    /* The answer a reserve would give now, denied_by included, changing
+     * nothing: no capacity held, no lease id remembered (a later reserve
+     * with the same id is new), nothing journaled or audited. A lease id
+     * already remembered answers its first outcome, as a reserve would. */
+    bool dry_run;
 } rl_reserve_request;
 
 typedef struct rl_complete_request {

@@ -46,10 +46,10 @@ static const char reserve_usage[] =
 
 /* {"lease_id":..} and then the daemon's own answer (wire.h): every field,
  * denied_by and a conflict's detail included, escaped as JSON. */
-static void print_reserve_result(const char *lease_id, const rl_reserve_result *result) {
+static void print_reserve_result(const char *lease_id, const rl_reserve_result *result, bool dry_run) {
     rl_buf buf;
     rl__buf_init(&buf);
-    rl__wire_encode_reserve_result(&buf, result);
+    rl__wire_encode_reserve_result(&buf, result, dry_run);
     printf("{\"lease_id\":\"%s\",%s\n", lease_id, buf.failed || buf.len < 2 ? "}" : buf.data + 1);
     rl__buf_free(&buf);
 }
@@ -92,8 +92,8 @@ int rlctl_cmd_reserve(const rlctl_global *global, int argc, char **argv) {
     }
 
     rl_requirement requirements[RL_MAX_REQUIREMENTS];
-    for (size_t i = 0; i < reqs.count; i++) requirements[i] = (rl_requirement){reqs.keys[i], reqs.amounts[i]};
-    rl_reserve_request request = {lease_id, job_id, requirements, reqs.count};
+    for (size_t i = 0; i < reqs.count; i++) requirements[i] = (rl_requirement){reqs.keys[i], reqs.amounts[i], false};
+    rl_reserve_request request = {lease_id, job_id, requirements, reqs.count, false};
     char err[RL_LIMITER_ERR_SIZE] = "";
     if (!rl_reserve_request_check(&request, err)) {
         fprintf(stderr, "rlctl: reserve: %s\n", err);
@@ -111,7 +111,7 @@ int rlctl_cmd_reserve(const rlctl_global *global, int argc, char **argv) {
     } else {
         const char *wire = rl_status_wire(result.status);
         const char *key = result.status_key != NULL ? result.status_key : "";
-        print_reserve_result(lease_id, &result);
+        print_reserve_result(lease_id, &result, request.dry_run);
         const rl_denial *d = &result.denied_by;
         char why[160 + RL_KEY_MAX_LEN] = "";
         if (d->key != NULL)

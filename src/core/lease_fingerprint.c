@@ -16,7 +16,8 @@ uint64_t rl__lease_fingerprint(const rl_requirement *requirements, size_t count)
      * names each key once, so no two terms cancel by being equal. */
     uint64_t sum = 0;
     for (size_t i = 0; i < count; i++)
-        sum += rl__lease_fingerprint_term(rl__lease_fingerprint_key(requirements[i].key), requirements[i].amount);
+        sum += rl__lease_fingerprint_term(rl__lease_fingerprint_key(requirements[i].key),
+                                          rl__lease_fingerprint_amount(&requirements[i]));
     return rl__lease_fingerprint_end(sum, count);
 }
 

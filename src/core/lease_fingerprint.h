@@ -1,11 +1,13 @@
 /* core/lease_fingerprint.h — private: what makes a retry the same request.
  *
  * A reserve that reuses a lease id is a retry, and must be the request it
- * retries: the same keys with the same amounts (listed in any order). The
+ * retries: the same keys with the same amounts, optional where it was
+ * (listed in any order). The
  * backends remember this fingerprint with each decided lease and answer a
  * reuse whose requirements differ with RL_LEASE_ID_CONFLICT instead of the
  * first outcome, which would make the caller believe it holds what it never
- * reserved. Completes are not checked: their actuals differ by design.
+ * reserved. Completes are not checked: their actuals differ by design,
+ * and a dry run is no part of it (it is never remembered).
  *
  * 64 bits of mixing: two different requests share a fingerprint
  * with a chance of about 2^-64, and then the reuse is answered as a retry,
@@ -30,8 +32,19 @@ uint64_t rl__lease_fingerprint(const rl_requirement *requirements, size_t count)
  * with the key (the memory backend's limits) rather than hash the key's
  * text on every lease: rl__lease_fingerprint(requirements, count) is
  * rl__lease_fingerprint_end(the sum over i of
- * rl__lease_fingerprint_term(rl__lease_fingerprint_key(key_i), amount_i), count). */
+ * rl__lease_fingerprint_term(rl__lease_fingerprint_key(key_i),
+ * rl__lease_fingerprint_amount(&requirements[i])), count). */
 uint64_t rl__lease_fingerprint_key(const char *key);
+
+/* A requirement's amount as the fingerprint counts it: an optional one
+ * with bit 63 set, which no amount has (at most 2^53), so that it differs
+ * from the same requirement without the flag while a lease without
+ * optional requirements keeps the fingerprint it had before the flag
+ * existed (leases remembered across an upgrade still match). */
+#define RL__LEASE_FINGERPRINT_OPTIONAL (UINT64_C(1) << 63)
+static inline uint64_t rl__lease_fingerprint_amount(const rl_requirement *requirement) {
+    return requirement->optional ? requirement->amount | RL__LEASE_FINGERPRINT_OPTIONAL : requirement->amount;
+}
 
 /* splitmix64's finaliser: every input bit moves every output bit. */
 static inline uint64_t rl__lease_fingerprint_mix(uint64_t x) {

@@ -70,6 +70,13 @@ bool rl__read_integer(rl__json_scan *s, uint64_t min, uint64_t max, uint64_t *ou
     return true;
 }
 
+bool rl__read_bool_or_skip(rl__json_scan *s, bool *out, bool *valid) {
+    char c = rl__scan_peek(s);
+    *valid = c == 't' || c == 'f'; /* anything else starting so is not JSON: the skip says */
+    if (*valid) *out = c == 't';
+    return rl__scan_skip(s);
+}
+
 bool rl__read_bool(rl__json_scan *s, bool *out) {
     char c = rl__scan_peek(s);
     if (c != 't' && c != 'f') return rl__scan_fail(s, RL__JSON_SYNTAX, s->cur);

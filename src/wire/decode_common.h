@@ -56,6 +56,9 @@ bool rl__read_string_or_skip(rl__json_scan *s, char **text, size_t *len);
  * value was such an integer (then in *out). */
 bool rl__read_integer(rl__json_scan *s, uint64_t min, uint64_t max, uint64_t *out, bool *valid);
 
+/* true or false into *out; *valid says whether it was one of them. */
+bool rl__read_bool_or_skip(rl__json_scan *s, bool *out, bool *valid);
+
 /* The answers' readers (the daemon's answers, read by the client): the
  * value must be of the type asked for, else the scanner fails (a syntax
  * error at the value), since an answer of another shape is not one. */

@@ -46,19 +46,29 @@ static bool decode_job_id(rl__json_scan *s, const char **out, uint32_t *rank,
     return true;
 }
 
+/* The request's flag ("dry_run"): true or false. */
+static bool decode_flag(rl__json_scan *s, const char *name, bool *out, uint32_t *rank, const rl__json_path *path) {
+    bool valid;
+    if (!rl__read_bool_or_skip(s, out, &valid)) return false;
+    if (!valid) rl__json_note(rank, RL__RANK_FLAG, path, name, "must be true or false");
+    return true;
+}
+
 /* One {key, <amount>} element (the scanner at it). *valid says whether both
  * are there and allowed; problems are noted under path. */
 static bool decode_element(rl__json_scan *s, const rl__list_spec *spec, const char **key,
-                           uint64_t *amount, bool *valid, uint32_t *rank,
+                           uint64_t *amount, bool *flag, bool *valid, uint32_t *rank,
                            const rl__json_path *path) {
     *valid = false;
+    *flag = false;
     if (rl__scan_peek(s) != '{') {
         if (!rl__scan_skip(s)) return false;
         rl__json_note(rank, RL__RANK_ELEMENT_SHAPE, path, NULL, "must be an object");
         return true;
     }
     if (!rl__scan_object_open(s)) return false;
-    bool seen_key = false, seen_amount = false, key_ok = false, amount_ok = false, twice = false;
+    bool seen_key = false, seen_amount = false, seen_flag = false, key_ok = false, amount_ok = false,
+         flag_ok = true, twice = false;
     char *name;
     size_t len;
     int more;
@@ -97,6 +107,18 @@ static bool decode_element(rl__json_scan *s, const rl__list_spec *spec, const ch
                               "must be an integer %llu..%llu",
                               (unsigned long long)spec->min_amount,
                               (unsigned long long)RL_AMOUNT_MAX);
+        } else if (spec->element_flag_name != NULL &&
+                   name_is(name, len, spec->element_flag_name, spec->element_flag_name_len)) {
+            if (seen_flag) {
+                twice = true;
+                rl__json_note(rank, RL__RANK_ELEMENT_SHAPE, path, spec->element_flag_name, "appears twice");
+                if (!rl__scan_skip(s)) return false;
+                continue;
+            }
+            seen_flag = true;
+            if (!rl__read_bool_or_skip(s, flag, &flag_ok)) return false;
+            if (!flag_ok)
+                rl__json_note(rank, RL__RANK_ELEMENT_FLAG, path, spec->element_flag_name, "must be true or false");
         } else if (!rl__scan_skip(s)) {
             return false;
         }
@@ -105,7 +127,7 @@ static bool decode_element(rl__json_scan *s, const rl__list_spec *spec, const ch
     if (!seen_key) rl__json_note(rank, RL__RANK_ELEMENT_KEY, path, "key", "is required");
     if (!seen_amount)
         rl__json_note(rank, RL__RANK_ELEMENT_AMOUNT, path, spec->amount_name, "is required");
-    *valid = key_ok && amount_ok && !twice;
+    *valid = key_ok && amount_ok && flag_ok && !twice;
     return true;
 }
 
@@ -141,7 +163,7 @@ static bool decode_list(rl__json_scan *s, const rl__list_spec *spec, rl__lease_f
         }
         element_path.inner_index = i;
         bool valid;
-        if (!decode_element(s, spec, &out->key[i], &out->amount[i], &valid, rank,
+        if (!decode_element(s, spec, &out->key[i], &out->amount[i], &out->element_flag[i], &valid, rank,
                             &element_path))
             return false;
         size_t earlier = valid ? rl__lease_key_repeats(out->key, i) : i;
@@ -160,11 +182,12 @@ static bool decode_list(rl__json_scan *s, const rl__list_spec *spec, rl__lease_f
 
 bool rl__decode_lease_object(rl__json_scan *s, const rl__list_spec *spec, rl__lease_fields *out,
                              uint32_t *rank, const rl__json_path *path) {
-    enum { LEASE_ID = 1, JOB_ID = 2, LIST = 4 };
+    enum { LEASE_ID = 1, JOB_ID = 2, LIST = 4, FLAG = 8 };
     unsigned seen = 0;
     out->lease_id = NULL;
     out->job_id = NULL;
     out->count = 0;
+    out->flag = false;
     if (!rl__scan_object_open(s)) return false;
     char *name;
     size_t len;
@@ -173,7 +196,9 @@ bool rl__decode_lease_object(rl__json_scan *s, const rl__list_spec *spec, rl__le
         unsigned field = NAME_IS(name, len, "lease_id")   ? LEASE_ID
                          : NAME_IS(name, len, "job_id")   ? JOB_ID
                          : name_is(name, len, spec->name, spec->name_len) ? LIST
-                                                          : 0;
+                         : spec->flag_name != NULL && name_is(name, len, spec->flag_name, spec->flag_name_len)
+                             ? FLAG
+                             : 0;
         if (field == 0) {
             if (!rl__scan_skip(s)) return false;
             continue;
@@ -181,7 +206,10 @@ bool rl__decode_lease_object(rl__json_scan *s, const rl__list_spec *spec, rl__le
         if (seen & field) {
             /* The sender meant one of the two and we cannot know which. */
             rl__json_note(rank, RL__RANK_TWICE, path,
-                          field == LEASE_ID ? "lease_id" : field == JOB_ID ? "job_id" : spec->name,
+                          field == LEASE_ID ? "lease_id"
+                          : field == JOB_ID ? "job_id"
+                          : field == FLAG   ? spec->flag_name
+                                            : spec->name,
                           "appears twice");
             if (!rl__scan_skip(s)) return false;
             continue;
@@ -189,6 +217,7 @@ bool rl__decode_lease_object(rl__json_scan *s, const rl__list_spec *spec, rl__le
         seen |= field;
         bool ok = field == LEASE_ID ? decode_lease_id(s, &out->lease_id, rank, path)
                   : field == JOB_ID ? decode_job_id(s, &out->job_id, rank, path)
+                  : field == FLAG   ? decode_flag(s, spec->flag_name, &out->flag, rank, path)
                                     : decode_list(s, spec, out, rank, path);
         if (!ok) return false;
     }

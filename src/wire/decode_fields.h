@@ -3,7 +3,9 @@
  *
  * Both requests are {lease_id, job_id, <list>} where the list holds
  * {key, <amount>} objects ("requirements"/"amount" for reserve,
- * "actuals"/"actual_amount" for complete); a spec says which.
+ * "actuals"/"actual_amount" for complete); a spec says which, and which
+ * boolean flags the request and its elements may carry ("dry_run" and
+ * "optional" for reserve, none for complete).
  *
  * Convention: every function consumes exactly one value and returns false
  * only if the text is not JSON (the scanner then holds the error). A value
@@ -37,7 +39,9 @@ enum {
     RL__RANK_ELEMENT_SHAPE, /* not an object, or a field twice */
     RL__RANK_ELEMENT_KEY,
     RL__RANK_ELEMENT_AMOUNT,
+    RL__RANK_ELEMENT_FLAG,   /* "optional" not a boolean */
     RL__RANK_ELEMENT_REPEAT, /* a key named by an earlier element */
+    RL__RANK_FLAG,           /* "dry_run" not a boolean */
 };
 
 typedef struct rl__list_spec {
@@ -49,6 +53,13 @@ typedef struct rl__list_spec {
     size_t min_count;        /* 1 | 0 */
     bool optional;           /* absent or null means empty */
     const char *repeat_note; /* why a key may not repeat */
+    /* A boolean member of the request ("dry_run") and of each element
+     * ("optional"), false when absent; NULL: the request has none (it is
+     * then an unknown member, skipped). */
+    const char *flag_name;
+    size_t flag_name_len;
+    const char *element_flag_name;
+    size_t element_flag_name_len;
 } rl__list_spec;
 
 typedef struct rl__lease_fields {
@@ -57,6 +68,8 @@ typedef struct rl__lease_fields {
     size_t count;         /* list elements */
     const char *key[RL_MAX_REQUIREMENTS];
     uint64_t amount[RL_MAX_REQUIREMENTS];
+    bool flag;                              /* the spec's flag_name */
+    bool element_flag[RL_MAX_REQUIREMENTS]; /* the spec's element_flag_name */
 } rl__lease_fields;
 
 /* The request object the scanner is at (its '{' next). Strings point into

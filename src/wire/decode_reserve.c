@@ -5,7 +5,8 @@
 #include "wire/decode_message.h"
 #include "wire/wire.h"
 
-/* requirements: 1..32 {key, amount 1..2^53}, no key twice. */
+/* requirements: 1..32 {key, amount 1..2^53, optional}, no key twice; and
+ * the lease's dry_run. */
 static const rl__list_spec requirements_spec = {
     .name = "requirements",
     .name_len = sizeof("requirements") - 1,
@@ -15,6 +16,10 @@ static const rl__list_spec requirements_spec = {
     .min_count = RL__REQUIREMENTS_MIN_COUNT,
     .optional = false,
     .repeat_note = "a lease names each key once",
+    .flag_name = "dry_run",
+    .flag_name_len = sizeof("dry_run") - 1,
+    .element_flag_name = "optional",
+    .element_flag_name_len = sizeof("optional") - 1,
 };
 
 static void store_reserve(const rl__lease_fields *fields, void *request_out, void *entries) {
@@ -22,12 +27,14 @@ static void store_reserve(const rl__lease_fields *fields, void *request_out, voi
     for (size_t i = 0; i < fields->count; i++) {
         requirements[i].key = fields->key[i];
         requirements[i].amount = fields->amount[i];
+        requirements[i].optional = fields->element_flag[i];
     }
     rl_reserve_request *request = request_out;
     request->lease_id = fields->lease_id;
     request->job_id = fields->job_id;
     request->requirements = requirements;
     request->requirement_count = fields->count;
+    request->dry_run = fields->flag;
 }
 
 static const rl__item_codec reserve_codec = {

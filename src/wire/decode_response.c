@@ -102,7 +102,9 @@ static bool read_denial(rl__json_scan *s, rl_denial *out) {
 }
 
 /* {"allowed":..,"retry_after_ms":..,"reserved_at_unix_ms":..,"error":..},
- * and since 0.2 "denied_by" on a denial (absent from older daemons: key NULL). */
+ * and since 0.2 "denied_by" on a denial (absent from older daemons: key
+ * NULL), and "dry_run" on the answer to a dry run (daemons without dry
+ * runs never send it). */
 static bool read_reserve_result(rl__json_scan *s, rl_wire_reserve_answer *out) {
     memset(out, 0, sizeof *out);
     if (!rl__scan_object_open(s)) return false;
@@ -123,6 +125,8 @@ static bool read_reserve_result(rl__json_scan *s, rl_wire_reserve_answer *out) {
             have_error = true;
         } else if (strcmp(name, "denied_by") == 0) {
             ok = read_denial(s, &out->denied_by);
+        } else if (strcmp(name, "dry_run") == 0) {
+            ok = rl__read_bool(s, &out->dry_run);
         } else {
             ok = rl__scan_skip(s);
         }

@@ -30,7 +30,7 @@ void rl__wire_encode_error_string(rl_buf *buf, rl_status status, const char *sta
     rl__buf_append(buf, "\"", 1);
 }
 
-void rl__wire_encode_reserve_result(rl_buf *buf, const rl_reserve_result *result) {
+void rl__wire_encode_reserve_result(rl_buf *buf, const rl_reserve_result *result, bool dry_run) {
     if (result->allowed) {
         LIT(buf, "{\"allowed\":true,\"retry_after_ms\":");
     } else {
@@ -61,6 +61,10 @@ void rl__wire_encode_reserve_result(rl_buf *buf, const rl_reserve_result *result
         }
         LIT(buf, "}");
     }
+    /* Last, so that the rest is exactly a reserve's answer; a client that
+     * asked for a dry run reads it to know that the daemon did not reserve
+     * (one before dry runs ignores the member, and reserves). */
+    if (dry_run) LIT(buf, ",\"dry_run\":true");
     LIT(buf, "}");
 }
 

@@ -33,9 +33,12 @@ void rl__wire_encode_reserve_request(rl_buf *buf, const rl_reserve_request *requ
         append_string(buf, request->requirements[i].key);
         LIT(buf, ",\"amount\":");
         rl__buf_append_u64(buf, request->requirements[i].amount);
+        if (request->requirements[i].optional) LIT(buf, ",\"optional\":true");
         LIT(buf, "}");
     }
-    LIT(buf, "]}");
+    LIT(buf, "]");
+    if (request->dry_run) LIT(buf, ",\"dry_run\":true");
+    LIT(buf, "}");
 }
 
 void rl__wire_encode_reserve_batch_request(rl_buf *buf, const rl_reserve_request *requests,

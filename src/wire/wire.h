@@ -95,8 +95,9 @@ rl_status rl__wire_decode_limit_def(const char *body, size_t len, rl_limit_def *
 /* {"allowed":..,"retry_after_ms":..,"reserved_at_unix_ms":..,"error":".."},
  * and for lease_id_conflict a "detail" after "error"; a denial with
  * denied_by.key set then carries "denied_by":{"key","reason","requested",
- * "available","capacity"} last (and a budget's "period_end_unix_ms"). */
-void rl__wire_encode_reserve_result(rl_buf *buf, const rl_reserve_result *result);
+ * "available","capacity"} (and a budget's "period_end_unix_ms"); the
+ * answer to a dry run (dry_run) ends with "dry_run":true. */
+void rl__wire_encode_reserve_result(rl_buf *buf, const rl_reserve_result *result, bool dry_run);
 /* {"ok":true,"error":""} or {"ok":false,"error":"<status>"} */
 void rl__wire_encode_complete_result(rl_buf *buf, rl_status status);
 /* The error string of a status: "", "invalid_request", "<name>:<key>". */
@@ -123,7 +124,8 @@ void rl__wire_encode_limit_info(rl_buf *buf, const rl_limit_def *def, const rl_l
  */
 
 /* {"lease_id":..,"job_id":..,"requirements":[{"key":..,"amount":..}]};
- * job_id is left out when NULL. */
+ * job_id is left out when NULL, "optional":true written only on an
+ * optional requirement, "dry_run":true last only for a dry run. */
 void rl__wire_encode_reserve_request(rl_buf *buf, const rl_reserve_request *request);
 /* {"requests":[<request>,...]} for requests[0..count). */
 void rl__wire_encode_reserve_batch_request(rl_buf *buf, const rl_reserve_request *requests,
@@ -143,6 +145,7 @@ typedef struct rl_wire_reserve_answer {
     rl_status status;
     const char *status_key;
     rl_denial denied_by; /* key NULL when absent; key points into the body */
+    bool dry_run;        /* the answer says it was a dry run ("dry_run":true) */
 } rl_wire_reserve_answer;
 
 /* The error string of a result: "" -> RL_OK, "invalid_request",

@@ -5,7 +5,8 @@
  * Input: the body. Checked: a body either decodes or is refused; a decoded
  * answer is coherent (an allowed one has no denied_by, a denied_by has a key
  * and a known reason) and survives the daemon's own encoder: encoding what
- * was read and reading it again gives the same answer.
+ * was read (a dry run's "dry_run" too) and reading it again gives the same
+ * answer.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -33,12 +34,13 @@ static void check_answer(const rl_wire_reserve_answer *a) {
     rl_reserve_result r = {a->allowed, a->retry_after_ms, a->reserved_at_unix_ms, a->status, a->status_key, a->denied_by};
     rl_buf buf;
     rl__buf_init(&buf);
-    rl__wire_encode_reserve_result(&buf, &r);
+    rl__wire_encode_reserve_result(&buf, &r, a->dry_run);
     FUZZ_CHECK(!buf.failed);
     rl_wire_reserve_answer again;
     FUZZ_CHECK(rl__wire_decode_reserve_answer(buf.data, buf.len, &again) == RL_OK);
     FUZZ_CHECK(again.allowed == a->allowed && again.retry_after_ms == a->retry_after_ms);
     FUZZ_CHECK(again.reserved_at_unix_ms == a->reserved_at_unix_ms);
+    FUZZ_CHECK(again.dry_run == a->dry_run);
     FUZZ_CHECK(fuzz_same_string(again.denied_by.key, a->denied_by.key));
     if (a->denied_by.key != NULL) {
         FUZZ_CHECK(again.denied_by.reason == a->denied_by.reason);

@@ -91,7 +91,7 @@ static uint64_t lease_number(const worker *w, size_t i) { return lease_base + le
 static void *worker_main(void *arg) {
     worker *w = arg;
     size_t per_call = 1 + (size_t)w->index % 4;
-    rl_requirement req = {w->key, 1};
+    rl_requirement req = {w->key, 1, false};
     for (size_t i = 0; i < LEASES_PER_THREAD;) {
         size_t n = LEASES_PER_THREAD - i < per_call ? LEASES_PER_THREAD - i : per_call;
         char ids[4][RL_ULID_TEXT_SIZE];
@@ -101,7 +101,7 @@ static void *worker_main(void *arg) {
         rl_status statuses[4];
         for (size_t j = 0; j < n; j++) {
             rl_test_lease_id(lease_number(w, i + j), ids[j]);
-            reserves[j] = (rl_reserve_request){ids[j], NULL, &req, 1};
+            reserves[j] = (rl_reserve_request){ids[j], NULL, &req, 1, false};
             completes[j] = (rl_complete_request){ids[j], NULL, NULL, 0};
         }
         if (w->complete) {
@@ -126,8 +126,8 @@ static worker workers[THREADS];
 static void *one_reserve_main(void *arg) {
     worker *w = arg;
     char id[RL_ULID_TEXT_SIZE];
-    rl_requirement req = {w->key, 1};
-    rl_reserve_request request = {rl_test_lease_id(lease_number(w, 0), id), NULL, &req, 1};
+    rl_requirement req = {w->key, 1, false};
+    rl_reserve_request request = {rl_test_lease_id(lease_number(w, 0), id), NULL, &req, 1, false};
     rl_reserve_result result;
     w->status = rl_limiter_reserve(w->limiter, &request, &result);
     return NULL;
@@ -150,8 +150,8 @@ static uint64_t run_workers(rl_limiter *limiter, const char *key, bool complete)
 
 static bool reserve_one(rl_limiter *limiter, const char *key, uint64_t lease, uint64_t amount, rl_status *status) {
     char id[RL_ULID_TEXT_SIZE];
-    rl_requirement req = {key, amount};
-    rl_reserve_request request = {rl_test_lease_id(lease, id), NULL, &req, 1};
+    rl_requirement req = {key, amount, false};
+    rl_reserve_request request = {rl_test_lease_id(lease, id), NULL, &req, 1, false};
     rl_reserve_result result = {0};
     *status = rl_limiter_reserve(limiter, &request, &result);
     return result.allowed;

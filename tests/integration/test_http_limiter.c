@@ -73,8 +73,8 @@ static uint16_t dead_port(void) {
 
 static rl_status reserve_one(rl_limiter *l, const char *lease, const char *key, uint64_t amount,
                              rl_reserve_result *result) {
-    rl_requirement requirement = {key, amount};
-    rl_reserve_request request = {lease, NULL, &requirement, 1};
+    rl_requirement requirement = {key, amount, false};
+    rl_reserve_request request = {lease, NULL, &requirement, 1, false};
     return rl_limiter_reserve(l, &request, result);
 }
 
@@ -264,8 +264,8 @@ static void *reserve_and_complete(void *arg) {
     rl_limiter *l = arg;
     for (int i = 0; i < CALLS_PER_THREAD; i++) {
         char lease[RL_ULID_TEXT_SIZE];
-        rl_requirement requirements[] = {{"http:tpm", 3}, {"http:conc", 1}};
-        rl_reserve_request request = {rl_ulid_new(lease), NULL, requirements, 2};
+        rl_requirement requirements[] = {{"http:tpm", 3, false}, {"http:conc", 1, false}};
+        rl_reserve_request request = {rl_ulid_new(lease), NULL, requirements, 2, false};
         rl_reserve_result result;
         if (rl_limiter_reserve(l, &request, &result) != RL_OK || !result.allowed) {
             atomic_fetch_add(&thread_failures, 1);
@@ -448,8 +448,8 @@ static void audit_reads_the_daemons_log(void **state) {
     assert_int_equal(page.next_since_unix_ms, 42);
 
     char lease[RL_ULID_TEXT_SIZE];
-    rl_requirement requirement = {"http:tpm", 500};
-    rl_reserve_request request = {rl_ulid_new(lease), "job-audit", &requirement, 1};
+    rl_requirement requirement = {"http:tpm", 500, false};
+    rl_reserve_request request = {rl_ulid_new(lease), "job-audit", &requirement, 1, false};
     rl_reserve_result result;
     assert_int_equal(rl_limiter_reserve(l, &request, &result), RL_OK);
     rl_actual actual = {"http:tpm", 321};

@@ -160,8 +160,8 @@ static char *new_lease(char out[RL_ULID_TEXT_SIZE]) {
 
 /* A one-requirement reserve; asserts the call itself succeeded. */
 static rl_reserve_result reserve_one(rl_limiter *l, const char *lease, const char *key, uint64_t amount) {
-    rl_requirement requirement = {key, amount};
-    rl_reserve_request request = {lease, NULL, &requirement, 1};
+    rl_requirement requirement = {key, amount, false};
+    rl_reserve_request request = {lease, NULL, &requirement, 1, false};
     rl_reserve_result result;
     assert_int_equal(rl_limiter_reserve(l, &request, &result), RL_OK);
     return result;
@@ -208,8 +208,8 @@ static void allow_then_deny_with_retry_after(void **state) {
 static void all_or_nothing_across_keys(void **state) {
     rl_limiter *l = limiter_of(state);
     char lease[RL_ULID_TEXT_SIZE];
-    rl_requirement both[] = {{"conf:aon:a", 5}, {"conf:aon:b", 1}};
-    rl_reserve_request request = {new_lease(lease), "job-1", both, 2};
+    rl_requirement both[] = {{"conf:aon:a", 5, false}, {"conf:aon:b", 1, false}};
+    rl_reserve_request request = {new_lease(lease), "job-1", both, 2, false};
     rl_reserve_result result;
     assert_int_equal(rl_limiter_reserve(l, &request, &result), RL_OK);
     assert_allowed(result);
@@ -271,8 +271,8 @@ static void unknown_key_is_a_result_naming_the_request_key(void **state) {
     rl_limiter *l = limiter_of(state);
     char lease[RL_ULID_TEXT_SIZE];
     char unknown_key[] = "conf:unknown:nope"; /* the caller's own memory */
-    rl_requirement requirements[] = {{"conf:unknown:known", 1}, {unknown_key, 1}};
-    rl_reserve_request request = {new_lease(lease), NULL, requirements, 2};
+    rl_requirement requirements[] = {{"conf:unknown:known", 1, false}, {unknown_key, 1, false}};
+    rl_reserve_request request = {new_lease(lease), NULL, requirements, 2, false};
     rl_reserve_result result;
     assert_int_equal(rl_limiter_reserve(l, &request, &result), RL_OK);
     assert_false(result.allowed);
@@ -329,11 +329,11 @@ static void batch_keeps_order_with_mixed_results(void **state) {
     rl_limiter *l = limiter_of(state);
     char leases[5][RL_ULID_TEXT_SIZE];
     char key[] = "conf:batch:rpm", unknown[] = "conf:batch:nope";
-    rl_requirement r0 = {key, 1}, r1 = {key, 10}, r2 = {unknown, 1}, r3 = {key, 2}, r4 = {key, 1};
+    rl_requirement r0 = {key, 1, false}, r1 = {key, 10, false}, r2 = {unknown, 1, false}, r3 = {key, 2, false}, r4 = {key, 1, false};
     rl_reserve_request requests[5] = {
-        {new_lease(leases[0]), NULL, &r0, 1}, {new_lease(leases[1]), NULL, &r1, 1},
-        {new_lease(leases[2]), NULL, &r2, 1}, {new_lease(leases[3]), NULL, &r3, 1},
-        {new_lease(leases[4]), NULL, &r4, 1},
+        {new_lease(leases[0]), NULL, &r0, 1, false}, {new_lease(leases[1]), NULL, &r1, 1, false},
+        {new_lease(leases[2]), NULL, &r2, 1, false}, {new_lease(leases[3]), NULL, &r3, 1, false},
+        {new_lease(leases[4]), NULL, &r4, 1, false},
     };
     rl_reserve_result results[5];
     assert_int_equal(rl_limiter_reserve_batch(l, requests, 5, results), RL_OK);
@@ -369,9 +369,9 @@ static void largest_batch_is_served_and_one_more_refused(void **state) {
     static char leases[N][RL_ULID_TEXT_SIZE];
     static rl_reserve_request requests[N];
     static rl_reserve_result results[N];
-    rl_requirement requirement = {"conf:max:rpm", 1};
+    rl_requirement requirement = {"conf:max:rpm", 1, false};
     for (size_t i = 0; i < N; i++)
-        requests[i] = (rl_reserve_request){new_lease(leases[i]), NULL, &requirement, 1};
+        requests[i] = (rl_reserve_request){new_lease(leases[i]), NULL, &requirement, 1, false};
     assert_int_equal(rl_limiter_reserve_batch(l, requests, N, results), RL_INVALID_REQUEST);
     assert_int_equal(rl_limiter_reserve_batch(l, requests, N - 1, results), RL_OK);
     for (size_t i = 0; i < N - 1; i++) assert_allowed(results[i]);
@@ -384,24 +384,24 @@ static void invalid_requests_are_refused_before_anything_changes(void **state) {
     rl_limiter *l = limiter_of(state);
     char lease[RL_ULID_TEXT_SIZE], valid[RL_ULID_TEXT_SIZE];
     rl_reserve_result results[2];
-    rl_requirement one = {"conf:invalid:rpm", 1};
-    rl_requirement zero = {"conf:invalid:rpm", 0};
-    rl_requirement twice[] = {{"conf:invalid:rpm", 1}, {"conf:invalid:rpm", 1}};
-    rl_requirement bad_key = {"conf:invalid rpm", 1};
+    rl_requirement one = {"conf:invalid:rpm", 1, false};
+    rl_requirement zero = {"conf:invalid:rpm", 0, false};
+    rl_requirement twice[] = {{"conf:invalid:rpm", 1, false}, {"conf:invalid:rpm", 1, false}};
+    rl_requirement bad_key = {"conf:invalid rpm", 1, false};
     const rl_reserve_request bad[] = {
-        {"not-a-ulid", NULL, &one, 1},
-        {"8ZZZZZZZZZZZZZZZZZZZZZZZZZ", NULL, &one, 1}, /* overflows 128 bits */
-        {NULL, NULL, &one, 1},
-        {new_lease(lease), NULL, &one, 0},  /* no requirements */
-        {lease, NULL, &zero, 1},            /* amount 0 */
-        {lease, NULL, twice, 2},            /* a key twice */
-        {lease, NULL, &bad_key, 1},         /* a space in the key */
+        {"not-a-ulid", NULL, &one, 1, false},
+        {"8ZZZZZZZZZZZZZZZZZZZZZZZZZ", NULL, &one, 1, false}, /* overflows 128 bits */
+        {NULL, NULL, &one, 1, false},
+        {new_lease(lease), NULL, &one, 0, false},  /* no requirements */
+        {lease, NULL, &zero, 1, false},            /* amount 0 */
+        {lease, NULL, twice, 2, false},            /* a key twice */
+        {lease, NULL, &bad_key, 1, false},         /* a space in the key */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         /* Alone, and in a batch after a valid lease that must not be reserved. */
         assert_int_equal(rl_limiter_reserve(l, &bad[i], &results[0]), RL_INVALID_REQUEST);
         assert_true(rl_limiter_last_error()[0] != '\0'); /* and says why */
-        rl_reserve_request pair[2] = {{new_lease(valid), NULL, &one, 1}, bad[i]};
+        rl_reserve_request pair[2] = {{new_lease(valid), NULL, &one, 1, false}, bad[i]};
         assert_int_equal(rl_limiter_reserve_batch(l, pair, 2, results), RL_INVALID_REQUEST);
         assert_true(strncmp(rl_limiter_last_error(), "requests[1].", 12) == 0);
     }
@@ -431,8 +431,8 @@ static void a_decreasing_limit_denies_naming_the_request_key(void **state) {
     char lease[RL_ULID_TEXT_SIZE];
     assert_allowed(reserve_one(l, new_lease(lease), "conf:decrease:tpm", 8));
     f->define(f, "conf:decrease:tpm", 5);
-    rl_requirement requirement = {"conf:decrease:tpm", 1};
-    rl_reserve_request request = {new_lease(lease), NULL, &requirement, 1};
+    rl_requirement requirement = {"conf:decrease:tpm", 1, false};
+    rl_reserve_request request = {new_lease(lease), NULL, &requirement, 1, false};
     rl_reserve_result result;
     assert_int_equal(rl_limiter_reserve(l, &request, &result), RL_OK);
     assert_false(result.allowed);

@@ -47,17 +47,23 @@ static inline rl_limit_status define(fixture *f, const char *key, rl_kind kind, 
     return status;
 }
 
-static inline rl_reserve_result reserve_n(fixture *f, uint64_t lease, const rl_requirement *reqs, size_t n) {
+/* A reserve, or with dry_run its dry run. */
+static inline rl_reserve_result reserve_request(fixture *f, uint64_t lease, const rl_requirement *reqs, size_t n,
+                                                bool dry_run) {
     char id[27];
-    rl_reserve_request request = {rl_test_lease_id(lease, id), NULL, reqs, n};
+    rl_reserve_request request = {rl_test_lease_id(lease, id), NULL, reqs, n, dry_run};
     rl_reserve_result result;
     memset(&result, 0xab, sizeof result);
     rl_backend_reserve(f->backend, &request, &result);
     return result;
 }
 
+static inline rl_reserve_result reserve_n(fixture *f, uint64_t lease, const rl_requirement *reqs, size_t n) {
+    return reserve_request(f, lease, reqs, n, false);
+}
+
 static inline rl_reserve_result reserve1(fixture *f, uint64_t lease, const char *key, uint64_t amount) {
-    rl_requirement req = {key, amount};
+    rl_requirement req = {key, amount, false};
     return reserve_n(f, lease, &req, 1);
 }
 

@@ -204,9 +204,9 @@ static void get_lease(reader *r, rl__jrec_lease *l) {
     size_t job_len = get_str(r, l->job_id, RL_JOB_ID_MAX_LEN, "lease job id");
     if (r->failed == NULL && !rl__job_id_ok(l->job_id, job_len)) fail(r, "lease job id");
     l->entry_count = get_u16(r, "lease entries");
-    if (l->entry_count > RL_MAX_REQUIREMENTS || (l->allowed && l->entry_count == 0) ||
-        (!l->allowed && l->entry_count != 0))
-        fail(r, "lease entries");
+    /* An admitted lease may hold nothing: its requirements were all
+     * optional and undefined (types.h); a denied one never holds anything. */
+    if (l->entry_count > RL_MAX_REQUIREMENTS || (!l->allowed && l->entry_count != 0)) fail(r, "lease entries");
     for (uint16_t i = 0; i < l->entry_count && r->failed == NULL; i++) get_entry(r, &l->entries[i]);
 }
 

@@ -170,21 +170,24 @@ void rl__mem_replay(const rl_mem_lease *lease, const rl_reserve_request *request
         replay(lease, request, result);
 }
 
-/* rl__lease_fingerprint of the request, from its limits' parts when they
- * are resolved (limits[i] is the limit of requirements[i].key): a lease's
- * keys are not hashed a second time. */
-static uint64_t fingerprint_of(const rl_reserve_request *request, rl_mem_limit *const *limits) {
+static inline uint64_t fingerprint_of(const rl_reserve_request *request, rl_mem_limit *const *limits) {
     size_t count = request->requirement_count;
     if (limits == NULL) return rl__lease_fingerprint(request->requirements, count);
     uint64_t sum = 0;
     for (size_t i = 0; i < count; i++)
-        sum += rl__lease_fingerprint_term(limits[i]->key_fingerprint, request->requirements[i].amount);
+        sum += rl__lease_fingerprint_term(limits[i]->key_fingerprint,
+                                          rl__lease_fingerprint_amount(&request->requirements[i]));
     return rl__lease_fingerprint_end(sum, count);
 }
 
-rl_mem_lease *rl__mem_record(memory_backend *backend, const rl_reserve_request *request, uint64_t id_hi,
-                             uint64_t id_lo, rl_mem_limit *const *limits, const uint64_t *expires_at_ms,
-                             uint64_t lifetime_ms, uint64_t now_ms, uint64_t now_unix_ms, rl_reserve_result *result) {
+uint64_t rl__mem_fingerprint(const rl_reserve_request *request, rl_mem_limit *const *limits) {
+    return fingerprint_of(request, limits);
+}
+
+rl_mem_lease *rl__mem_record(memory_backend *backend, const rl_reserve_request *request, uint64_t fingerprint,
+                             uint64_t id_hi, uint64_t id_lo, rl_mem_limit *const *limits,
+                             const uint64_t *expires_at_ms, uint64_t lifetime_ms, uint64_t now_ms,
+                             uint64_t now_unix_ms, rl_reserve_result *result) {
     size_t count = request->requirement_count;
     rl__mem_lease_forget_due(&backend->leases, now_ms, FORGET_PER_RESERVE);
     if (!rl__mem_lease_make_room(&backend->leases, backend->max_leases, now_ms)) {
@@ -225,13 +228,36 @@ rl_mem_lease *rl__mem_record(memory_backend *backend, const rl_reserve_request *
         lease->denied_capacity = result->denied_by.capacity;
         lease->denied_period_end_unix_ms = result->denied_by.period_end_unix_ms;
     }
-    lease->fingerprint = fingerprint_of(request, limits);
+    lease->fingerprint = fingerprint;
     lease->at_unix_ms = now_unix_ms;
     if ((backend->audit != NULL || backend->keep_job_ids) && request->job_id != NULL && request->job_id[0] != '\0')
         lease->job_id = strdup(request->job_id); /* NULL on OOM: its audit entries say "" */
     if (backend->journal != NULL && !rl__mem_journal_lease(backend, lease, now_ms, now_unix_ms))
         fprintf(stderr, "ratelimiterd: out of memory: lease not journaled\n");
     return lease;
+}
+
+/* The part of request that is reserved: the requirements whose limit is
+ * defined (limits[i] not NULL), the optional ones without a definition
+ * skipped (types.h). Copied into held and its arrays, limits compacted in
+ * place alike. */
+static void skip_undefined(const rl_reserve_request *request, rl_mem_limit **limits, rl_reserve_request *held,
+                           rl_requirement *kept) {
+    size_t count = 0;
+    for (size_t i = 0; i < request->requirement_count; i++) {
+        if (limits[i] == NULL) continue;
+        kept[count] = request->requirements[i];
+        limits[count++] = limits[i];
+    }
+    *held = *request;
+    held->requirements = kept;
+    held->requirement_count = count;
+}
+
+/* A dry run's answer (types.h): decided, not recorded. Allowed, it says
+ * when it would have been reserved: now. */
+static void answer_dry_run(rl_reserve_result *result, uint64_t now_unix_ms) {
+    if (result->allowed) result->reserved_at_unix_ms = now_unix_ms;
 }
 
 static void reserve_one(memory_backend *backend, const rl_reserve_request *request, uint64_t now_ms,
@@ -245,9 +271,12 @@ static void reserve_one(memory_backend *backend, const rl_reserve_request *reque
     rl_mem_lease_prefetch(&backend->leases, id_hi, id_lo);
     rl_mem_limit *limits[RL_MAX_REQUIREMENTS];
     size_t unknown = SIZE_MAX;
+    bool skipped = false;
     for (size_t i = 0; i < count; i++) {
         limits[i] = rl__mem_limit_table_find(&backend->limits, request->requirements[i].key);
-        if (limits[i] == NULL && unknown == SIZE_MAX) unknown = i;
+        if (limits[i] != NULL) continue;
+        if (request->requirements[i].optional) skipped = true;
+        else if (unknown == SIZE_MAX) unknown = i;
     }
     const rl_mem_lease *lease = rl__mem_lease_find(&backend->leases, id_hi, id_lo);
     if (lease != NULL) {
@@ -258,9 +287,25 @@ static void reserve_one(memory_backend *backend, const rl_reserve_request *reque
         /* Not remembered: the key may be defined before the retry. The
          * limits named before it expire what is due, as every limit a
          * reserve reaches does. */
-        for (size_t i = 0; i < unknown; i++) rl_mem_limit_expire(limits[i], now_ms, now_unix_ms);
+        for (size_t i = 0; i < unknown; i++)
+            if (limits[i] != NULL) rl_mem_limit_expire(limits[i], now_ms, now_unix_ms);
         deny(result, RL_UNKNOWN_LIMIT_KEY, request->requirements[unknown].key, 0);
         return;
+    }
+    /* The fingerprint is the whole request's, skipped requirements
+     * included: a retry must be the same request, whatever is defined by
+     * then. */
+    uint64_t fingerprint;
+    rl_reserve_request held_request;
+    rl_requirement kept[RL_MAX_REQUIREMENTS];
+    const rl_reserve_request *held = request;
+    if (skipped) {
+        fingerprint = request->dry_run ? 0 : rl__lease_fingerprint(request->requirements, count);
+        skip_undefined(request, limits, &held_request, kept);
+        held = &held_request;
+        count = held->requirement_count;
+    } else {
+        fingerprint = request->dry_run ? 0 : fingerprint_of(request, limits);
     }
 
     uint64_t expires_at_ms[RL_MAX_REQUIREMENTS];
@@ -272,11 +317,15 @@ static void reserve_one(memory_backend *backend, const rl_reserve_request *reque
         if (expires_at_ms[i] > forget_at_ms) forget_at_ms = expires_at_ms[i];
     }
 
-    decide(backend, request, limits, now_ms, now_unix_ms, result);
+    decide(backend, held, limits, now_ms, now_unix_ms, result);
+    if (request->dry_run) {
+        answer_dry_run(result, now_unix_ms);
+        return;
+    }
     /* A denied lease holds nothing: remembered for the lease memory alone
      * (as the redis backend does), so denials share one lifetime and can make
      * room for new leases however long the windows they were denied on. */
-    (void)rl__mem_record(backend, request, id_hi, id_lo, limits, expires_at_ms,
+    (void)rl__mem_record(backend, held, fingerprint, id_hi, id_lo, limits, expires_at_ms,
                          result->allowed ? forget_at_ms - now_ms : 0, now_ms, now_unix_ms, result);
 }
 

@@ -57,16 +57,23 @@ typedef struct memory_backend {
  * included, or a lease_id_conflict if the request is another. */
 void rl__mem_replay(const rl_mem_lease *lease, const rl_reserve_request *request, rl_reserve_result *result);
 
-/* Remembers the lease of (id_hi, id_lo), new, decided now as result says:
- * admitted, its requirements held in limits[i] until expires_at_ms[i];
- * forgotten lifetime_ms plus the lease memory from now. limits is the limit
- * of every requirement, or NULL (a lease not admitted, some of its keys
- * unknown). Under lock. On failure (the lease table full of live leases,
- * no memory) result becomes that error, nothing is held and NULL is
- * returned. */
-rl_mem_lease *rl__mem_record(memory_backend *backend, const rl_reserve_request *request, uint64_t id_hi,
-                             uint64_t id_lo, rl_mem_limit *const *limits, const uint64_t *expires_at_ms,
-                             uint64_t lifetime_ms, uint64_t now_ms, uint64_t now_unix_ms, rl_reserve_result *result);
+/* rl__lease_fingerprint of request, from its limits' parts when they are
+ * resolved (limits[i] the limit of requirements[i].key; NULL: hashed from
+ * the keys): a lease's keys are not hashed a second time. */
+uint64_t rl__mem_fingerprint(const rl_reserve_request *request, rl_mem_limit *const *limits);
+
+/* Remembers the lease of (id_hi, id_lo), new, decided now as result says,
+ * with the fingerprint of the request as it came: admitted, request's
+ * requirements (those it holds: the optional ones without a definition
+ * left out) held in limits[i] until expires_at_ms[i]; forgotten
+ * lifetime_ms plus the lease memory from now. limits is the limit of every
+ * requirement, or NULL (a lease not admitted, some of its keys unknown).
+ * Under lock. On failure (the lease table full of live leases, no memory)
+ * result becomes that error, nothing is held and NULL is returned. */
+rl_mem_lease *rl__mem_record(memory_backend *backend, const rl_reserve_request *request, uint64_t fingerprint,
+                             uint64_t id_hi, uint64_t id_lo, rl_mem_limit *const *limits,
+                             const uint64_t *expires_at_ms, uint64_t lifetime_ms, uint64_t now_ms,
+                             uint64_t now_unix_ms, rl_reserve_result *result);
 
 /* Completes one valid request at now (under lock, or while replaying).
  * *now_unix_ms is the wall clock, or RL__MEM_UNIX_UNREAD: then it is read

@@ -50,8 +50,8 @@ static void remember_forwarded(memory_backend *backend, const rl_reserve_request
                                uint64_t id_lo, uint64_t lifetime_ms, uint64_t now_ms, uint64_t now_unix_ms) {
     rl_reserve_result marker;
     memset(&marker, 0, sizeof marker);
-    rl_mem_lease *lease =
-        rl__mem_record(backend, request, id_hi, id_lo, NULL, NULL, lifetime_ms, now_ms, now_unix_ms, &marker);
+    rl_mem_lease *lease = rl__mem_record(backend, request, rl__mem_fingerprint(request, NULL), id_hi, id_lo, NULL,
+                                         NULL, lifetime_ms, now_ms, now_unix_ms, &marker);
     if (lease != NULL) lease->forwarded = true;
 }
 
@@ -69,6 +69,10 @@ static void reserve_one(memory_backend *backend, const rl_reserve_request *reque
         return;
     }
 
+    /* A dry run changes nothing here either: no demand counted (it asks
+     * for no allotment), nothing remembered; it takes the road a reserve
+     * would, so that it answers what the reserve would (docs/allotments.md). */
+    bool dry_run = request->dry_run;
     size_t count = request->requirement_count;
     rl_mem_limit *limits[RL_MAX_REQUIREMENTS];
     uint64_t expires_at_ms[RL_MAX_REQUIREMENTS];
@@ -81,6 +85,8 @@ static void reserve_one(memory_backend *backend, const rl_reserve_request *reque
         uint64_t amount = request->requirements[i].amount;
         rl_mem_limit *limit = rl__mem_limit_table_find(&backend->limits, key);
         if (limit == NULL) {
+            /* Without a mirror, whether the store defines the key (an
+             * optional one too) is the store's to say. */
             if (missing == NULL) missing = key;
             all_fit = false;
             continue;
@@ -88,8 +94,10 @@ static void reserve_one(memory_backend *backend, const rl_reserve_request *reque
         limits[i] = limit;
         rl_mem_limit_expire(limit, now_ms, now_unix_ms);
         /* What leases ask drives the allotment's size, decided here or not. */
-        limit->demand_total += amount;
-        if (amount > limit->largest_amount) limit->largest_amount = amount;
+        if (!dry_run) {
+            limit->demand_total += amount;
+            if (amount > limit->largest_amount) limit->largest_amount = amount;
+        }
         if (lifetime_ms_of(&limit->def) > longest_ms) longest_ms = lifetime_ms_of(&limit->def);
         if (!fits(limit, amount, now_ms)) {
             all_fit = false;
@@ -99,10 +107,16 @@ static void reserve_one(memory_backend *backend, const rl_reserve_request *reque
         expires_at_ms[i] = rl__mem_limit_next_expiry_ms(limit, now_ms);
         if (expires_at_ms[i] > forget_at_ms) forget_at_ms = expires_at_ms[i];
     }
+    if (dry_run) {
+        result->allowed = all_fit;
+        result->reserved_at_unix_ms = all_fit ? now_unix_ms : 0;
+        *forwarded = !all_fit; /* the store answers the rest, as it would the reserve */
+        return;
+    }
     if (all_fit) {
         result->allowed = true;
-        if (rl__mem_record(backend, request, id_hi, id_lo, limits, expires_at_ms, forget_at_ms - now_ms, now_ms,
-                           now_unix_ms, result) != NULL) {
+        if (rl__mem_record(backend, request, rl__mem_fingerprint(request, limits), id_hi, id_lo, limits,
+                           expires_at_ms, forget_at_ms - now_ms, now_ms, now_unix_ms, result) != NULL) {
             for (size_t i = 0; i < count; i++) limits[i]->admitted_total += request->requirements[i].amount;
             return;
         }

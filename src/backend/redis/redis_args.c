@@ -51,6 +51,15 @@ void rl_redis_args_push_fingerprint(rl_redis_args *a, uint64_t fingerprint) {
     rl_redis_args_push(a, slot, RL_LEASE_FINGERPRINT_TEXT_SIZE - 1);
 }
 
+void rl_redis_args_push_lease_flags(rl_redis_args *a, const rl_reserve_request *request) {
+    _Static_assert(RL_MAX_REQUIREMENTS + 1 < 53, "the flags are exact in a Lua number");
+    uint64_t flags = request->dry_run ? 1u : 0u;
+    for (size_t i = 0; i < request->requirement_count; i++)
+        if (request->requirements[i].optional) flags |= UINT64_C(1) << (i + 1);
+    if (flags == 0) rl_redis_args_push(a, "", 0); /* most leases: nothing to format */
+    else rl_redis_args_push_u64(a, flags);
+}
+
 void rl_redis_args_push_header(rl_redis_args *a, const char *prefix, const rl_clock *clock,
                                uint64_t audit_retention_ms) {
     rl_redis_args_push_str(a, prefix);

@@ -48,6 +48,10 @@ void rl_redis_args_push_u64(rl_redis_args *a, uint64_t value);
 void rl_redis_args_push_lease_id(rl_redis_args *a, const char *lease_id);
 /* A lease's fingerprint as text (core/lease_fingerprint.h). */
 void rl_redis_args_push_fingerprint(rl_redis_args *a, uint64_t fingerprint);
+/* A lease's flags as reserve.lua takes them: "" for a plain lease, else
+ * the number whose bit 0 says a dry run and bit i + 1 that requirement i
+ * is optional. */
+void rl_redis_args_push_lease_flags(rl_redis_args *a, const rl_reserve_request *request);
 /* ARGV[1..4]: prefix, clock's now (or '' '' for Redis TIME when clock is
  * NULL), and audit_retention_ms. */
 void rl_redis_args_push_header(rl_redis_args *a, const char *prefix, const rl_clock *clock,

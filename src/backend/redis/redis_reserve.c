@@ -98,7 +98,7 @@ static void run_reserves(redis_backend *backend, const rl_reserve_request *reque
     size_t argc = 7, requirements = 0;
     for (size_t i = 0; i < count; i++) {
         RL__ASSERT_REQUEST_VALID(rl__reserve_request_is_valid(&requests[i]));
-        argc += 4 + 2 * requests[i].requirement_count;
+        argc += 5 + 2 * requests[i].requirement_count;
         requirements += requests[i].requirement_count;
     }
     /* room for every requirement's bounds, while this daemon knows budgets */
@@ -126,6 +126,7 @@ static void run_reserves(redis_backend *backend, const rl_reserve_request *reque
             rl_redis_args_push_fingerprint(
                 &a, rl__lease_fingerprint(requests[i].requirements, requests[i].requirement_count));
             rl_redis_args_push_str(&a, requests[i].job_id != NULL ? requests[i].job_id : "");
+            rl_redis_args_push_lease_flags(&a, &requests[i]);
             for (size_t j = 0; j < requests[i].requirement_count; j++) {
                 rl_redis_args_push_str(&a, requests[i].requirements[j].key);
                 rl_redis_args_push_u64(&a, requests[i].requirements[j].amount);

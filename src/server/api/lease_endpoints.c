@@ -52,14 +52,15 @@ static void reserve_call_backend(rl_backend *backend, rl_lease_call *call, void 
                                    context);
 }
 static void reserve_encode_result(rl_buf *buf, const rl_lease_call *call, size_t valid_index) {
-    rl__wire_encode_reserve_result(buf, &call->results.reserves[valid_index]);
+    rl__wire_encode_reserve_result(buf, &call->results.reserves[valid_index],
+                                   call->requests.reserves[valid_index].dry_run);
 }
 static int reserve_result_http_status(const rl_lease_call *call, size_t valid_index) {
     return rl_respond_backend_http_status(call->results.reserves[valid_index].status);
 }
 static void reserve_encode_failure(rl_buf *buf) {
     static const rl_reserve_result failed = {.allowed = false, .status = RL_BACKEND_ERROR};
-    rl__wire_encode_reserve_result(buf, &failed);
+    rl__wire_encode_reserve_result(buf, &failed, false);
 }
 
 static const rl_lease_lane reserve_lane = {

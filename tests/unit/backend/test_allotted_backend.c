@@ -162,11 +162,11 @@ static void completes_are_audited_and_overage_charged_in_redis(void **state) {
     fleet_fixture *f = fleet_of(1);
     define(&f->base, "tpm", RL_KIND_ROLLING, 1000000, 60, RL_OVERAGE_DEBT);
     define(&f->base, "tpm:deny", RL_KIND_ROLLING, 1000000, 60, RL_OVERAGE_DENY);
-    rl_requirement warm[] = {{"tpm", 100}, {"tpm:deny", 100}};
+    rl_requirement warm[] = {{"tpm", 100, false}, {"tpm:deny", 100, false}};
     assert_true(reserve_n(&f->base, 1, warm, 2).allowed); /* carves allotments of both, room for two such */
     rl_actual warm_actuals[] = {{"tpm", 10}, {"tpm:deny", 10}};
     complete_n(&f->base, 1, warm_actuals, 2);
-    rl_requirement reqs[] = {{"tpm", 100}, {"tpm:deny", 100}};
+    rl_requirement reqs[] = {{"tpm", 100, false}, {"tpm:deny", 100, false}};
     uint64_t local_before = local_of(f, 0);
     assert_true(reserve_n(&f->base, 2, reqs, 2).allowed);
     assert_int_equal(local_of(f, 0), local_before + 1);
@@ -182,7 +182,7 @@ static void completes_are_audited_and_overage_charged_in_redis(void **state) {
     expect_entry(&entries[1], T0_UNIX_MS + 1000, 2, "", "tpm", 100, 40, 0, false);
 
     /* an actual above the reservation: Redis charges the excess */
-    rl_requirement more[] = {{"tpm", 100}, {"tpm:deny", 100}};
+    rl_requirement more[] = {{"tpm", 100, false}, {"tpm:deny", 100, false}};
     assert_true(reserve_n(&f->base, 3, more, 2).allowed);
     assert_int_equal(local_of(f, 0), local_before + 2);
     rl_actual over[] = {{"tpm", 150}, {"tpm:deny", 150}};
@@ -214,12 +214,12 @@ static void overage_near_capacity_follows_the_policy(void **state) {
     /* small leases, so that allotments are worth carving */
     uint64_t lease = 1;
     for (; lease <= 10; lease++) {
-        rl_requirement reqs[] = {{"o:debt", 1}, {"o:deny", 1}};
+        rl_requirement reqs[] = {{"o:debt", 1, false}, {"o:deny", 1, false}};
         assert_true(reserve_n(&f->base, lease, reqs, 2).allowed);
     }
     assert_true(local_of(f, 0) > 0);
     uint64_t local = local_of(f, 0);
-    rl_requirement reqs[] = {{"o:debt", 1}, {"o:deny", 1}};
+    rl_requirement reqs[] = {{"o:debt", 1, false}, {"o:deny", 1, false}};
     assert_true(reserve_n(&f->base, lease, reqs, 2).allowed);
     if (local_of(f, 0) == local) skip(); /* decided by Redis: complete.lua's overage, covered elsewhere */
     rl_actual over[] = {{"o:debt", 100}, {"o:deny", 100}};
@@ -316,7 +316,7 @@ static void a_complete_through_another_daemon_reaches_the_lease(void **state) {
     fleet_fixture *f = fleet_of(2);
     define(&f->base, "x:conc", RL_KIND_CONCURRENCY, 100000, 300, RL_OVERAGE_DEBT);
     define(&f->base, "x:tpm", RL_KIND_ROLLING, 1000000, 60, RL_OVERAGE_DEBT);
-    rl_requirement reqs[] = {{"x:conc", 1}, {"x:tpm", 100}};
+    rl_requirement reqs[] = {{"x:conc", 1, false}, {"x:tpm", 100, false}};
     uint64_t lease = lease_for(f, 0, 1);
     assert_true(reserve_n(&f->base, lease, reqs, 2).allowed); /* carves */
     lease = lease_for(f, 0, lease + 1);
@@ -359,7 +359,7 @@ static void a_budget_lease_goes_to_redis(void **state) {
     assert_int_equal(rl_backend_apply_definition(f->base.backend, &budget, NULL), RL_OK);
     for (uint64_t lease = 1; lease <= 5; lease++) assert_true(reserve1(&f->base, lease, "b:rpm", 1).allowed);
     uint64_t forwarded = forwarded_of(f, 0);
-    rl_requirement reqs[] = {{"b:rpm", 1}, {"b:spend", 300}};
+    rl_requirement reqs[] = {{"b:rpm", 1, false}, {"b:spend", 300, false}};
     assert_true(reserve_n(&f->base, 10, reqs, 2).allowed);
     assert_int_equal(forwarded_of(f, 0), forwarded + 1);
     rl_actual actuals[] = {{"b:spend", 120}};

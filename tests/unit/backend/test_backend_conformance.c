@@ -289,21 +289,21 @@ static void reserve_is_all_or_nothing(void **state) {
     define(f, "rpm", RL_KIND_ROLLING, 10, 60, RL_OVERAGE_DEBT);
     define(f, "tpm", RL_KIND_ROLLING, 100, 60, RL_OVERAGE_DEBT);
     define(f, "conc", RL_KIND_CONCURRENCY, 5, 30, RL_OVERAGE_DEBT);
-    rl_requirement big[] = {{"rpm", 1}, {"conc", 1}, {"tpm", 101}};
+    rl_requirement big[] = {{"rpm", 1, false}, {"conc", 1, false}, {"tpm", 101, false}};
     rl_reserve_result r = reserve_n(f, 1, big, 3);
     assert_false(r.allowed);
     assert_int_equal(r.status, RL_EXCEEDS_CAPACITY);
     assert_string_equal(r.status_key, "tpm");
     assert_int_equal(r.retry_after_ms, 0);
     assert_true(reserve1(f, 2, "tpm", 95).allowed);
-    rl_requirement reqs[] = {{"rpm", 1}, {"conc", 1}, {"tpm", 10}};
+    rl_requirement reqs[] = {{"rpm", 1, false}, {"conc", 1, false}, {"tpm", 10, false}};
     r = reserve_n(f, 3, reqs, 3);
     assert_false(r.allowed);
     assert_int_equal(r.status, RL_OK);
     assert_int_equal(usage_of(f, "rpm").used, 0);
     assert_int_equal(usage_of(f, "conc").used, 0);
     assert_int_equal(usage_of(f, "tpm").used, 95);
-    rl_requirement fits[] = {{"rpm", 1}, {"conc", 1}, {"tpm", 5}};
+    rl_requirement fits[] = {{"rpm", 1, false}, {"conc", 1, false}, {"tpm", 5, false}};
     assert_true(reserve_n(f, 4, fits, 3).allowed);
     assert_int_equal(usage_of(f, "rpm").used, 1);
     assert_int_equal(usage_of(f, "conc").used, 1);
@@ -340,7 +340,7 @@ static void retry_after_walks_expiries_until_enough_frees(void **state) {
     /* the lease waits for the slowest of its failing requirements */
     define(f, "rpm", RL_KIND_ROLLING, 1, 5, RL_OVERAGE_DEBT);
     assert_true(reserve1(f, 7, "rpm", 1).allowed);
-    rl_requirement both[] = {{"rpm", 1}, {"tpm", 10}};
+    rl_requirement both[] = {{"rpm", 1, false}, {"tpm", 10, false}};
     assert_int_equal(reserve_n(f, 8, both, 2).retry_after_ms, 40000);
 }
 
@@ -404,8 +404,8 @@ static void a_retried_lease_gets_its_first_outcome(void **state) {
     rl_test_lease_id(1, id);
     for (char *c = id; *c; c++)
         if (*c >= 'A' && *c <= 'Z') *c = (char)(*c - 'A' + 'a');
-    rl_requirement req = {"rpm", 1};
-    rl_reserve_request lower = {id, NULL, &req, 1};
+    rl_requirement req = {"rpm", 1, false};
+    rl_reserve_request lower = {id, NULL, &req, 1, false};
     rl_reserve_result r;
     rl_backend_reserve(f->backend, &lower, &r);
     assert_true(r.allowed);
@@ -423,7 +423,7 @@ static void a_retried_lease_gets_its_first_outcome(void **state) {
 static void unknown_keys_are_reported_and_not_remembered(void **state) {
     fixture *f = *state;
     define(f, "rpm", RL_KIND_ROLLING, 5, 60, RL_OVERAGE_DEBT);
-    rl_requirement reqs[] = {{"rpm", 1}, {"nope", 1}};
+    rl_requirement reqs[] = {{"rpm", 1, false}, {"nope", 1, false}};
     rl_reserve_result r = reserve_n(f, 1, reqs, 2);
     assert_false(r.allowed);
     assert_int_equal(r.status, RL_UNKNOWN_LIMIT_KEY);
@@ -440,7 +440,7 @@ static void complete_is_idempotent_and_tolerates_unknown_leases(void **state) {
     define(f, "tpm", RL_KIND_ROLLING, 100, 60, RL_OVERAGE_DEBT);
     define(f, "conc", RL_KIND_CONCURRENCY, 1, 60, RL_OVERAGE_DEBT);
     complete1(f, 99, "tpm", 5); /* never reserved */
-    rl_requirement reqs[] = {{"tpm", 50}, {"conc", 1}};
+    rl_requirement reqs[] = {{"tpm", 50, false}, {"conc", 1, false}};
     assert_true(reserve_n(f, 1, reqs, 2).allowed);
     rl_actual actuals[] = {{"tpm", 20}, {"conc", 7}, {"unknown", 3}};
     complete_n(f, 1, actuals, 3);
@@ -497,13 +497,13 @@ static void a_reused_lease_id_with_other_requirements_conflicts(void **state) {
     assert_int_equal(usage_of(f, "b").used, 10);
     /* another amount on the same key, another key besides it */
     assert_int_equal(reserve1(f, 1, "a", 2).status, RL_LEASE_ID_CONFLICT);
-    rl_requirement both[] = {{"a", 1}, {"b", 1}};
+    rl_requirement both[] = {{"a", 1, false}, {"b", 1, false}};
     assert_int_equal(reserve_n(f, 1, both, 2).status, RL_LEASE_ID_CONFLICT);
     /* a key nobody defined: still the lease's conflict, not unknown_limit_key */
     assert_int_equal(reserve1(f, 1, "nowhere", 1).status, RL_LEASE_ID_CONFLICT);
     /* the true retry, its requirements in another order, keeps its first outcome */
     define(f, "c", RL_KIND_CONCURRENCY, 5, 60, RL_OVERAGE_DEBT);
-    rl_requirement pair[] = {{"a", 3}, {"c", 2}};
+    rl_requirement pair[] = {{"a", 3, false}, {"c", 2, false}};
     rl_reserve_result first = reserve_n(f, 3, pair, 2);
     assert_true(first.allowed);
     rl_requirement swapped[] = {pair[1], pair[0]};
@@ -523,11 +523,11 @@ static void a_reused_lease_id_with_other_requirements_conflicts(void **state) {
     assert_int_equal(usage_of(f, "a").used, 4);
     /* in a batch: that item's result, the others decided as usual */
     char ids[3][27];
-    rl_requirement a1 = {"a", 1}, b10 = {"b", 10};
+    rl_requirement a1 = {"a", 1, false}, b10 = {"b", 10, false};
     rl_reserve_request requests[3] = {
-        {rl_test_lease_id(5, ids[0]), NULL, &a1, 1},
-        {rl_test_lease_id(1, ids[1]), NULL, &b10, 1},
-        {rl_test_lease_id(6, ids[2]), NULL, &a1, 1},
+        {rl_test_lease_id(5, ids[0]), NULL, &a1, 1, false},
+        {rl_test_lease_id(1, ids[1]), NULL, &b10, 1, false},
+        {rl_test_lease_id(6, ids[2]), NULL, &a1, 1, false},
     };
     rl_reserve_result results[3];
     rl_backend_reserve_batch(f->backend, requests, 3, results);
@@ -543,9 +543,9 @@ static void batches_decide_in_order(void **state) {
     fixture *f = *state;
     define(f, "rpm", RL_KIND_ROLLING, 2, 60, RL_OVERAGE_DEBT);
     char ids[4][27];
-    rl_requirement one = {"rpm", 1};
+    rl_requirement one = {"rpm", 1, false};
     rl_reserve_request requests[4];
-    for (int i = 0; i < 4; i++) requests[i] = (rl_reserve_request){rl_test_lease_id((uint64_t)i + 1, ids[i]), NULL, &one, 1};
+    for (int i = 0; i < 4; i++) requests[i] = (rl_reserve_request){rl_test_lease_id((uint64_t)i + 1, ids[i]), NULL, &one, 1, false};
     requests[3].lease_id = ids[0]; /* the same lease again within the batch */
     rl_reserve_result results[4];
     rl_backend_reserve_batch(f->backend, requests, 4, results);
@@ -569,11 +569,11 @@ typedef struct hammer {
 
 static void *hammer_main(void *arg) {
     hammer *h = arg;
-    rl_requirement reqs[] = {{"h:conc", 1}, {"h:rpm", 1}};
+    rl_requirement reqs[] = {{"h:conc", 1, false}, {"h:rpm", 1, false}};
     for (int i = 0; i < 2000; i++) {
         char id[27];
         rl_test_lease_id((uint64_t)h->thread * 100000u + (uint64_t)i + 1, id);
-        rl_reserve_request request = {id, NULL, reqs, 2};
+        rl_reserve_request request = {id, NULL, reqs, 2, false};
         rl_reserve_result r;
         rl_backend_reserve(h->backend, &request, &r);
         if (r.status != RL_OK) h->errors++;
@@ -635,7 +635,7 @@ static void a_denial_names_its_limit(void **state) {
     assert_null(r.status_key);
     /* a lease that fits on one limit and not on the other names the other */
     assert_true(reserve1(f, 3, "d:conc", 2).allowed);
-    rl_requirement both[] = {{"d:rpm", 1}, {"d:conc", 1}};
+    rl_requirement both[] = {{"d:rpm", 1, false}, {"d:conc", 1, false}};
     r = reserve_n(f, 4, both, 2);
     expect_denial(&r, "d:conc", RL_DENIAL_CAPACITY, 1, 0, 2);
     /* more than the whole capacity */
@@ -646,7 +646,7 @@ static void a_denial_names_its_limit(void **state) {
     r = reserve1(f, 6, "d:nope", 1);
     assert_int_equal(r.status, RL_UNKNOWN_LIMIT_KEY);
     assert_null(r.denied_by.key);
-    rl_requirement other = {"d:rpm", 1};
+    rl_requirement other = {"d:rpm", 1, false};
     r = reserve_n(f, 2, &other, 1); /* lease 2 reused with another amount */
     assert_int_equal(r.status, RL_LEASE_ID_CONFLICT);
     assert_null(r.denied_by.key);
@@ -661,11 +661,11 @@ static void a_denial_names_the_limit_waited_for(void **state) {
     assert_true(reserve1(f, 1, "w:early", 5).allowed);
     rl_manual_clock_advance(&f->clock, 20000);
     assert_true(reserve1(f, 2, "w:late", 5).allowed);
-    rl_requirement both[] = {{"w:early", 1}, {"w:late", 1}};
+    rl_requirement both[] = {{"w:early", 1, false}, {"w:late", 1, false}};
     rl_reserve_result r = reserve_n(f, 3, both, 2);
     expect_denial(&r, "w:late", RL_DENIAL_CAPACITY, 1, 0, 5);
     assert_int_equal(r.retry_after_ms, 60000);
-    rl_requirement reversed[] = {{"w:late", 1}, {"w:early", 1}};
+    rl_requirement reversed[] = {{"w:late", 1, false}, {"w:early", 1, false}};
     r = reserve_n(f, 4, reversed, 2);
     expect_denial(&r, "w:late", RL_DENIAL_CAPACITY, 1, 0, 5);
     /* a decreasing limit is named before a full one, as its status says */
@@ -921,7 +921,7 @@ static void budget_denials_and_kind_changes(void **state) {
     fixture *f = *state;
     define(f, "b:rpm", RL_KIND_ROLLING, 1, 60, RL_OVERAGE_DEBT);
     define_budget(f, "b:k", 10, RL_PERIOD_HOUR, "UTC", 60, RL_OVERAGE_DEBT);
-    rl_requirement both[] = {{"b:rpm", 1}, {"b:k", 10}};
+    rl_requirement both[] = {{"b:rpm", 1, false}, {"b:k", 10, false}};
     assert_true(reserve_n(f, 1, both, 2).allowed);
     complete_n(f, 1, NULL, 0);
     rl_reserve_result r = reserve_n(f, 2, both, 2);
@@ -960,7 +960,7 @@ static bool has_audit(const fixture *f) { return f->backend->ops->audit_query !=
 static rl_reserve_result reserve_for_job(fixture *f, uint64_t lease, const char *job_id, const rl_requirement *reqs,
                                          size_t n) {
     char id[27];
-    rl_reserve_request request = {rl_test_lease_id(lease, id), job_id, reqs, n};
+    rl_reserve_request request = {rl_test_lease_id(lease, id), job_id, reqs, n, false};
     rl_reserve_result result;
     rl_backend_reserve(f->backend, &request, &result);
     return result;
@@ -975,11 +975,11 @@ static void audit_a_complete_writes_an_entry_per_key_charged(void **state) {
     define(f, "a:tpm", RL_KIND_ROLLING, 1000, 60, RL_OVERAGE_DEBT);
     define(f, "a:conc", RL_KIND_CONCURRENCY, 5, 60, RL_OVERAGE_DEBT);
     define_budget(f, "a:usd", 5000, RL_PERIOD_DAY, "UTC", 600, RL_OVERAGE_DEBT);
-    rl_requirement reqs[] = {{"a:tpm", 300}, {"a:conc", 1}, {"a:usd", 2000}};
+    rl_requirement reqs[] = {{"a:tpm", 300, false}, {"a:conc", 1, false}, {"a:usd", 2000, false}};
     const char *job = "job \"7\" \xc3\xa9t\xc3\xa9 ^ #x !1:2 \\ @9";
     assert_true(reserve_for_job(f, 1, job, reqs, 3).allowed);
     assert_true(reserve_for_job(f, 2, NULL, reqs, 3).allowed);
-    assert_false(reserve_for_job(f, 3, "denied", (rl_requirement[]){{"a:usd", 2000}}, 1).allowed);
+    assert_false(reserve_for_job(f, 3, "denied", (rl_requirement[]){{"a:usd", 2000, false}}, 1).allowed);
     rl_audit_entry entries[8];
     uint64_t next;
     assert_int_equal(audit_page(f, "a:tpm", 0, 8, entries, &next), 0);
@@ -1016,7 +1016,7 @@ static void audit_refunds_and_periods(void **state) {
     fixture *f = *state;
     if (!has_audit(f)) skip();
     define_budget(f, "a:h", 100, RL_PERIOD_HOUR, "UTC", 60, RL_OVERAGE_DEBT);
-    assert_true(reserve_for_job(f, 1, "crashed", (rl_requirement[]){{"a:h", 40}}, 1).allowed);
+    assert_true(reserve_for_job(f, 1, "crashed", (rl_requirement[]){{"a:h", 40, false}}, 1).allowed);
     rl_manual_clock_advance(&f->clock, 75000); /* past its timeout, unnoticed until the sweep */
     rl_backend_sweep(f->backend);
     complete1(f, 1, "a:h", 40);
@@ -1070,6 +1070,242 @@ static void audit_pages_never_end_inside_a_millisecond(void **state) {
     expect_entry(&entries[0], T0_UNIX_MS, 1, "", "a:p", 1, 1, 0, false);
 }
 
+/* ---- optional requirements ---------------------------------------------------- */
+
+/* An optional key without a definition is skipped: the lease is decided on
+ * the rest and remembered as usual; its retry must say optional too; a
+ * Complete naming the skipped key ignores it. */
+static void optional_unknown_keys_are_skipped(void **state) {
+    fixture *f = *state;
+    define(f, "o:rpm", RL_KIND_ROLLING, 5, 60, RL_OVERAGE_DEBT);
+    rl_requirement reqs[] = {{"o:rpd", 1, true}, {"o:rpm", 2, false}};
+    rl_reserve_result r = reserve_n(f, 1, reqs, 2);
+    assert_true(r.allowed);
+    assert_int_equal(r.status, RL_OK);
+    assert_null(r.status_key);
+    assert_int_equal(r.reserved_at_unix_ms, T0_UNIX_MS);
+    assert_int_equal(usage_of(f, "o:rpm").used, 2);
+    rl_limit_usage u;
+    assert_int_equal(rl_backend_limit_usage(f->backend, "o:rpd", &u), RL_UNKNOWN_LIMIT_KEY);
+
+    rl_manual_clock_advance(&f->clock, 1000);
+    rl_reserve_result again = reserve_n(f, 1, reqs, 2); /* a retry: its first outcome */
+    assert_true(again.allowed);
+    assert_int_equal(again.reserved_at_unix_ms, T0_UNIX_MS);
+    assert_int_equal(usage_of(f, "o:rpm").used, 2);
+    rl_requirement not_optional[] = {{"o:rpd", 1, false}, {"o:rpm", 2, false}};
+    assert_int_equal(reserve_n(f, 1, not_optional, 2).status, RL_LEASE_ID_CONFLICT);
+    /* the same request without the flag, new: the undefined key is an error */
+    r = reserve_n(f, 2, not_optional, 2);
+    assert_int_equal(r.status, RL_UNKNOWN_LIMIT_KEY);
+    assert_string_equal(r.status_key, "o:rpd");
+
+    rl_actual actuals[] = {{"o:rpd", 7}, {"o:rpm", 1}};
+    complete_n(f, 1, actuals, 2);
+    assert_int_equal(usage_of(f, "o:rpm").used, 1);
+    assert_int_equal(rl_backend_limit_usage(f->backend, "o:rpd", &u), RL_UNKNOWN_LIMIT_KEY);
+
+    /* once defined, the same requirements reserve it (a new lease) */
+    define(f, "o:rpd", RL_KIND_ROLLING, 100, 86400, RL_OVERAGE_DEBT);
+    assert_true(reserve_n(f, 3, reqs, 2).allowed);
+    assert_int_equal(usage_of(f, "o:rpd").used, 1);
+    assert_int_equal(usage_of(f, "o:rpm").used, 3);
+}
+
+/* A defined optional key is reserved as any other, and denies as any other. */
+static void optional_known_keys_are_reserved_and_deny(void **state) {
+    fixture *f = *state;
+    define(f, "o:rpm", RL_KIND_ROLLING, 5, 60, RL_OVERAGE_DEBT);
+    define(f, "o:conc", RL_KIND_CONCURRENCY, 1, 60, RL_OVERAGE_DEBT);
+    rl_requirement reqs[] = {{"o:rpm", 1, false}, {"o:conc", 1, true}, {"o:none", 1, true}};
+    assert_true(reserve_n(f, 1, reqs, 3).allowed);
+    assert_int_equal(usage_of(f, "o:conc").used, 1);
+    rl_reserve_result r = reserve_n(f, 2, reqs, 3);
+    expect_denial(&r, "o:conc", RL_DENIAL_CAPACITY, 1, 0, 1);
+    assert_int_equal(r.retry_after_ms, 60000);
+    assert_int_equal(usage_of(f, "o:rpm").used, 1); /* all or nothing */
+    rl_reserve_result still = reserve_n(f, 2, reqs, 3); /* a denied lease stays denied */
+    expect_denial(&still, "o:conc", RL_DENIAL_CAPACITY, 1, 0, 1);
+    complete_n(f, 1, NULL, 0);
+    assert_int_equal(usage_of(f, "o:conc").used, 0);
+    rl_requirement too_much[] = {{"o:rpm", 6, true}, {"o:none", 1, true}};
+    r = reserve_n(f, 3, too_much, 2);
+    assert_int_equal(r.status, RL_EXCEEDS_CAPACITY);
+    expect_denial(&r, "o:rpm", RL_DENIAL_EXCEEDS_CAPACITY, 6, 4, 5);
+}
+
+/* Every requirement skipped: allowed, holding nothing, remembered (its
+ * retry answers its first outcome, even once a key is defined) until the
+ * lease memory ends. */
+static void a_lease_of_skipped_requirements_holds_nothing(void **state) {
+    fixture *f = *state;
+    rl_requirement reqs[] = {{"s:a", 3, true}, {"s:b", 1, true}};
+    rl_reserve_result r = reserve_n(f, 1, reqs, 2);
+    assert_true(r.allowed);
+    assert_int_equal(r.status, RL_OK);
+    assert_int_equal(r.reserved_at_unix_ms, T0_UNIX_MS);
+    define(f, "s:a", RL_KIND_ROLLING, 3, 60, RL_OVERAGE_DEBT);
+    rl_manual_clock_advance(&f->clock, 2000);
+    rl_reserve_result again = reserve_n(f, 1, reqs, 2);
+    assert_true(again.allowed);
+    assert_int_equal(again.reserved_at_unix_ms, T0_UNIX_MS);
+    assert_int_equal(usage_of(f, "s:a").used, 0);
+    complete_n(f, 1, (rl_actual[]){{"s:a", 3}}, 1);
+    assert_int_equal(usage_of(f, "s:a").used, 0);
+    assert_true(reserve_n(f, 2, reqs, 2).allowed);
+    assert_int_equal(usage_of(f, "s:a").used, 3);
+    /* forgotten after its lease memory: the id is new again */
+    rl_manual_clock_advance(&f->clock, LEASE_MEMORY_MS + 1);
+    rl_backend_sweep(f->backend);
+    define(f, "s:b", RL_KIND_ROLLING, 1, 600, RL_OVERAGE_DEBT);
+    assert_true(reserve_n(f, 1, reqs, 2).allowed);
+    assert_int_equal(usage_of(f, "s:b").used, 1);
+}
+
+/* ---- dry runs --------------------------------------------------------------- */
+
+/* A dry run's answer and the real reserve's right after are the same,
+ * denied_by included, and a dry run changes nothing. */
+static void expect_same_answer(const rl_reserve_result *dry, const rl_reserve_result *real) {
+    assert_int_equal(dry->allowed, real->allowed);
+    assert_int_equal(dry->retry_after_ms, real->retry_after_ms);
+    assert_int_equal(dry->reserved_at_unix_ms, real->reserved_at_unix_ms);
+    assert_int_equal(dry->status, real->status);
+    if (real->status_key == NULL) assert_null(dry->status_key);
+    else assert_string_equal(dry->status_key, real->status_key);
+    if (real->denied_by.key == NULL) {
+        assert_null(dry->denied_by.key);
+        return;
+    }
+    assert_string_equal(dry->denied_by.key, real->denied_by.key);
+    assert_int_equal(dry->denied_by.reason, real->denied_by.reason);
+    assert_int_equal(dry->denied_by.requested, real->denied_by.requested);
+    assert_int_equal(dry->denied_by.available, real->denied_by.available);
+    assert_int_equal(dry->denied_by.capacity, real->denied_by.capacity);
+    assert_int_equal(dry->denied_by.period_end_unix_ms, real->denied_by.period_end_unix_ms);
+}
+
+static void expect_unchanged(fixture *f, const char *key, const rl_limit_usage *before) {
+    rl_limit_usage now = usage_of(f, key);
+    assert_int_equal(now.used, before->used);
+    assert_int_equal(now.active, before->active);
+    assert_int_equal(now.available, before->available);
+    assert_int_equal(now.status, before->status);
+}
+
+/* A dry run, checked to change nothing, then the real reserve of the same
+ * lease: both answers returned. */
+static rl_reserve_result dry_then_real(fixture *f, uint64_t lease, const rl_requirement *reqs, size_t n,
+                                       rl_reserve_result *real) {
+    rl_limit_usage before[RL_MAX_REQUIREMENTS];
+    bool defined[RL_MAX_REQUIREMENTS];
+    for (size_t i = 0; i < n; i++)
+        defined[i] = rl_backend_limit_usage(f->backend, reqs[i].key, &before[i]) == RL_OK;
+    rl_reserve_result dry = reserve_request(f, lease, reqs, n, true);
+    for (size_t i = 0; i < n; i++)
+        if (defined[i]) expect_unchanged(f, reqs[i].key, &before[i]);
+    *real = reserve_request(f, lease, reqs, n, false);
+    expect_same_answer(&dry, real);
+    return dry;
+}
+
+static void a_dry_run_answers_what_a_reserve_would(void **state) {
+    fixture *f = *state;
+    define(f, "d:rpm", RL_KIND_ROLLING, 5, 60, RL_OVERAGE_DEBT);
+    define(f, "d:conc", RL_KIND_CONCURRENCY, 1, 30, RL_OVERAGE_DEBT);
+    define_budget(f, "d:usd", 100, RL_PERIOD_DAY, "UTC", 600, RL_OVERAGE_DEBT);
+    rl_reserve_result real;
+    rl_requirement fits[] = {{"d:rpm", 3, false}, {"d:conc", 1, false}, {"d:usd", 60, false}};
+    rl_reserve_result dry = dry_then_real(f, 1, fits, 3, &real);
+    assert_true(dry.allowed);
+    assert_int_equal(dry.reserved_at_unix_ms, T0_UNIX_MS);
+    assert_int_equal(usage_of(f, "d:rpm").used, 3);
+    rl_manual_clock_advance(&f->clock, 10000);
+    /* full: the limit waited for, and when */
+    rl_requirement full[] = {{"d:rpm", 3, false}, {"d:conc", 1, false}};
+    dry = dry_then_real(f, 2, full, 2, &real);
+    expect_denial(&dry, "d:rpm", RL_DENIAL_CAPACITY, 3, 2, 5);
+    assert_int_equal(dry.retry_after_ms, 50000);
+    /* a budget's period end */
+    dry = dry_then_real(f, 3, (rl_requirement[]){{"d:usd", 50, false}}, 1, &real);
+    assert_false(dry.allowed);
+    assert_int_equal(dry.denied_by.period_end_unix_ms, DAY_START + DAY_MS);
+    /* more than the whole capacity; a decreasing limit */
+    dry = dry_then_real(f, 4, (rl_requirement[]){{"d:rpm", 6, false}}, 1, &real);
+    assert_int_equal(dry.status, RL_EXCEEDS_CAPACITY);
+    define(f, "d:rpm", RL_KIND_ROLLING, 2, 60, RL_OVERAGE_DEBT);
+    dry = dry_then_real(f, 5, (rl_requirement[]){{"d:rpm", 1, false}}, 1, &real);
+    assert_int_equal(dry.status, RL_LIMIT_DECREASING);
+    assert_string_equal(dry.status_key, "d:rpm");
+    /* an unknown key: the same error, nothing remembered; an optional one: skipped */
+    dry = dry_then_real(f, 6, (rl_requirement[]){{"d:nope", 1, false}}, 1, &real);
+    assert_int_equal(dry.status, RL_UNKNOWN_LIMIT_KEY);
+    assert_string_equal(dry.status_key, "d:nope");
+    complete_n(f, 1, NULL, 0);
+    dry = dry_then_real(f, 7, (rl_requirement[]){{"d:nope", 1, true}, {"d:conc", 1, false}}, 2, &real);
+    assert_true(dry.allowed);
+    dry = dry_then_real(f, 8, (rl_requirement[]){{"d:nope", 1, true}}, 1, &real);
+    assert_true(dry.allowed);
+}
+
+/* Nothing of a dry run stays: no capacity held however many, no lease
+ * remembered (the same id is new afterwards, with any requirements), no
+ * audit entry; a lease id remembered before answers its first outcome or a
+ * conflict, as a reserve would. */
+static void a_dry_run_changes_nothing(void **state) {
+    fixture *f = *state;
+    define(f, "n:conc", RL_KIND_CONCURRENCY, 1, 30, RL_OVERAGE_DEBT);
+    define(f, "n:tpm", RL_KIND_ROLLING, 100, 60, RL_OVERAGE_DEBT);
+    rl_requirement one[] = {{"n:conc", 1, false}, {"n:tpm", 100, false}};
+    for (uint64_t lease = 1; lease <= 5; lease++) {
+        rl_reserve_result r = reserve_request(f, lease, one, 2, true);
+        assert_true(r.allowed);
+        assert_int_equal(r.reserved_at_unix_ms, T0_UNIX_MS);
+    }
+    assert_int_equal(usage_of(f, "n:conc").used, 0);
+    assert_int_equal(usage_of(f, "n:tpm").active, 0);
+    complete_n(f, 1, (rl_actual[]){{"n:tpm", 40}}, 1); /* a dry run's id is no lease: nothing */
+    assert_int_equal(usage_of(f, "n:tpm").used, 0);
+    rl_manual_clock_advance(&f->clock, 1);
+    rl_requirement other[] = {{"n:tpm", 30, false}};
+    rl_reserve_result r = reserve_n(f, 1, other, 1); /* not a conflict: nothing was remembered */
+    assert_true(r.allowed);
+    assert_int_equal(r.reserved_at_unix_ms, T0_UNIX_MS + 1);
+    /* a remembered lease: its first outcome, or a conflict */
+    rl_manual_clock_advance(&f->clock, 1000);
+    r = reserve_request(f, 1, other, 1, true);
+    assert_true(r.allowed);
+    assert_int_equal(r.reserved_at_unix_ms, T0_UNIX_MS + 1);
+    assert_int_equal(reserve_request(f, 1, one, 2, true).status, RL_LEASE_ID_CONFLICT);
+    assert_true(reserve_n(f, 2, one, 1).allowed);
+    rl_reserve_result denied = reserve_n(f, 3, one, 1);
+    assert_false(denied.allowed);
+    complete_n(f, 2, NULL, 0); /* room again, but lease 3 stays denied */
+    rl_reserve_result replayed = reserve_request(f, 3, one, 1, true);
+    expect_same_answer(&replayed, &denied);
+    assert_int_equal(usage_of(f, "n:conc").used, 0);
+    assert_int_equal(usage_of(f, "n:tpm").used, 30);
+    /* in a batch beside real reserves: only the real ones hold */
+    char ids[3][27];
+    rl_reserve_request batch[3] = {{rl_test_lease_id(10, ids[0]), NULL, one, 2, true},
+                                   {rl_test_lease_id(11, ids[1]), NULL, one, 1, false},
+                                   {rl_test_lease_id(12, ids[2]), NULL, one, 1, true}};
+    rl_reserve_result results[3];
+    rl_backend_reserve_batch(f->backend, batch, 3, results);
+    assert_false(results[0].allowed); /* n:tpm has 70 of 100 free */
+    expect_denial(&results[0], "n:tpm", RL_DENIAL_CAPACITY, 100, 70, 100);
+    assert_true(results[1].allowed);
+    assert_false(results[2].allowed); /* lease 11 holds n:conc now */
+    expect_denial(&results[2], "n:conc", RL_DENIAL_CAPACITY, 1, 0, 1);
+    assert_int_equal(usage_of(f, "n:conc").used, 1);
+    if (has_audit(f)) {
+        rl_manual_clock_advance(&f->clock, 1);
+        rl_audit_entry entries[4];
+        uint64_t next;
+        assert_int_equal(audit_page(f, "n:tpm", 0, 4, entries, &next), 0);
+    }
+}
+
 /* The case list, the same for every backend. */
 #define CONFORMANCE_CASES(setup, teardown)                                                                \
     cmocka_unit_test_setup_teardown(example1_rolling_reconcile_frees_early, setup, teardown),             \
@@ -1103,7 +1339,12 @@ static void audit_pages_never_end_inside_a_millisecond(void **state) {
     cmocka_unit_test_setup_teardown(audit_a_complete_writes_an_entry_per_key_charged, setup, teardown),   \
     cmocka_unit_test_setup_teardown(audit_refunds_and_periods, setup, teardown),                          \
     cmocka_unit_test_setup_teardown(audit_pages_never_end_inside_a_millisecond, setup, teardown),         \
-    cmocka_unit_test_setup_teardown(threads_never_over_admit, setup, teardown)
+    cmocka_unit_test_setup_teardown(threads_never_over_admit, setup, teardown),                           \
+    cmocka_unit_test_setup_teardown(optional_unknown_keys_are_skipped, setup, teardown),                  \
+    cmocka_unit_test_setup_teardown(optional_known_keys_are_reserved_and_deny, setup, teardown),          \
+    cmocka_unit_test_setup_teardown(a_lease_of_skipped_requirements_holds_nothing, setup, teardown),      \
+    cmocka_unit_test_setup_teardown(a_dry_run_answers_what_a_reserve_would, setup, teardown),             \
+    cmocka_unit_test_setup_teardown(a_dry_run_changes_nothing, setup, teardown)
 
 static void redis_server_missing(void **state) {
     (void)state;

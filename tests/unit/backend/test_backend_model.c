@@ -1021,9 +1021,9 @@ static void op_reserve(rl_backend *backend, int count) {
             ids[b] = choose_reserve_lease(&records[b]);
         }
         for (int i = 0; i < records[b].n; i++)
-            reqs[b][i] = (rl_requirement){limits[records[b].keys[i]].def.key, records[b].amounts[i]};
+            reqs[b][i] = (rl_requirement){limits[records[b].keys[i]].def.key, records[b].amounts[i], false};
         requests[b] = (rl_reserve_request){rl_test_lease_id((uint64_t)ids[b], lease_ids[b]), job_of(ids[b], jobs[b]),
-                                           reqs[b], (size_t)records[b].n};
+                                           reqs[b], (size_t)records[b].n, false};
     }
     memset(results, 0xab, sizeof results);
     if (count == 1) {

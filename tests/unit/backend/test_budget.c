@@ -74,8 +74,8 @@ static void define_budget(fixture *f, const char *key, uint64_t capacity, rl_per
 static rl_reserve_result reserve(fixture *f, const char *key, uint64_t amount, uint64_t *lease) {
     char id[27];
     *lease = f->next_lease++;
-    rl_requirement r = {key, amount};
-    rl_reserve_request request = {rl_test_lease_id(*lease, id), NULL, &r, 1};
+    rl_requirement r = {key, amount, false};
+    rl_reserve_request request = {rl_test_lease_id(*lease, id), NULL, &r, 1, false};
     rl_reserve_result result;
     rl_backend_reserve(f->backend, &request, &result);
     return result;

@@ -108,7 +108,7 @@ static void define(fixture *f, const char *key, rl_kind kind, uint64_t capacity,
 static rl_reserve_result reserve(fixture *f, uint64_t lease, const char *job_id, const rl_requirement *reqs,
                                  size_t count) {
     char id[27];
-    rl_reserve_request request = {rl_test_lease_id(lease, id), job_id, reqs, count};
+    rl_reserve_request request = {rl_test_lease_id(lease, id), job_id, reqs, count, false};
     rl_reserve_result result;
     rl_backend_reserve(f->backend, &request, &result);
     return result;
@@ -163,11 +163,11 @@ static void test_state_survives_restart(void **state) {
     define(f, "tpm", RL_KIND_ROLLING, 1000, 60);
     define(f, "conc", RL_KIND_CONCURRENCY, 2, 300);
     define(f, "spend", RL_KIND_BUDGET, 5000, 600);
-    rl_requirement both[] = {{"tpm", 400}, {"conc", 1}, {"spend", 1000}};
+    rl_requirement both[] = {{"tpm", 400, false}, {"conc", 1, false}, {"spend", 1000, false}};
     assert_true(reserve(f, 1, "job-1", both, 3).allowed);
     rl_reserve_result second = reserve(f, 2, NULL, both, 3);
     assert_true(second.allowed);
-    rl_requirement too_much[] = {{"tpm", 900}};
+    rl_requirement too_much[] = {{"tpm", 900, false}};
     rl_reserve_result denied = reserve(f, 3, NULL, too_much, 1);
     assert_false(denied.allowed);
     rl_actual actuals[] = {{"tpm", 100}, {"spend", 250}};
@@ -209,7 +209,7 @@ static void test_expiry_while_down(void **state) {
     open_ok(f);
     define(f, "tpm", RL_KIND_ROLLING, 1000, 60);
     define(f, "spend", RL_KIND_BUDGET, 5000, 600);
-    rl_requirement reqs[] = {{"tpm", 400}, {"spend", 700}};
+    rl_requirement reqs[] = {{"tpm", 400, false}, {"spend", 700, false}};
     assert_true(reserve(f, 1, "refund-me", reqs, 2).allowed);
     restart(f, 30 * 1000);
     assert_int_equal(usage(f, "tpm").used, 400);
@@ -237,7 +237,7 @@ static void test_audit_of_completes(void **state) {
     define(f, "tpm", RL_KIND_ROLLING, 1000, 60);
     define(f, "conc", RL_KIND_CONCURRENCY, 2, 300);
     define(f, "spend", RL_KIND_BUDGET, 5000, 600);
-    rl_requirement reqs[] = {{"tpm", 400}, {"conc", 1}, {"spend", 1000}};
+    rl_requirement reqs[] = {{"tpm", 400, false}, {"conc", 1, false}, {"spend", 1000, false}};
     assert_true(reserve(f, 1, "job-a", reqs, 3).allowed);
     rl_manual_clock_advance(&f->clock, 5);
     rl_actual actuals[] = {{"spend", 321}};
@@ -268,7 +268,7 @@ static void test_audit_ahead_of_journal_is_dropped(void **state) {
     fixture *f = *state;
     open_ok(f);
     define(f, "spend", RL_KIND_BUDGET, 5000, 600);
-    rl_requirement reqs[] = {{"spend", 100}};
+    rl_requirement reqs[] = {{"spend", 100, false}};
     assert_true(reserve(f, 1, NULL, reqs, 1).allowed);
     rl_actual actuals[] = {{"spend", 50}};
     complete(f, 1, actuals, 1);
@@ -300,7 +300,7 @@ static void test_torn_tail_is_cut(void **state) {
     fixture *f = *state;
     open_ok(f);
     define(f, "tpm", RL_KIND_ROLLING, 1000, 60);
-    rl_requirement one[] = {{"tpm", 100}};
+    rl_requirement one[] = {{"tpm", 100, false}};
     assert_true(reserve(f, 1, NULL, one, 1).allowed);
     long kept = file_size(f->journal);
     assert_true(reserve(f, 2, NULL, one, 1).allowed);
@@ -318,7 +318,7 @@ static void test_damage_is_refused(void **state) {
     fixture *f = *state;
     open_ok(f);
     define(f, "tpm", RL_KIND_ROLLING, 1000, 60);
-    rl_requirement one[] = {{"tpm", 100}};
+    rl_requirement one[] = {{"tpm", 100, false}};
     for (uint64_t i = 1; i <= 3; i++) assert_true(reserve(f, i, NULL, one, 1).allowed);
     rl_backend_destroy(f->backend);
     f->backend = NULL;
@@ -347,7 +347,7 @@ static void test_compaction_keeps_state(void **state) {
     open_ok(f);
     define(f, "tpm", RL_KIND_ROLLING, 1000000, 1);
     define(f, "spend", RL_KIND_BUDGET, 1000000, 1);
-    rl_requirement reqs[] = {{"tpm", 10}, {"spend", 10}};
+    rl_requirement reqs[] = {{"tpm", 10, false}, {"spend", 10, false}};
     long largest = 0;
     for (uint64_t i = 1; i <= 1000; i++) {
         assert_true(reserve(f, i, "job", reqs, 2).allowed);
@@ -384,7 +384,7 @@ static void test_other_fsync_modes(void **state) {
         snprintf(key, sizeof key, "tpm%d", mode);
         if (f->backend == NULL) open_ok(f);
         define(f, key, RL_KIND_ROLLING, 1000, 60);
-        rl_requirement one[] = {{key, 123}};
+        rl_requirement one[] = {{key, 123, false}};
         assert_true(reserve(f, 100 + (uint64_t)mode, NULL, one, 1).allowed);
         restart(f, 10);
         assert_int_equal(usage(f, key).used, 123);

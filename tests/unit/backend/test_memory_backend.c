@@ -97,11 +97,11 @@ typedef struct hammer {
 
 static void *hammer_main(void *arg) {
     hammer *h = arg;
-    rl_requirement reqs[] = {{"h:conc", 1}, {"h:rpm", 1}};
+    rl_requirement reqs[] = {{"h:conc", 1, false}, {"h:rpm", 1, false}};
     for (int i = 0; i < 2000; i++) {
         char id[27];
         rl_test_lease_id((uint64_t)h->thread * 100000u + (uint64_t)i + 1, id);
-        rl_reserve_request request = {id, NULL, reqs, 2};
+        rl_reserve_request request = {id, NULL, reqs, 2, false};
         rl_reserve_result r;
         rl_backend_reserve(h->backend, &request, &r);
         if (r.allowed) {

@@ -92,7 +92,7 @@ typedef struct outcome {
 } outcome;
 
 static outcome reserve_as(fixture *f, const char *lease_id, const char *job_id, const rl_requirement *reqs, size_t n) {
-    rl_reserve_request request = {lease_id, job_id, reqs, n};
+    rl_reserve_request request = {lease_id, job_id, reqs, n, false};
     outcome o;
     memset(&o.result, 0xab, sizeof o.result);
     o.forwarded = true; /* the call sets it either way */
@@ -106,7 +106,7 @@ static outcome reserve_n(fixture *f, uint64_t lease, const rl_requirement *reqs,
 }
 
 static outcome reserve1(fixture *f, uint64_t lease, const char *key, uint64_t amount) {
-    rl_requirement req = {key, amount};
+    rl_requirement req = {key, amount, false};
     return reserve_n(f, lease, &req, 1);
 }
 
@@ -228,18 +228,18 @@ static void a_lease_is_decided_here_only_if_all_its_keys_fit(void **state) {
     mirror(f, budget("usd", 1000));
     rl__memory_local_allow(f->local, "usd", 1000, FAR_MS); /* a budget mirror admits nothing anyway */
 
-    rl_requirement both[] = {{"rpm", 4}, {"conc", 1}};
+    rl_requirement both[] = {{"rpm", 4, false}, {"conc", 1, false}};
     assert_admitted(reserve_n(f, 1, both, 2));
     assert_int_equal(used_of(f, "rpm"), 4);
     assert_int_equal(used_of(f, "conc"), 1);
 
-    rl_requirement conc_short[] = {{"rpm", 4}, {"conc", 2}};
+    rl_requirement conc_short[] = {{"rpm", 4, false}, {"conc", 2, false}};
     assert_forwarded(reserve_n(f, 2, conc_short, 2), RL_OK, NULL);
-    rl_requirement rpm_short[] = {{"conc", 1}, {"rpm", 7}};
+    rl_requirement rpm_short[] = {{"conc", 1, false}, {"rpm", 7, false}};
     assert_forwarded(reserve_n(f, 3, rpm_short, 2), RL_OK, NULL);
-    rl_requirement unmirrored[] = {{"rpm", 1}, {"nokey", 1}};
+    rl_requirement unmirrored[] = {{"rpm", 1, false}, {"nokey", 1, false}};
     assert_forwarded(reserve_n(f, 4, unmirrored, 2), RL_UNKNOWN_LIMIT_KEY, "nokey");
-    rl_requirement with_budget[] = {{"rpm", 1}, {"usd", 1}};
+    rl_requirement with_budget[] = {{"rpm", 1, false}, {"usd", 1, false}};
     assert_forwarded(reserve_n(f, 5, with_budget, 2), RL_OK, NULL);
     assert_forwarded(reserve1(f, 6, "usd", 1), RL_OK, NULL);
     /* None of them took anything here. */
@@ -247,7 +247,7 @@ static void a_lease_is_decided_here_only_if_all_its_keys_fit(void **state) {
     assert_int_equal(used_of(f, "conc"), 1);
     assert_int_equal(used_of(f, "usd"), 0);
 
-    rl_requirement exactly[] = {{"rpm", 6}, {"conc", 1}};
+    rl_requirement exactly[] = {{"rpm", 6, false}, {"conc", 1, false}};
     assert_admitted(reserve_n(f, 7, exactly, 2));
     assert_int_equal(used_of(f, "rpm"), 10);
     assert_int_equal(used_of(f, "conc"), 2);
@@ -258,12 +258,12 @@ static void a_batch_decides_in_order(void **state) {
     fixture *f = *state;
     mirror_allowed(f, rolling("rpm", 100, 60), 5);
     char ids[4][27];
-    rl_requirement three = {"rpm", 3}, two = {"rpm", 2};
+    rl_requirement three = {"rpm", 3, false}, two = {"rpm", 2, false};
     rl_reserve_request requests[4] = {
-        {rl_test_lease_id(1, ids[0]), NULL, &three, 1},
-        {rl_test_lease_id(2, ids[1]), NULL, &three, 1},
-        {rl_test_lease_id(3, ids[2]), NULL, &two, 1},
-        {rl_test_lease_id(1, ids[3]), NULL, &three, 1}, /* lease 1 again */
+        {rl_test_lease_id(1, ids[0]), NULL, &three, 1, false},
+        {rl_test_lease_id(2, ids[1]), NULL, &three, 1, false},
+        {rl_test_lease_id(3, ids[2]), NULL, &two, 1, false},
+        {rl_test_lease_id(1, ids[3]), NULL, &three, 1, false}, /* lease 1 again */
     };
     rl_reserve_result results[4];
     bool forwarded[4] = {true, false, true, true};
@@ -307,7 +307,7 @@ static void a_forwarded_lease_is_remembered_for_the_longest_lifetime(void **stat
     fixture *f = *state;
     mirror(f, rolling("rpm", 100, 60));
     mirror(f, concurrency("conc", 100, 90));
-    rl_requirement reqs[] = {{"conc", 1}, {"rpm", 1}, {"nokey", 1}};
+    rl_requirement reqs[] = {{"conc", 1, false}, {"rpm", 1, false}, {"nokey", 1, false}};
     assert_forwarded(reserve_n(f, 1, reqs, 3), RL_UNKNOWN_LIMIT_KEY, "nokey"); /* 90 s + the lease memory */
     assert_forwarded(reserve1(f, 2, "rpm", 1), RL_OK, "rpm");                   /* 60 s + the lease memory */
     rl__memory_local_allow(f->local, "rpm", 10, FAR_MS);
@@ -346,7 +346,7 @@ static void a_lease_decided_here_is_replayed(void **state) {
     char id[27];
     rl_test_lease_id(LETTERED, id);
     for (char *c = id; *c != '\0'; c++) *c = (char)tolower((unsigned char)*c);
-    rl_requirement req = {"rpm", 4};
+    rl_requirement req = {"rpm", 4, false};
     outcome lower = reserve_as(f, id, NULL, &req, 1);
     assert_admitted(lower);
     assert_int_equal(lower.result.reserved_at_unix_ms, T0_UNIX_MS);
@@ -357,7 +357,7 @@ static void a_lease_decided_here_is_replayed(void **state) {
     assert_false(conflict.result.allowed);
     assert_int_equal(conflict.result.status, RL_LEASE_ID_CONFLICT);
     mirror_allowed(f, rolling("tpm", 100, 60), 10);
-    rl_requirement more[] = {{"rpm", 4}, {"tpm", 1}};
+    rl_requirement more[] = {{"rpm", 4, false}, {"tpm", 1, false}};
     conflict = reserve_n(f, LETTERED, more, 2);
     assert_false(conflict.forwarded);
     assert_int_equal(conflict.result.status, RL_LEASE_ID_CONFLICT);
@@ -401,7 +401,7 @@ static void forwarded_leases_name_the_keys_to_ask_for(void **state) {
     /* No mirror: named every time, the first of the lease's. */
     assert_forwarded(reserve1(f, 1, "nokey", 1), RL_UNKNOWN_LIMIT_KEY, "nokey");
     assert_forwarded(reserve1(f, 2, "nokey", 1), RL_UNKNOWN_LIMIT_KEY, "nokey");
-    rl_requirement two_unknown[] = {{"x", 1}, {"y", 1}};
+    rl_requirement two_unknown[] = {{"x", 1, false}, {"y", 1, false}};
     assert_forwarded(reserve_n(f, 20, two_unknown, 2), RL_UNKNOWN_LIMIT_KEY, "x");
 
     /* A mirror without an allotment: named once, until unwanted. */
@@ -416,7 +416,7 @@ static void forwarded_leases_name_the_keys_to_ask_for(void **state) {
     /* Two without: one each time, in the lease's order. */
     mirror(f, rolling("a", 100, 60));
     mirror(f, rolling("b", 100, 60));
-    rl_requirement ab[] = {{"a", 1}, {"b", 1}};
+    rl_requirement ab[] = {{"a", 1, false}, {"b", 1, false}};
     assert_forwarded(reserve_n(f, 7, ab, 2), RL_OK, "a");
     assert_forwarded(reserve_n(f, 8, ab, 2), RL_OK, "b");
     assert_forwarded(reserve_n(f, 9, ab, 2), RL_OK, NULL);
@@ -436,13 +436,13 @@ static void forwarded_leases_name_the_keys_to_ask_for(void **state) {
 static void a_hint_not_given_is_not_used_up(void **state) {
     fixture *f = *state;
     mirror(f, rolling("rpm", 100, 60));
-    rl_requirement reqs[] = {{"rpm", 1}, {"nokey", 1}};
+    rl_requirement reqs[] = {{"rpm", 1, false}, {"nokey", 1, false}};
     assert_forwarded(reserve_n(f, 1, reqs, 2), RL_UNKNOWN_LIMIT_KEY, "nokey");
     assert_forwarded(reserve1(f, 2, "rpm", 1), RL_OK, "rpm");
     assert_forwarded(reserve1(f, 3, "rpm", 1), RL_OK, NULL);
 
     mirror(f, rolling("tpm", 100, 60));
-    rl_requirement unknown_first[] = {{"other", 1}, {"tpm", 1}};
+    rl_requirement unknown_first[] = {{"other", 1, false}, {"tpm", 1, false}};
     assert_forwarded(reserve_n(f, 4, unknown_first, 2), RL_UNKNOWN_LIMIT_KEY, "other");
     assert_forwarded(reserve1(f, 5, "tpm", 1), RL_OK, "tpm");
 }
@@ -459,12 +459,12 @@ static void demand_counts_every_new_lease(void **state) {
 
     assert_admitted(reserve1(f, 1, "rpm", 3));
     assert_forwarded(reserve1(f, 2, "rpm", 20), RL_OK, NULL);
-    rl_requirement both[] = {{"rpm", 5}, {"conc", 2}};
+    rl_requirement both[] = {{"rpm", 5, false}, {"conc", 2, false}};
     assert_forwarded(reserve_n(f, 3, both, 2), RL_OK, "conc");
     assert_admitted(reserve1(f, 1, "rpm", 3));                     /* replay */
     assert_forwarded(reserve1(f, 2, "rpm", 20), RL_OK, NULL);      /* forwarded again */
     assert_int_equal(reserve1(f, 1, "rpm", 9).result.status, RL_LEASE_ID_CONFLICT);
-    rl_requirement with_unknown[] = {{"nokey", 100}, {"rpm", 1}};
+    rl_requirement with_unknown[] = {{"nokey", 100, false}, {"rpm", 1, false}};
     assert_forwarded(reserve_n(f, 4, with_unknown, 2), RL_UNKNOWN_LIMIT_KEY, "nokey");
 
     s = state_of(f, "rpm");
@@ -514,7 +514,7 @@ static void complete_releases_reconciles_and_reports_spend(void **state) {
     char id[27];
     rl_test_lease_id(LETTERED, id);
     for (char *c = id; *c != '\0'; c++) *c = (char)tolower((unsigned char)*c);
-    rl_requirement reqs[] = {{"rpm", 6}, {"conc", 1}, {"tpm", 50}};
+    rl_requirement reqs[] = {{"rpm", 6, false}, {"conc", 1, false}, {"tpm", 50, false}};
     assert_admitted(reserve_as(f, id, "job-1", reqs, 3));
     advance(f, 10000);
 
@@ -576,7 +576,7 @@ static void a_key_the_complete_does_not_name_keeps_its_reservation(void **state)
     fixture *f = *state;
     mirror_allowed(f, rolling("rpm", 100, 60), 10);
     mirror_allowed(f, rolling("tpm", 1000, 60), 100);
-    rl_requirement reqs[] = {{"rpm", 6}, {"tpm", 5}};
+    rl_requirement reqs[] = {{"rpm", 6, false}, {"tpm", 5, false}};
     assert_admitted(reserve_n(f, 1, reqs, 2));
     bool forwarded = true;
     rl__local_spend spends[RL_MAX_REQUIREMENTS];

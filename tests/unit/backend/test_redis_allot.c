@@ -99,8 +99,8 @@ static void put(rl_backend *backend, const char *key, rl_kind kind, uint64_t cap
 
 static rl_reserve_result reserve(rl_backend *backend, uint64_t lease, const char *key, uint64_t amount) {
     char id[27];
-    rl_requirement req = {key, amount};
-    rl_reserve_request request = {rl_test_lease_id(lease, id), NULL, &req, 1};
+    rl_requirement req = {key, amount, false};
+    rl_reserve_request request = {rl_test_lease_id(lease, id), NULL, &req, 1, false};
     rl_reserve_result result;
     rl_backend_reserve(backend, &request, &result);
     return result;

@@ -83,8 +83,8 @@ static void define(rl_backend *backend, const char *key, rl_kind kind, uint64_t 
 
 static rl_reserve_result reserve(rl_backend *backend, uint64_t lease, const char *key) {
     char id[27];
-    rl_requirement one = {key, 1};
-    rl_reserve_request request = {rl_test_lease_id(lease, id), NULL, &one, 1};
+    rl_requirement one = {key, 1, false};
+    rl_reserve_request request = {rl_test_lease_id(lease, id), NULL, &one, 1, false};
     rl_reserve_result result;
     rl_backend_reserve(backend, &request, &result);
     return result;
@@ -271,14 +271,14 @@ static void state_keys_expire_so_redis_memory_stays_bounded(void **state) {
     rl_limit_def holds = {.key = "t:conc", .kind = RL_KIND_CONCURRENCY, .capacity = 100000, .timeout_seconds = 1};
     assert_int_equal(rl_backend_apply_definition(backend, &rolling, NULL), RL_OK);
     assert_int_equal(rl_backend_apply_definition(backend, &holds, NULL), RL_OK);
-    rl_requirement both[] = {{"t:tpm", 100}, {"t:conc", 1}};
+    rl_requirement both[] = {{"t:tpm", 100, false}, {"t:conc", 1, false}};
     enum { LEASES = 64, PER_CALL = 16 };
     char ids[LEASES][27];
     for (int first = 0; first < LEASES; first += PER_CALL) {
         rl_reserve_request requests[PER_CALL];
         rl_reserve_result results[PER_CALL];
         for (int i = 0; i < PER_CALL; i++)
-            requests[i] = (rl_reserve_request){rl_test_lease_id((uint64_t)(first + i + 1), ids[first + i]), NULL, both, 2};
+            requests[i] = (rl_reserve_request){rl_test_lease_id((uint64_t)(first + i + 1), ids[first + i]), NULL, both, 2, false};
         rl_backend_reserve_batch(backend, requests, PER_CALL, results);
         for (int i = 0; i < PER_CALL; i++) assert_true(results[i].allowed);
         rl_test_redis_sleep_ms(3); /* a few buckets, not one */

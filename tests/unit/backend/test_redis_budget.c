@@ -98,8 +98,8 @@ static void put_budget(rl_backend *backend, const char *key, uint64_t capacity, 
 static rl_reserve_result reserve(rl_backend *backend, uint64_t lease, const char *job_id, const char *key,
                                  uint64_t amount) {
     char id[27];
-    rl_requirement req = {key, amount};
-    rl_reserve_request request = {rl_test_lease_id(lease, id), job_id, &req, 1};
+    rl_requirement req = {key, amount, false};
+    rl_reserve_request request = {rl_test_lease_id(lease, id), job_id, &req, 1, false};
     rl_reserve_result result;
     rl_backend_reserve(backend, &request, &result);
     return result;

@@ -83,9 +83,9 @@ static void *work(void *arg) {
     for (int i = 0; i < PER_THREAD; i++) {
         char id[27];
         rl_test_lease_id((uint64_t)w->thread * 100000u + (uint64_t)i + 1, id);
-        rl_requirement shared = {"shared:rpm", 1};
-        rl_requirement own = {own_key, 1};
-        rl_reserve_request request = {id, NULL, i % 10 == 9 ? &own : &shared, 1};
+        rl_requirement shared = {"shared:rpm", 1, false};
+        rl_requirement own = {own_key, 1, false};
+        rl_reserve_request request = {id, NULL, i % 10 == 9 ? &own : &shared, 1, false};
         rl_reserve_result result;
         rl_backend_reserve(w->backend, &request, &result);
         if (i % 10 == 9) {
@@ -153,8 +153,8 @@ static void a_lone_caller_is_flushed_after_the_interval(void **state) {
     assert_string_equal(submitter->ops->name, "memory"); /* transparent */
     assert_null(submitter->ops->list_definitions); /* as the memory backend under it */
     char id[27];
-    rl_requirement one = {"k", 1};
-    rl_reserve_request request = {rl_test_lease_id(1, id), NULL, &one, 1};
+    rl_requirement one = {"k", 1, false};
+    rl_reserve_request request = {rl_test_lease_id(1, id), NULL, &one, 1, false};
     rl_reserve_result result;
     rl_backend_reserve(submitter, &request, &result);
     assert_true(result.allowed);
@@ -206,8 +206,8 @@ static void *async_work(void *arg) {
             rl_test_lease_id((uint64_t)w->thread * 10000000u + (uint64_t)i * 100u + j + 1, call->ids[j]);
             if (j % 2 == 0) snprintf(call->keys[j], sizeof call->keys[j], "shared:rpm");
             else snprintf(call->keys[j], sizeof call->keys[j], "own:%d:%d:%zu", w->thread, i, j);
-            call->requirements[j] = (rl_requirement){call->keys[j], 1};
-            call->requests[j] = (rl_reserve_request){call->ids[j], NULL, &call->requirements[j], 1};
+            call->requirements[j] = (rl_requirement){call->keys[j], 1, false};
+            call->requests[j] = (rl_reserve_request){call->ids[j], NULL, &call->requirements[j], 1, false};
         }
         w->backend->ops->reserve_batch_async(w->backend, call->requests, call->count, call->results,
                                              async_answered, call);
@@ -283,8 +283,8 @@ static void queue_one(rl_backend *submitter, async_call *call, uint64_t lease, a
     call->count = 1;
     call->total = total;
     atomic_init(&call->answered, 0);
-    call->requirements[0] = (rl_requirement){"k", 1};
-    call->requests[0] = (rl_reserve_request){rl_test_lease_id(lease, call->ids[0]), NULL, &call->requirements[0], 1};
+    call->requirements[0] = (rl_requirement){"k", 1, false};
+    call->requests[0] = (rl_reserve_request){rl_test_lease_id(lease, call->ids[0]), NULL, &call->requirements[0], 1, false};
     submitter->ops->reserve_batch_async(submitter, call->requests, 1, call->results, async_answered, call);
 }
 

@@ -90,10 +90,10 @@ static void call_init(call *c, rl_limiter *limiter, bool complete, uint64_t firs
     c->limiter = limiter;
     c->complete = complete;
     c->count = count;
-    c->requirement = (rl_requirement){key, 1};
+    c->requirement = (rl_requirement){key, 1, false};
     for (size_t i = 0; i < count; i++) {
         rl_test_lease_id(first_lease + i, c->ids[i]);
-        c->reserves[i] = (rl_reserve_request){c->ids[i], NULL, &c->requirement, 1};
+        c->reserves[i] = (rl_reserve_request){c->ids[i], NULL, &c->requirement, 1, false};
         c->completes[i] = (rl_complete_request){c->ids[i], NULL, NULL, 0};
     }
 }
@@ -160,8 +160,8 @@ static void *reserve_worker(void *arg) {
         memset(results, 0xab, sizeof results); /* garbage: unwritten results show */
         for (size_t j = 0; j < n; j++) {
             bool unknown = (i + j) % 10 == 9;
-            reqs[j] = (rl_requirement){unknown ? w->unknown_key : "t:shared", 1};
-            requests[j] = (rl_reserve_request){rl_test_lease_id(lease_number(w, i + j), ids[j]), NULL, &reqs[j], 1};
+            reqs[j] = (rl_requirement){unknown ? w->unknown_key : "t:shared", 1, false};
+            requests[j] = (rl_reserve_request){rl_test_lease_id(lease_number(w, i + j), ids[j]), NULL, &reqs[j], 1, false};
         }
         if (rl_limiter_reserve_batch(w->limiter, requests, n, results) != RL_OK) w->mismatches++;
         for (size_t j = 0; j < n; j++) {
@@ -239,7 +239,7 @@ typedef struct conc_worker {
 
 static void *conc_worker_main(void *arg) {
     conc_worker *w = arg;
-    rl_requirement req = {"t:conc", 1};
+    rl_requirement req = {"t:conc", 1, false};
     for (size_t i = 0; i < CONC_PER_THREAD; i++) {
         char id[RL_ULID_TEXT_SIZE];
         rl_test_lease_id((uint64_t)w->index * CONC_PER_THREAD + i + 1, id);
@@ -247,7 +247,7 @@ static void *conc_worker_main(void *arg) {
             rl_complete_request request = {id, NULL, NULL, 0};
             if (rl_limiter_complete(w->limiter, &request) != RL_OK) w->failures++;
         } else {
-            rl_reserve_request request = {id, NULL, &req, 1};
+            rl_reserve_request request = {id, NULL, &req, 1, false};
             rl_reserve_result result;
             if (rl_limiter_reserve(w->limiter, &request, &result) != RL_OK || !result.allowed) w->failures++;
         }
@@ -269,8 +269,8 @@ static void run_conc_workers(rl_limiter *limiter, bool complete) {
 
 static bool reserve_conc(rl_limiter *limiter, uint64_t lease, uint64_t amount) {
     char id[RL_ULID_TEXT_SIZE];
-    rl_requirement req = {"t:conc", amount};
-    rl_reserve_request request = {rl_test_lease_id(lease, id), NULL, &req, 1};
+    rl_requirement req = {"t:conc", amount, false};
+    rl_reserve_request request = {rl_test_lease_id(lease, id), NULL, &req, 1, false};
     rl_reserve_result result;
     assert_int_equal(rl_limiter_reserve(limiter, &request, &result), RL_OK);
     return result.allowed;
@@ -350,10 +350,10 @@ static void an_oversized_call_goes_direct(void **state) {
     fixture f;
     open_fixture(&f, 4, LONG_DELAY_US);
     char ids[10][RL_ULID_TEXT_SIZE];
-    rl_requirement req = {"t:shared", 1};
+    rl_requirement req = {"t:shared", 1, false};
     rl_reserve_request requests[10];
     rl_reserve_result results[10];
-    for (size_t i = 0; i < 10; i++) requests[i] = (rl_reserve_request){rl_test_lease_id(i + 1, ids[i]), NULL, &req, 1};
+    for (size_t i = 0; i < 10; i++) requests[i] = (rl_reserve_request){rl_test_lease_id(i + 1, ids[i]), NULL, &req, 1, false};
     assert_int_equal(rl_limiter_reserve_batch(f.batcher, requests, 10, results), RL_OK);
     for (size_t i = 0; i < 10; i++) assert_true(results[i].allowed);
     rl_test_counts counts = rl_test_counting_snapshot(f.counting);
@@ -406,15 +406,15 @@ static void an_invalid_call_is_refused_alone(void **state) {
     (void)state;
     fixture f;
     open_fixture(&f, 4, LONG_DELAY_US);
-    rl_requirement req = {"t:shared", 1};
-    rl_reserve_request bad_id = {"not-a-ulid", NULL, &req, 1};
+    rl_requirement req = {"t:shared", 1, false};
+    rl_reserve_request bad_id = {"not-a-ulid", NULL, &req, 1, false};
     rl_reserve_result result;
     assert_int_equal(rl_limiter_reserve(f.batcher, &bad_id, &result), RL_INVALID_REQUEST);
     char id[RL_ULID_TEXT_SIZE];
-    rl_requirement zero = {"t:shared", 0};
-    rl_reserve_request bad_amount = {rl_test_lease_id(1, id), NULL, &zero, 1};
+    rl_requirement zero = {"t:shared", 0, false};
+    rl_reserve_request bad_amount = {rl_test_lease_id(1, id), NULL, &zero, 1, false};
     assert_int_equal(rl_limiter_reserve(f.batcher, &bad_amount, &result), RL_INVALID_REQUEST);
-    rl_reserve_request good = {id, NULL, &req, 1};
+    rl_reserve_request good = {id, NULL, &req, 1, false};
     assert_int_equal(rl_limiter_reserve_batch(f.batcher, &good, 0, &result), RL_INVALID_REQUEST);
     assert_int_equal(rl_limiter_reserve_batch(f.batcher, &good, RL_LIMITER_MAX_BATCH + 1, &result),
                      RL_INVALID_REQUEST);

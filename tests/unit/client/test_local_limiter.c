@@ -36,23 +36,23 @@ static void opens_a_limits_file_and_enforces_it(void **state) {
     assert_int_equal(rl_limiter_local_open(path, NULL, &limiter, err), RL_OK);
     assert_string_equal(limiter->ops->name, "local");
     char id[27];
-    rl_requirement reqs[] = {{"p:rpm", 1}, {"p:conc", 1}};
-    rl_reserve_request first = {rl_test_lease_id(1, id), NULL, reqs, 2};
+    rl_requirement reqs[] = {{"p:rpm", 1, false}, {"p:conc", 1, false}};
+    rl_reserve_request first = {rl_test_lease_id(1, id), NULL, reqs, 2, false};
     rl_reserve_result result;
     assert_int_equal(rl_limiter_reserve(limiter, &first, &result), RL_OK);
     assert_true(result.allowed);
     char id2[27];
-    rl_reserve_request second = {rl_test_lease_id(2, id2), NULL, reqs, 2};
+    rl_reserve_request second = {rl_test_lease_id(2, id2), NULL, reqs, 2, false};
     assert_int_equal(rl_limiter_reserve(limiter, &second, &result), RL_OK);
     assert_false(result.allowed); /* the one concurrency slot is held */
     rl_complete_request done = {id, NULL, NULL, 0};
     assert_int_equal(rl_limiter_complete(limiter, &done), RL_OK);
     char id3[27];
-    rl_reserve_request third = {rl_test_lease_id(3, id3), NULL, reqs, 2};
+    rl_reserve_request third = {rl_test_lease_id(3, id3), NULL, reqs, 2, false};
     assert_int_equal(rl_limiter_reserve(limiter, &third, &result), RL_OK);
     assert_true(result.allowed);
     /* a bad request is refused whole, and changes nothing */
-    rl_reserve_request bad = {"nope", NULL, reqs, 2};
+    rl_reserve_request bad = {"nope", NULL, reqs, 2, false};
     assert_int_equal(rl_limiter_reserve(limiter, &bad, &result), RL_INVALID_REQUEST);
     rl_limiter_destroy(limiter);
 }
@@ -123,8 +123,8 @@ static void audit_lists_what_was_charged(void **state) {
     rl_limiter *limiter;
     if (rl_limiter_local_open(path, &options, &limiter, err) != RL_OK) fail_msg("%s", err);
     char id[27];
-    rl_requirement reqs[] = {{"c:spend", 400}, {"c:tpm", 300}};
-    rl_reserve_request reserve = {rl_test_lease_id(41, id), "job-41", reqs, 2};
+    rl_requirement reqs[] = {{"c:spend", 400, false}, {"c:tpm", 300, false}};
+    rl_reserve_request reserve = {rl_test_lease_id(41, id), "job-41", reqs, 2, false};
     rl_reserve_result result;
     assert_int_equal(rl_limiter_reserve(limiter, &reserve, &result), RL_OK);
     assert_true(result.allowed);

@@ -14,8 +14,8 @@
 static void reserve_rules(void **state) {
     (void)state;
     char err[RL_LIMITER_ERR_SIZE];
-    rl_requirement two[] = {{"a:rpm", 1}, {"a:tpm", RL_AMOUNT_MAX}};
-    rl_reserve_request ok = {LEASE, NULL, two, 2};
+    rl_requirement two[] = {{"a:rpm", 1, false}, {"a:tpm", RL_AMOUNT_MAX, false}};
+    rl_reserve_request ok = {LEASE, NULL, two, 2, false};
     assert_true(rl_reserve_request_check(&ok, err));
 
     rl_reserve_request bad = ok;
@@ -28,20 +28,20 @@ static void reserve_rules(void **state) {
     bad.requirement_count = RL_MAX_REQUIREMENTS + 1;
     assert_false(rl_reserve_request_check(&bad, err));
 
-    rl_requirement twice[] = {{"a:rpm", 1}, {"a:rpm", 1}};
-    rl_reserve_request dup = {LEASE, NULL, twice, 2};
+    rl_requirement twice[] = {{"a:rpm", 1, false}, {"a:rpm", 1, false}};
+    rl_reserve_request dup = {LEASE, NULL, twice, 2, false};
     assert_false(rl_reserve_request_check(&dup, err));
     assert_string_equal(err, "requirements[1].key repeats requirements[0].key: a lease names each key once");
 
-    rl_requirement zero[] = {{"a:rpm", 0}};
-    rl_reserve_request z = {LEASE, NULL, zero, 1};
+    rl_requirement zero[] = {{"a:rpm", 0, false}};
+    rl_reserve_request z = {LEASE, NULL, zero, 1, false};
     assert_false(rl_reserve_request_check(&z, err));
     assert_string_equal(err, "requirements[0].amount must be an integer 1..9007199254740992");
     zero[0].amount = RL_AMOUNT_MAX + 1;
     assert_false(rl_reserve_request_check(&z, err));
 
-    rl_requirement space[] = {{"a rpm", 1}};
-    rl_reserve_request s = {LEASE, NULL, space, 1};
+    rl_requirement space[] = {{"a rpm", 1, false}};
+    rl_reserve_request s = {LEASE, NULL, space, 1, false};
     assert_false(rl_reserve_request_check(&s, err));
     char long_job[RL_JOB_ID_MAX_LEN + 2];
     memset(long_job, 'j', sizeof long_job - 1);

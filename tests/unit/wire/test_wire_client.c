@@ -24,8 +24,8 @@ static char *copy(const char *text) {
 
 static void reserve_request_round_trip(void **state) {
     (void)state;
-    rl_requirement requirements[] = {{"global:llm:openai:gpt-4o:tpm", 1800}, {"k\"q\\", 9007199254740992u}};
-    rl_reserve_request requests[2] = {{LEASE, "job \"1\"", requirements, 2}, {LEASE, NULL, requirements, 1}};
+    rl_requirement requirements[] = {{"global:llm:openai:gpt-4o:tpm", 1800, false}, {"k\"q\\", 9007199254740992u, false}};
+    rl_reserve_request requests[2] = {{LEASE, "job \"1\"", requirements, 2, false}, {LEASE, NULL, requirements, 1, false}};
     rl_buf buf;
     rl__buf_init(&buf);
     rl__wire_encode_reserve_request(&buf, &requests[0]);
@@ -94,7 +94,7 @@ static void reserve_answers_from_the_server_encoder(void **state) {
     rl__buf_append_str(&buf, "{\"results\":[");
     for (size_t i = 0; i < N; i++) {
         if (i > 0) rl__buf_append_str(&buf, ",");
-        rl__wire_encode_reserve_result(&buf, &results[i]);
+        rl__wire_encode_reserve_result(&buf, &results[i], i % 2 == 1); /* every other one a dry run's */
     }
     rl__buf_append_str(&buf, "]}");
     rl_wire_reserve_answer answers[N];
@@ -104,6 +104,7 @@ static void reserve_answers_from_the_server_encoder(void **state) {
         assert_int_equal(answers[i].retry_after_ms, results[i].retry_after_ms);
         assert_int_equal(answers[i].reserved_at_unix_ms, results[i].reserved_at_unix_ms);
         assert_int_equal(answers[i].status, results[i].status);
+        assert_int_equal(answers[i].dry_run, i % 2 == 1);
         if (results[i].status_key == NULL)
             assert_null(answers[i].status_key);
         else
@@ -182,6 +183,54 @@ static void bodies_that_are_not_answers_are_refused(void **state) {
     }
 }
 
+/* optional and dry_run go on the wire only when set (a request without
+ * them is byte for byte what it was), and come back as they went. */
+static void reserve_flags_round_trip(void **state) {
+    (void)state;
+    rl_requirement requirements[] = {{"g:rpm", 1, false}, {"g:rpd", 1, true}};
+    rl_reserve_request requests[2] = {{LEASE, NULL, requirements, 2, true}, {LEASE, NULL, requirements, 1, false}};
+    rl_buf buf;
+    rl__buf_init(&buf);
+    rl__wire_encode_reserve_request(&buf, &requests[0]);
+    assert_string_equal(buf.data, "{\"lease_id\":\"" LEASE "\",\"requirements\":[{\"key\":\"g:rpm\",\"amount\":1},"
+                                  "{\"key\":\"g:rpd\",\"amount\":1,\"optional\":true}],\"dry_run\":true}");
+    rl__buf_reset(&buf);
+    rl__wire_encode_reserve_request(&buf, &requests[1]);
+    assert_string_equal(buf.data, "{\"lease_id\":\"" LEASE "\",\"requirements\":[{\"key\":\"g:rpm\",\"amount\":1}]}");
+    rl__buf_reset(&buf);
+    rl__wire_encode_reserve_batch_request(&buf, requests, 2);
+    char detail[RL_WIRE_DETAIL_SIZE];
+    rl_wire_reserves msg;
+    assert_int_equal(rl__wire_decode_reserve_batch(buf.data, buf.len, 256, &msg, detail), RL_OK);
+    assert_int_equal(msg.count, 2);
+    assert_true(msg.requests[0].dry_run);
+    assert_false(msg.requests[0].requirements[0].optional);
+    assert_true(msg.requests[0].requirements[1].optional);
+    assert_false(msg.requests[1].dry_run);
+    assert_false(msg.requests[1].requirements[0].optional);
+    rl__wire_reserves_free(&msg);
+    rl__buf_free(&buf);
+}
+
+/* A dry run's answer: a reserve's, "dry_run":true last; read back as such,
+ * and strictly (a daemon writes a boolean there). */
+static void dry_run_answers_are_read(void **state) {
+    (void)state;
+    char *body = copy("{\"allowed\":true,\"retry_after_ms\":0,\"reserved_at_unix_ms\":7,\"error\":\"\",\"dry_run\":true}");
+    rl_wire_reserve_answer a;
+    assert_int_equal(rl__wire_decode_reserve_answer(body, strlen(body), &a), RL_OK);
+    assert_true(a.allowed);
+    assert_true(a.dry_run);
+    free(body);
+    body = copy("{\"allowed\":true,\"retry_after_ms\":0,\"reserved_at_unix_ms\":7,\"error\":\"\"}");
+    assert_int_equal(rl__wire_decode_reserve_answer(body, strlen(body), &a), RL_OK);
+    assert_false(a.dry_run);
+    free(body);
+    body = copy("{\"allowed\":true,\"retry_after_ms\":0,\"reserved_at_unix_ms\":7,\"error\":\"\",\"dry_run\":1}");
+    assert_int_equal(rl__wire_decode_reserve_answer(body, strlen(body), &a), RL_INVALID_REQUEST);
+    free(body);
+}
+
 static void error_strings(void **state) {
     (void)state;
     rl_status status;
@@ -211,6 +260,8 @@ int main(void) {
         cmocka_unit_test(api_md_spellings_are_read),
         cmocka_unit_test(bodies_that_are_not_answers_are_refused),
         cmocka_unit_test(error_strings),
+        cmocka_unit_test(reserve_flags_round_trip),
+        cmocka_unit_test(dry_run_answers_are_read),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1301,6 +1301,103 @@ static void test_byte_mutations_never_crash(void **state) {
     }
 }
 
+/* ---- optional requirements and dry runs -------------------------------- */
+
+static void test_reserve_optional_and_dry_run(void **state) {
+    (void)state;
+    rl_wire_reserves msg;
+    char detail[RL_WIRE_DETAIL_SIZE];
+    /* absent: false; true or false as written, in any member order */
+    assert_int_equal(reserve(body_of("{\"dry_run\":true,\"lease_id\":\"" LEASE "\",\"requirements\":"
+                                     "[{\"optional\":true,\"key\":\"a\",\"amount\":1},"
+                                     "{\"key\":\"b\",\"amount\":2,\"optional\":false},{\"key\":\"c\",\"amount\":3}]}"),
+                             &msg, detail),
+                     RL_OK);
+    assert_true(msg.requests[0].dry_run);
+    assert_true(msg.requests[0].requirements[0].optional);
+    assert_false(msg.requests[0].requirements[1].optional);
+    assert_false(msg.requests[0].requirements[2].optional);
+    rl__wire_reserves_free(&msg);
+    assert_int_equal(reserve(body_of("{\"lease_id\":\"" LEASE "\",\"requirements\":[{\"key\":\"a\",\"amount\":1}],"
+                                     "\"dry_run\":false}"),
+                             &msg, detail),
+                     RL_OK);
+    assert_false(msg.requests[0].dry_run);
+    rl__wire_reserves_free(&msg);
+    assert_int_equal(reserve(RESERVE4, &msg, detail), RL_OK);
+    assert_false(msg.requests[0].dry_run);
+    for (size_t i = 0; i < 4; i++) assert_false(msg.requests[0].requirements[i].optional);
+    rl__wire_reserves_free(&msg);
+
+    /* strictly booleans, each once */
+    const char *not_booleans[] = {"1", "0", "null", "\"true\"", "[]", "{}", "-0"};
+    for (size_t i = 0; i < sizeof not_booleans / sizeof not_booleans[0]; i++) {
+        RESERVE_REFUSED(reserve_with(body_of("[{\"key\":\"a\",\"amount\":1},{\"key\":\"b\",\"amount\":1,"
+                                             "\"optional\":%s}]",
+                                             not_booleans[i])),
+                        "requirements[1].optional must be true or false");
+        RESERVE_REFUSED(body_of("{\"lease_id\":\"" LEASE "\",\"dry_run\":%s,\"requirements\":"
+                                "[{\"key\":\"a\",\"amount\":1}]}",
+                                not_booleans[i]),
+                        "dry_run must be true or false");
+    }
+    RESERVE_REFUSED(reserve_with("[{\"key\":\"a\",\"amount\":1,\"optional\":true,\"optional\":true}]"),
+                    "requirements[0].optional appears twice");
+    RESERVE_REFUSED(body_of("{\"lease_id\":\"" LEASE "\",\"dry_run\":true,\"dry_run\":true,"
+                            "\"requirements\":[{\"key\":\"a\",\"amount\":1}]}"),
+                    "dry_run appears twice");
+    /* a literal cut short is not JSON, whatever the field */
+    RESERVE_REFUSED(reserve_with("[{\"key\":\"a\",\"amount\":1,\"optional\":tru}]"), "body is not valid JSON");
+    RESERVE_REFUSED(body_of("{\"lease_id\":\"" LEASE "\",\"dry_run\":fals,\"requirements\":[]}"),
+                    "body is not valid JSON");
+    /* the order of problems: the element's key and amount before its flag,
+     * the elements before the lease's flag */
+    RESERVE_REFUSED(reserve_with("[{\"optional\":1,\"key\":\"a\",\"amount\":0}]"),
+                    "requirements[0].amount " AMOUNT_MSG);
+    RESERVE_REFUSED(body_of("{\"dry_run\":1,\"lease_id\":\"" LEASE "\",\"requirements\":"
+                            "[{\"key\":\"a\",\"amount\":1,\"optional\":2}]}"),
+                    "requirements[0].optional must be true or false");
+    RESERVE_REFUSED(body_of("{\"dry_run\":1,\"lease_id\":\"" LEASE "\",\"requirements\":"
+                            "[{\"key\":\"a\",\"amount\":1},{\"key\":\"a\",\"amount\":1}]}"),
+                    "requirements[1].key repeats requirements[0].key");
+    RESERVE_REFUSED(body_of("{\"dry_run\":1,\"lease_id\":\"bad\",\"requirements\":[{\"key\":\"a\",\"amount\":1}]}"),
+                    "lease_id must be a ULID");
+    /* a complete knows neither: unknown members there, skipped */
+    rl_wire_completes completes;
+    assert_int_equal(complete(body_of("{\"lease_id\":\"" LEASE "\",\"dry_run\":7,\"actuals\":"
+                                      "[{\"key\":\"a\",\"actual_amount\":1,\"optional\":\"x\"}]}"),
+                              &completes, detail),
+                     RL_OK);
+    rl__wire_completes_free(&completes);
+}
+
+/* In a batch, each item's flags are its own, and a bad one fails only its item. */
+static void test_reserve_batch_optional_and_dry_run(void **state) {
+    (void)state;
+    rl_wire_reserves msg;
+    char detail[RL_WIRE_DETAIL_SIZE];
+    const char *body = body_of(
+        "{\"requests\":["
+        "{\"lease_id\":\"" LEASE "\",\"dry_run\":true,\"requirements\":[{\"key\":\"a\",\"amount\":1,\"optional\":true}]},"
+        "{\"lease_id\":\"" LEASE2 "\",\"dry_run\":\"yes\",\"requirements\":[{\"key\":\"a\",\"amount\":1}]},"
+        "{\"lease_id\":\"" LEASE2 "\",\"requirements\":[{\"key\":\"a\",\"amount\":1},{\"key\":\"b\",\"amount\":1,\"optional\":0}]},"
+        "{\"lease_id\":\"" LEASE2 "\",\"requirements\":[{\"key\":\"a\",\"amount\":1,\"optional\":false}]}]}");
+    assert_int_equal(reserve_batch(body, 0, &msg, detail), RL_OK);
+    assert_string_equal(detail, "requests[1].dry_run must be true or false");
+    assert_int_equal(msg.count, 4);
+    assert_int_equal(msg.item_status[0], RL_OK);
+    assert_true(msg.requests[0].dry_run);
+    assert_true(msg.requests[0].requirements[0].optional);
+    assert_int_equal(msg.item_status[1], RL_INVALID_REQUEST);
+    assert_false(msg.requests[1].dry_run);
+    assert_int_equal(msg.item_status[2], RL_INVALID_REQUEST);
+    assert_string_equal(rl__wire_reserves_item_detail(&msg, 2), "requests[2].requirements[1].optional must be true or false");
+    assert_int_equal(msg.item_status[3], RL_OK);
+    assert_false(msg.requests[3].dry_run);
+    assert_false(msg.requests[3].requirements[0].optional);
+    rl__wire_reserves_free(&msg);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reserve_valid),
@@ -1339,6 +1436,8 @@ int main(void) {
         cmocka_unit_test(test_limit_def_integers_exact),
         cmocka_unit_test(test_every_truncation_is_refused),
         cmocka_unit_test(test_byte_mutations_never_crash),
+        cmocka_unit_test(test_reserve_optional_and_dry_run),
+        cmocka_unit_test(test_reserve_batch_optional_and_dry_run),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

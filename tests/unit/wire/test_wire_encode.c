@@ -27,7 +27,7 @@ static const char *reserve_json(bool allowed, uint64_t retry_after_ms, uint64_t 
                                 rl_status status, const char *key) {
     rl_reserve_result result = {allowed, retry_after_ms, reserved_at, status, key, {0}};
     rl__buf_reset(&buf);
-    rl__wire_encode_reserve_result(&buf, &result);
+    rl__wire_encode_reserve_result(&buf, &result, false);
     assert_false(buf.failed);
     assert_int_equal(strlen(buf.data), buf.len);
     return buf.data;
@@ -101,6 +101,28 @@ static const char *error_string(rl_status status, const char *key) {
     rl__buf_reset(&buf);
     rl__wire_encode_error_string(&buf, status, key);
     return buf.data;
+}
+
+/* A dry run answers exactly what a reserve would, "dry_run":true last
+ * (after denied_by). */
+static void test_reserve_dry_run(void **state) {
+    (void)state;
+    rl_reserve_result allowed = {true, 0, UINT64_C(1736660000000), RL_OK, NULL, {0}};
+    rl__buf_reset(&buf);
+    rl__wire_encode_reserve_result(&buf, &allowed, true);
+    assert_string_equal(buf.data, "{\"allowed\":true,\"retry_after_ms\":0,"
+                                  "\"reserved_at_unix_ms\":1736660000000,\"error\":\"\",\"dry_run\":true}");
+    rl_reserve_result denied = {false, 120, 0, RL_OK, NULL, {"g:tpm", RL_DENIAL_CAPACITY, 1800, 1200, 90000, 0}};
+    rl__buf_reset(&buf);
+    rl__wire_encode_reserve_result(&buf, &denied, true);
+    assert_string_equal(buf.data, "{\"allowed\":false,\"retry_after_ms\":120,\"reserved_at_unix_ms\":0,\"error\":\"\","
+                                  "\"denied_by\":{\"key\":\"g:tpm\",\"reason\":\"capacity\",\"requested\":1800,"
+                                  "\"available\":1200,\"capacity\":90000},\"dry_run\":true}");
+    rl_reserve_result unknown = {false, 0, 0, RL_UNKNOWN_LIMIT_KEY, "g:rpd", {0}};
+    rl__buf_reset(&buf);
+    rl__wire_encode_reserve_result(&buf, &unknown, true);
+    assert_string_equal(buf.data, "{\"allowed\":false,\"retry_after_ms\":0,\"reserved_at_unix_ms\":0,"
+                                  "\"error\":\"unknown_limit_key:g:rpd\",\"dry_run\":true}");
 }
 
 static void test_error_strings(void **state) {
@@ -274,6 +296,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_limit_def_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_limit_info, setup, teardown),
         cmocka_unit_test_setup_teardown(test_encoded_json_parses, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reserve_dry_run, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

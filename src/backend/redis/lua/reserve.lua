@@ -1,13 +1,22 @@
 -- reserve.lua: decides a batch of leases, each all-or-nothing, in order.
 -- ARGV[5] = lease memory ms, ARGV[6] = the number of budgets whose bounds
 -- follow (budget.lua), then their bounds, then the count of leases, then per
--- lease: id, n, the fingerprint of its requirements, its job id (''), and n
--- pairs (key, amount). Returns 11 values per lease: allowed (0|1),
+-- lease: id, n, the fingerprint of its requirements, its job id (''), its
+-- flags, and n pairs (key, amount). Flags are '' for a plain lease, else a
+-- number whose bit 0 says a dry run and bit i that requirement i is
+-- optional. Returns 11 values per lease: allowed (0|1),
 -- retry_after_ms, reserved_at_unix_ms, status, the key the status names
 -- (''), then denied_by: its key (''), reason (1 capacity, 2 decreasing, 3
 -- exceeds_capacity), requested, available, capacity, and a budget's
 -- period_end_unix_ms (0). A lease that meets a budget without its bounds is
 -- answered ST_BOUNDS naming it, and not remembered.
+--
+-- An optional requirement whose key has no definition is skipped: the lease
+-- is decided, recorded and held on the others (on none if all are skipped);
+-- its fingerprint is the whole request's. A dry run is answered as the
+-- lease would be now and writes nothing of its own: no record, no entry (a
+-- lease decided before answers its first outcome); what is due expires as
+-- in any call.
 local memory_ms = tonumber(ARGV[5])
 local leases_at = read_bounds(6)
 
@@ -86,18 +95,19 @@ local function replay(known, fingerprint)
   return a, ra, at, s, sk, dk, tonumber(dr), tonumber(dq), tonumber(da), tonumber(dc), pe
 end
 
--- Denies a lease (remembering the denial) unless it was decided before:
+-- Denies a lease (remembering the denial, unless a dry run) unless it was decided before:
 -- status s naming sk, because limit L had too little room for amount
 -- (reason dr, L's capacity cap then). A decision counts allotments in full
 -- (what their daemons hold live may have grown since they last said);
 -- denied_by's available, as LimitInfo's, counts what they hold live.
-local function deny(lease, fingerprint, ra, s, sk, L, dr, amount, cap)
+local function deny(lease, fingerprint, ra, s, sk, L, dr, amount, cap, dry)
   -- what is free as LimitInfo says it (usage.lua): allotments' unused room
   -- is free, set aside for the daemons that hold it
   local avail = cap - (L.used - allotments_of(L))
   if avail < 0 then avail = 0 end
   local pe = 0
   if L.kind == 'b' then pe = L.pe end
+  if dry then return 0, ra, 0, s, sk, L.key, dr, amount, avail, cap, pe end -- nothing remembered
   local word = '!' .. dr .. ':' .. fmt(amount) .. ':' .. fmt(avail) .. ':' .. fmt(cap) .. ':' .. L.key
   local text = table.concat({'0', fmt(ra), '0', s, '=' .. sk, '0', forget_text(0), '0', '@' .. fmt(pe), word,
                              '#' .. fingerprint}, ' ')
@@ -120,31 +130,50 @@ end
 
 -- Scratch space reused by every lease of the call: a script's time per lease
 -- goes largely to making tables, so the hot path makes only one.
-local lims, amounts, parts = {}, {}, {'1', '0', UNIX_NOW_TEXT, '0', '=', '0'}
+local lims, amounts, amount_texts, parts = {}, {}, {}, {'1', '0', UNIX_NOW_TEXT, '0', '=', '0'}
 
--- Decides the lease whose id, count, fingerprint, job id and (key, amount)
--- pairs start at ARGV[base]. exceeds_capacity beats limit_decreasing beats
--- a plain deny: a client must not retry what can never fit. The decision is
--- made first and applied only once record() finds the lease new.
+-- Decides the lease whose id, count, fingerprint, job id, flags and (key,
+-- amount) pairs start at ARGV[base]. exceeds_capacity beats
+-- limit_decreasing beats a plain deny: a client must not retry what can
+-- never fit. The decision is made first and applied only once record()
+-- finds the lease new.
 local function reserve(base)
-  local id, n, fingerprint, job = ARGV[base], tonumber(ARGV[base + 1]), ARGV[base + 2], ARGV[base + 3]
+  local id, n, fingerprint, job, flags = ARGV[base], tonumber(ARGV[base + 1]), ARGV[base + 2], ARGV[base + 3],
+                                         ARGV[base + 4]
   local lease = P .. 'L:' .. id
-  local lifetime = 0
+  flags = tonumber(flags) or 0
+  local dry = flags % 2 == 1
+  if dry then
+    -- a lease decided before answers its first outcome, as a reserve would
+    local known = redis.call('GET', lease)
+    if known then
+      local _, _, _, _, _, _, f = lease_head(known)
+      if f >= NOW then return replay(known, fingerprint) end
+    end
+  end
+  local lifetime, m = 0, 0 -- m: the requirements held (the skipped left out)
   for i = 1, n do
-    local K = ARGV[base + 2 + 2 * i]
+    local K = ARGV[base + 3 + 2 * i]
     local lim = limit(K)
-    if lim == nil then return undecided(lease, fingerprint, ST_UNKNOWN, K) end
-    if lim.kind == 'b' and bounds_of(lim) == nil then return undecided(lease, fingerprint, ST_BOUNDS, K) end
-    lims[i] = lim
-    amounts[i] = tonumber(ARGV[base + 3 + 2 * i])
-    if lim.win > lifetime then lifetime = lim.win end
+    if lim == nil then
+      if math.floor(flags / 2 ^ i) % 2 == 0 then -- not optional
+        return undecided(lease, fingerprint, ST_UNKNOWN, K)
+      end
+    else
+      if lim.kind == 'b' and bounds_of(lim) == nil then return undecided(lease, fingerprint, ST_BOUNDS, K) end
+      m = m + 1
+      lims[m] = lim
+      amount_texts[m] = ARGV[base + 4 + 2 * i]
+      amounts[m] = tonumber(amount_texts[m])
+      if lim.win > lifetime then lifetime = lim.win end
+    end
   end
   -- A plain deny names the full limit whose room comes back last: the one
   -- the caller waits for.
   local decreasing, full, wait = nil, nil, 0
-  for i = 1, n do
+  for i = 1, m do
     local lim, amount = lims[i], amounts[i]
-    if amount > lim.enf then return deny(lease, fingerprint, 0, ST_EXCEEDS, lim.key, lim, 3, amount, lim.enf) end
+    if amount > lim.enf then return deny(lease, fingerprint, 0, ST_EXCEEDS, lim.key, lim, 3, amount, lim.enf, dry) end
     if lim.pend ~= 0 then
       if decreasing == nil then decreasing = i end
     elseif lim.used + amount > lim.enf then
@@ -154,24 +183,25 @@ local function reserve(base)
   end
   if decreasing then
     local lim = lims[decreasing]
-    return deny(lease, fingerprint, 10000, ST_DECREASING, lim.key, lim, 2, amounts[decreasing], lim.pend)
+    return deny(lease, fingerprint, 10000, ST_DECREASING, lim.key, lim, 2, amounts[decreasing], lim.pend, dry)
   end
   if full then
     local lim = lims[full]
-    return deny(lease, fingerprint, wait, ST_OK, '', lim, 1, amounts[full], lim.enf)
+    return deny(lease, fingerprint, wait, ST_OK, '', lim, 1, amounts[full], lim.enf, dry)
   end
-  parts[7] = forget_text(lifetime); parts[8] = ARGV[base + 1]
-  for i = 1, n do
+  if dry then return 1, 0, UNIX_NOW, ST_OK, '', '', 0, 0, 0, 0, 0 end
+  parts[7] = forget_text(lifetime); parts[8] = m
+  for i = 1, m do
     local lim, p = lims[i], 4 + 4 * i
     parts[p + 1] = lim.key; parts[p + 2] = lim.kind
-    parts[p + 3] = ARGV[base + 3 + 2 * i]; parts[p + 4] = lim.at_text
+    parts[p + 3] = amount_texts[i]; parts[p + 4] = lim.at_text
   end
-  parts[9 + 4 * n] = '#' .. fingerprint
-  local text = table.concat(parts, ' ', 1, 9 + 4 * n)
+  parts[9 + 4 * m] = '#' .. fingerprint
+  local text = table.concat(parts, ' ', 1, 9 + 4 * m)
   if job ~= '' then text = text .. '\n' .. job end
   local known = record(lease, text, ttl_texts[lifetime])
   if known then return replay(known, fingerprint) end
-  for i = 1, n do
+  for i = 1, m do
     if lims[i].kind == 'b' then budget_hold(lims[i], id, amounts[i], job) else hold(lims[i], amounts[i]) end
   end
   return 1, 0, UNIX_NOW, ST_OK, '', '', 0, 0, 0, 0, 0
@@ -183,7 +213,7 @@ for _ = 1, tonumber(ARGV[leases_at]) do
   local o = #out
   out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5], out[o + 6],
     out[o + 7], out[o + 8], out[o + 9], out[o + 10], out[o + 11] = reserve(at)
-  at = at + 4 + 2 * tonumber(ARGV[at + 1])
+  at = at + 5 + 2 * tonumber(ARGV[at + 1])
 end
 for _, L in pairs(limits) do save(L) end
 return out
