@@ -5,7 +5,9 @@
  * are denied and wait. The point: the saturated provider does not hold the
  * other one up (no head-of-line blocking). Each simulated call sleeps a few
  * ms and reports the tokens it used; at the end the program prints the
- * throughput per provider.
+ * throughput per provider. bigcloud has every limit the LLM helper knows
+ * (rpm, tpm, concurrency, rpd); tinycloud only its tpm: the helper's model
+ * requirements are optional, so a model needs only the limits it has.
  *
  *   llm_workload [--seconds N] [--jobs N] [--url http://127.0.0.1:8080]
  *   llm_workload --write-limits FILE
@@ -64,17 +66,18 @@ static void on_result(void *user_data, const rl_job_report *report) {
 static int write_limits(const char *path) {
     FILE *f = fopen(path, "w");
     if (f == NULL) return -1;
-    static const unsigned long tpm[2] = {10000000, 3000}; /* tinycloud: ~5 calls a minute */
     fputs("[\n", f);
-    for (int p = 0; p < 2; p++) {
-        const char *sep = p == 0 ? "," : "";
-        fprintf(f, " {\"key\":\"global:llm:%s:%s:rpm\",\"kind\":\"rolling\",\"capacity\":100000,\"window_seconds\":60},\n",
-                providers[p], model);
-        fprintf(f, " {\"key\":\"global:llm:%s:%s:tpm\",\"kind\":\"rolling\",\"capacity\":%lu,\"window_seconds\":60},\n",
-                providers[p], model, tpm[p]);
-        fprintf(f, " {\"key\":\"global:llm:%s:%s:concurrency\",\"kind\":\"concurrency\",\"capacity\":8,"
-                   "\"timeout_seconds\":60}%s\n", providers[p], model, sep);
-    }
+    fprintf(f, " {\"key\":\"global:llm:%s:%s:rpm\",\"kind\":\"rolling\",\"capacity\":100000,\"window_seconds\":60},\n",
+            providers[0], model);
+    fprintf(f, " {\"key\":\"global:llm:%s:%s:tpm\",\"kind\":\"rolling\",\"capacity\":10000000,\"window_seconds\":60},\n",
+            providers[0], model);
+    fprintf(f, " {\"key\":\"global:llm:%s:%s:concurrency\",\"kind\":\"concurrency\",\"capacity\":8,"
+               "\"timeout_seconds\":60},\n", providers[0], model);
+    fprintf(f, " {\"key\":\"global:llm:%s:%s:rpd\",\"kind\":\"rolling\",\"capacity\":1000000,\"window_seconds\":86400},\n",
+            providers[0], model);
+    /* tinycloud: ~5 calls a minute, and no other limit */
+    fprintf(f, " {\"key\":\"global:llm:%s:%s:tpm\",\"kind\":\"rolling\",\"capacity\":3000,\"window_seconds\":60}\n",
+            providers[1], model);
     fputs("]\n", f);
     return fclose(f);
 }

@@ -19,11 +19,12 @@ extern "C" {
 /* True if key[0..len) is a valid limit key. Pure, thread-safe. */
 RL_API bool rl_key_is_valid(const char *key, size_t len);
 
-/* The dimension of a global LLM key: "rpm", "tpm" or "concurrency". */
+/* The dimension of a global LLM key: "rpm", "tpm", "concurrency" or "rpd". */
 typedef enum rl_llm_dimension {
     RL_LLM_RPM = 0,
     RL_LLM_TPM = 1,
     RL_LLM_CONCURRENCY = 2,
+    RL_LLM_RPD = 3, /* requests per day */
 } rl_llm_dimension;
 
 /* Writes "global:llm:<provider>:<model>:<dimension>" into out (out_size bytes,

@@ -34,13 +34,17 @@ typedef struct rl_llm_call {
 } rl_llm_call;
 
 /* The requirements of one call, with their keys stored inline so that the
- * struct can be kept and copied: rpm 1, tpm = upper bound, concurrency 1, and
- * with want_daily_budget the tenant's daily tokens = upper bound. */
+ * struct can be kept and copied, in this order: the model's rpm 1, tpm =
+ * upper bound, concurrency 1 and rpd 1, each optional (a model needs only
+ * the limits it really has: a dimension without a definition is skipped),
+ * and with want_daily_budget the tenant's daily tokens = upper bound,
+ * required (a tenant without a budget is refused, unknown_limit_key). */
+#define RL_LLM_MAX_REQUIREMENTS 5
 typedef struct rl_llm_requirements {
-    rl_requirement items[4];
+    rl_requirement items[RL_LLM_MAX_REQUIREMENTS];
     size_t count;
     uint64_t token_upper_bound;
-    char keys[4][RL_KEY_MAX_LEN + 1];
+    char keys[RL_LLM_MAX_REQUIREMENTS][RL_KEY_MAX_LEN + 1];
 } rl_llm_requirements;
 
 /* Builds out from call. Returns false if a part (provider, model, tenant) is

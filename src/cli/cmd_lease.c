@@ -13,6 +13,7 @@
 typedef struct key_amounts {
     char keys[RL_MAX_REQUIREMENTS][RL_KEY_MAX_LEN + 1];
     uint64_t amounts[RL_MAX_REQUIREMENTS];
+    bool optional[RL_MAX_REQUIREMENTS]; /* reserve's --optional */
     size_t count;
 } key_amounts;
 
@@ -35,13 +36,17 @@ static bool add_key_amount(key_amounts *list, const char *text, uint64_t min, co
 /* ---- reserve ------------------------------------------------------------- */
 
 static const char reserve_usage[] =
-    "usage: rlctl [global options] reserve [--lease-id ULID] [--job-id J] --req KEY=AMOUNT [--req ...]\n"
+    "usage: rlctl [global options] reserve [--lease-id ULID] [--job-id J] [--dry-run]\n"
+    "                                      --req KEY=AMOUNT [--req ...] [--optional KEY=AMOUNT ...]\n"
     "  Reserves every KEY=AMOUNT together or nothing (POST /v1/reserve). KEY=AMOUNT may\n"
-    "  also follow the options. Without --lease-id a new ULID is made. Prints one line of\n"
-    "  JSON: lease_id, allowed, retry_after_ms, reserved_at_unix_ms, error.\n"
+    "  also follow the options. A requirement given with --optional is skipped if its KEY\n"
+    "  has no definition (a defined one is reserved as any other). With --dry-run nothing\n"
+    "  is reserved or remembered: the answer is the one a reserve would get now. Without\n"
+    "  --lease-id a new ULID is made. Prints one line of JSON: lease_id, allowed,\n"
+    "  retry_after_ms, reserved_at_unix_ms, error (and dry_run: true for a dry run).\n"
     "  Exit 0 allowed, 1 denied (retry after retry_after_ms with a NEW lease id; also a\n"
     "  decreasing limit or an amount above capacity), 3 unknown key or invalid request,\n"
-    "  4 no answer (retry with the SAME lease id).\n";
+    "  4 no answer (retry with the SAME lease id); a dry run exits as its reserve would.\n";
 
 
 /* {"lease_id":..} and then the daemon's own answer (wire.h): every field,
@@ -58,23 +63,29 @@ int rlctl_cmd_reserve(const rlctl_global *global, int argc, char **argv) {
     static const struct option options[] = {{"lease-id", required_argument, NULL, 'l'},
                                             {"job-id", required_argument, NULL, 'j'},
                                             {"req", required_argument, NULL, 'r'},
+                                            {"optional", required_argument, NULL, 'o'},
+                                            {"dry-run", no_argument, NULL, 'n'},
                                             {"help", no_argument, NULL, 'h'},
                                             {0}};
     static key_amounts reqs;
     const char *lease_arg = NULL, *job_id = NULL;
+    bool dry_run = false;
     memset(&reqs, 0, sizeof reqs);
     int c;
-    while ((c = getopt_long(argc, argv, "l:j:r:h", options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "l:j:r:o:nh", options, NULL)) != -1) {
         if (c == 'h') return fputs(reserve_usage, stdout), RLCTL_EXIT_OK;
         if (c == 'l') lease_arg = optarg;
         else if (c == 'j') job_id = optarg;
-        else if (c == 'r') { if (!add_key_amount(&reqs, optarg, 1, "reserve")) return RLCTL_EXIT_USAGE; }
-        else return fputs(reserve_usage, stderr), RLCTL_EXIT_USAGE;
+        else if (c == 'n') dry_run = true;
+        else if (c == 'r' || c == 'o') {
+            if (!add_key_amount(&reqs, optarg, 1, "reserve")) return RLCTL_EXIT_USAGE;
+            reqs.optional[reqs.count - 1] = c == 'o';
+        } else return fputs(reserve_usage, stderr), RLCTL_EXIT_USAGE;
     }
     for (int i = optind; i < argc; i++)
         if (!add_key_amount(&reqs, argv[i], 1, "reserve")) return RLCTL_EXIT_USAGE;
     if (reqs.count == 0) {
-        fprintf(stderr, "rlctl: reserve: at least one --req KEY=AMOUNT is needed\n%s", reserve_usage);
+        fprintf(stderr, "rlctl: reserve: at least one --req (or --optional) KEY=AMOUNT is needed\n%s", reserve_usage);
         return RLCTL_EXIT_USAGE;
     }
     char lease_id[RL_ULID_TEXT_SIZE];
@@ -92,8 +103,9 @@ int rlctl_cmd_reserve(const rlctl_global *global, int argc, char **argv) {
     }
 
     rl_requirement requirements[RL_MAX_REQUIREMENTS];
-    for (size_t i = 0; i < reqs.count; i++) requirements[i] = (rl_requirement){reqs.keys[i], reqs.amounts[i], false};
-    rl_reserve_request request = {lease_id, job_id, requirements, reqs.count, false};
+    for (size_t i = 0; i < reqs.count; i++)
+        requirements[i] = (rl_requirement){reqs.keys[i], reqs.amounts[i], reqs.optional[i]};
+    rl_reserve_request request = {lease_id, job_id, requirements, reqs.count, dry_run};
     char err[RL_LIMITER_ERR_SIZE] = "";
     if (!rl_reserve_request_check(&request, err)) {
         fprintf(stderr, "rlctl: reserve: %s\n", err);
@@ -106,12 +118,14 @@ int rlctl_cmd_reserve(const rlctl_global *global, int argc, char **argv) {
     int code;
     if (call != RL_OK) {
         char what[64];
-        snprintf(what, sizeof what, "reserve %s", lease_id);
+        snprintf(what, sizeof what, "reserve%s %s", dry_run ? " --dry-run" : "", lease_id);
         code = rlctl_call_failed(what, call);
     } else {
+        /* a dry run's denial is one a reserve would get: said so */
+        const char *denied = dry_run ? "dry run: would be denied" : "denied";
         const char *wire = rl_status_wire(result.status);
         const char *key = result.status_key != NULL ? result.status_key : "";
-        print_reserve_result(lease_id, &result, request.dry_run);
+        print_reserve_result(lease_id, &result, dry_run);
         const rl_denial *d = &result.denied_by;
         char why[160 + RL_KEY_MAX_LEN] = "";
         if (d->key != NULL)
@@ -121,11 +135,11 @@ int rlctl_cmd_reserve(const rlctl_global *global, int argc, char **argv) {
         if (result.allowed) {
             code = RLCTL_EXIT_OK;
         } else if (result.status == RL_OK) {
-            fprintf(stderr, "rlctl: reserve %s: denied%s, retry after %llu ms with a new lease id\n", lease_id, why,
+            fprintf(stderr, "rlctl: reserve %s: %s%s, retry after %llu ms with a new lease id\n", lease_id, denied, why,
                     (unsigned long long)result.retry_after_ms);
             code = RLCTL_EXIT_DENIED;
         } else if (result.status == RL_LIMIT_DECREASING || result.status == RL_EXCEEDS_CAPACITY) {
-            fprintf(stderr, "rlctl: reserve %s: denied%s: %s \"%s\"%s\n", lease_id, why, wire, key,
+            fprintf(stderr, "rlctl: reserve %s: %s%s: %s \"%s\"%s\n", lease_id, denied, why, wire, key,
                     result.status == RL_EXCEEDS_CAPACITY ? " (the amount is above its capacity: retrying cannot help)"
                                                          : " (the limit is being decreased)");
             code = RLCTL_EXIT_DENIED;

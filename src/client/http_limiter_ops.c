@@ -14,6 +14,7 @@
 
 #include "client/call_check.h"
 #include "client/http_limiter.h"
+#include "client/last_error.h"
 #include "wire/wire.h"
 
 /* limiter.h promises status_key points into the caller's own request: find
@@ -30,6 +31,7 @@ typedef struct reserve_call {
     rl_reserve_result *results;
     size_t count;
     rl_wire_reserve_answer *answers; /* scratch, count of them */
+    size_t reserved_for_real;        /* a dry run the daemon answered as a reserve, or count if none */
 } reserve_call;
 
 static rl__http_verdict read_reserve(void *ctx, long http_status, rl_buf *body, rl_status *status) {
@@ -52,6 +54,12 @@ static rl__http_verdict read_reserve(void *ctx, long http_status, rl_buf *body, 
     for (size_t i = 0; i < c->count; i++) {
         const rl_wire_reserve_answer *a = &c->answers[i];
         rl_reserve_result *r = &c->results[i];
+        /* A daemon that does not know dry runs ignores the member, and
+         * reserves; its answer says nothing of a dry run. A lease it did
+         * not decide (an unknown key, a bad item, an id taken) holds nothing. */
+        if (c->requests[i].dry_run && !a->dry_run && a->status != RL_UNKNOWN_LIMIT_KEY &&
+            a->status != RL_INVALID_REQUEST && a->status != RL_LEASE_ID_CONFLICT && c->reserved_for_real == c->count)
+            c->reserved_for_real = i;
         r->allowed = a->allowed;
         r->retry_after_ms = a->retry_after_ms;
         r->reserved_at_unix_ms = a->reserved_at_unix_ms;
@@ -83,9 +91,15 @@ static rl_status reserve_batch(rl_limiter *base, const rl_reserve_request *reque
         rl__wire_encode_reserve_batch_request(&request, requests, count);
     rl_status status = RL_NO_MEMORY;
     if (answers != NULL && !request.failed) {
-        reserve_call call = {requests, results, count, answers};
+        reserve_call call = {requests, results, count, answers, count};
         status = rl__http_call(limiter, count == 1 ? "/v1/reserve" : "/v1/reserve/batch", &request,
                                deadline_ms, &response, read_reserve, &call);
+        if (status == RL_OK && call.reserved_for_real < count)
+            status = rl__last_error_set(RL_BACKEND_ERROR,
+                                        "the daemon does not know dry runs: lease %s was reserved for real (%s); "
+                                        "complete it to give back what it holds",
+                                        requests[call.reserved_for_real].lease_id,
+                                        results[call.reserved_for_real].allowed ? "allowed" : "denied");
     }
     rl__buf_free(&request);
     rl__buf_free(&response);

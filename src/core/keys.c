@@ -50,10 +50,9 @@ static int finish(char *out, size_t out_size, int written) {
 
 int rl_key_llm_global(char *out, size_t out_size, const char *provider, const char *model,
                       rl_llm_dimension dimension) {
-    static const char *const dimension_names[] = {"rpm", "tpm", "concurrency"};
+    static const char *const dimension_names[] = {"rpm", "tpm", "concurrency", "rpd"};
     if (out == NULL || out_size == 0) return -1;
-    if (!key_part_is_valid(provider) || !key_part_is_valid(model) ||
-        (unsigned)dimension > RL_LLM_CONCURRENCY) {
+    if (!key_part_is_valid(provider) || !key_part_is_valid(model) || (unsigned)dimension > RL_LLM_RPD) {
         out[0] = '\0';
         return -1;
     }

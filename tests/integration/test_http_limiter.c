@@ -515,6 +515,48 @@ static void audit_answers_from_a_canned_server(void **state) {
     assert_true(canned_stop(&s) >= 2);
 }
 
+/* A daemon from before dry runs ignores "dry_run" and reserves: its answer
+ * lacks "dry_run":true, and the limiter says so rather than pass a real
+ * reservation off as a dry run's answer. The request carried the flag. */
+static void a_dry_run_answered_as_a_reserve_is_an_error(void **state) {
+    (void)state;
+    canned_server s;
+    canned_start(&s, response_of(0, "200 OK",
+                                 "{\"allowed\":true,\"retry_after_ms\":0,\"reserved_at_unix_ms\":5,\"error\":\"\"}"));
+    rl_limiter *l = open_limiter(s.port, 5000);
+    char lease[RL_ULID_TEXT_SIZE];
+    rl_requirement req = {"http:tpm", 1, true};
+    rl_reserve_request request = {rl_ulid_new(lease), NULL, &req, 1, true};
+    rl_reserve_result result;
+    assert_int_equal(rl_limiter_reserve(l, &request, &result), RL_BACKEND_ERROR);
+    assert_non_null(strstr(rl_limiter_last_error(), "does not know dry runs"));
+    assert_non_null(strstr(rl_limiter_last_error(), lease));
+    rl_limiter_destroy(l);
+    assert_int_equal(canned_stop(&s), 1);
+
+    /* the same answer to a plain reserve is a plain allow */
+    canned_start(&s, response_of(1, "200 OK",
+                                 "{\"allowed\":true,\"retry_after_ms\":0,\"reserved_at_unix_ms\":5,\"error\":\"\"}"));
+    l = open_limiter(s.port, 5000);
+    request.dry_run = false;
+    assert_int_equal(rl_limiter_reserve(l, &request, &result), RL_OK);
+    assert_true(result.allowed);
+    rl_limiter_destroy(l);
+    assert_int_equal(canned_stop(&s), 1);
+
+    /* and a dry run's answer, a dry run's result */
+    canned_start(&s, response_of(2, "200 OK",
+                                 "{\"allowed\":true,\"retry_after_ms\":0,\"reserved_at_unix_ms\":5,\"error\":\"\","
+                                 "\"dry_run\":true}"));
+    l = open_limiter(s.port, 5000);
+    request.dry_run = true;
+    assert_int_equal(rl_limiter_reserve(l, &request, &result), RL_OK);
+    assert_true(result.allowed);
+    assert_int_equal(result.reserved_at_unix_ms, 5);
+    rl_limiter_destroy(l);
+    assert_int_equal(canned_stop(&s), 1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(no_daemon_times_out_after_the_deadline),
@@ -529,6 +571,7 @@ int main(void) {
         cmocka_unit_test(audit_without_a_daemon_times_out),
         cmocka_unit_test(audit_reads_the_daemons_log),
         cmocka_unit_test(audit_answers_from_a_canned_server),
+        cmocka_unit_test(a_dry_run_answered_as_a_reserve_is_an_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

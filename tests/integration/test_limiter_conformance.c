@@ -44,7 +44,8 @@ static const char limits_json[] =
     ROLLING("conf:exceeds:tpm", 5) "," CONCURRENCY("conf:release:conc", 1) ","
     ROLLING("conf:reconcile:tpm", 100) "," ROLLING("conf:batch:rpm", 3) ","
     ROLLING("conf:invalid:rpm", 1) "," ROLLING("conf:max:rpm", 1000) "," ROLLING("conf:decrease:tpm", 10) ","
-    ROLLING("conf:reuse:a", 10) "," ROLLING("conf:reuse:b", 10) "]\n";
+    ROLLING("conf:reuse:a", 10) "," ROLLING("conf:reuse:b", 10) "," ROLLING("conf:opt:rpm", 2) ","
+    CONCURRENCY("conf:dry:conc", 1) "," ROLLING("conf:dry:tpm", 10) "]\n";
 
 /* ---- the two implementations -------------------------------------------- */
 
@@ -447,6 +448,83 @@ static void a_decreasing_limit_denies_naming_the_request_key(void **state) {
     assert_allowed(reserve_one(l, new_lease(lease), "conf:decrease:tpm", 12));
 }
 
+static rl_reserve_result reserve_request(rl_limiter *l, const char *lease, const rl_requirement *requirements,
+                                         size_t count, bool dry_run) {
+    rl_reserve_request request = {lease, NULL, requirements, count, dry_run};
+    rl_reserve_result result;
+    assert_int_equal(rl_limiter_reserve(l, &request, &result), RL_OK);
+    return result;
+}
+
+/* An optional key without a definition is skipped; a defined one reserved,
+ * and denying, as any other; a retry must say optional where it did. */
+static void optional_requirements_skip_undefined_keys(void **state) {
+    rl_limiter *l = limiter_of(state);
+    char lease[RL_ULID_TEXT_SIZE], other[RL_ULID_TEXT_SIZE];
+    char none[] = "conf:opt:none";
+    rl_requirement reqs[] = {{"conf:opt:rpm", 1, true}, {none, 1, true}};
+    rl_reserve_result first = reserve_request(l, new_lease(lease), reqs, 2, false);
+    assert_allowed(first);
+    rl_reserve_result again = reserve_request(l, lease, reqs, 2, false);
+    assert_allowed(again);
+    assert_int_equal(again.reserved_at_unix_ms, first.reserved_at_unix_ms);
+    rl_requirement required[] = {{"conf:opt:rpm", 1, true}, {none, 1, false}};
+    assert_int_equal(reserve_request(l, lease, required, 2, false).status, RL_LEASE_ID_CONFLICT);
+    rl_reserve_result unknown = reserve_request(l, new_lease(other), required, 2, false);
+    assert_int_equal(unknown.status, RL_UNKNOWN_LIMIT_KEY);
+    assert_ptr_equal(unknown.status_key, none);
+    assert_allowed(reserve_request(l, new_lease(other), reqs, 2, false));
+    rl_reserve_result denied = reserve_request(l, new_lease(other), reqs, 2, false); /* rpm has 2 */
+    assert_denied(denied);
+    assert_string_equal(denied.denied_by.key, "conf:opt:rpm");
+    assert_int_equal(complete_one(l, lease, none, 5), RL_OK); /* a skipped key in a Complete: ignored */
+}
+
+/* A dry run answers what the reserve right after answers, holds nothing
+ * and remembers no lease id; a remembered one answers its first outcome. */
+static void a_dry_run_answers_and_changes_nothing(void **state) {
+    rl_limiter *l = limiter_of(state);
+    char lease[RL_ULID_TEXT_SIZE], holder[RL_ULID_TEXT_SIZE];
+    rl_requirement conc[] = {{"conf:dry:conc", 1, false}, {"conf:dry:none", 1, true}};
+    for (int i = 0; i < 3; i++) assert_allowed(reserve_request(l, new_lease(lease), conc, 2, true));
+    rl_reserve_result real = reserve_request(l, lease, conc, 1, false); /* the id is new: nothing was remembered */
+    assert_allowed(real);
+    memcpy(holder, lease, sizeof holder);
+    rl_reserve_result dry = reserve_request(l, new_lease(lease), conc, 1, true);
+    assert_denied(dry);
+    assert_string_equal(dry.denied_by.key, "conf:dry:conc");
+    rl_reserve_result after = reserve_request(l, lease, conc, 1, false);
+    assert_denied(after);
+    /* a real clock: the reserve comes a few ms after the dry run */
+    assert_in_range(after.retry_after_ms, dry.retry_after_ms - 1000, dry.retry_after_ms);
+    assert_int_equal(after.denied_by.available, dry.denied_by.available);
+    assert_int_equal(after.denied_by.capacity, dry.denied_by.capacity);
+    /* remembered ids: the first outcome, or a conflict */
+    rl_reserve_result replay = reserve_request(l, holder, conc, 1, true);
+    assert_allowed(replay);
+    assert_int_equal(replay.reserved_at_unix_ms, real.reserved_at_unix_ms);
+    assert_int_equal(reserve_request(l, holder, conc, 2, true).status, RL_LEASE_ID_CONFLICT);
+    /* an unknown key: the same result as a reserve's */
+    char nope[] = "conf:dry:nope";
+    rl_reserve_result unknown = reserve_request(l, new_lease(lease), &(rl_requirement){nope, 1, false}, 1, true);
+    assert_int_equal(unknown.status, RL_UNKNOWN_LIMIT_KEY);
+    assert_ptr_equal(unknown.status_key, nope);
+    /* in a batch beside real ones, only the real ones hold */
+    rl_requirement tpm = {"conf:dry:tpm", 6, false};
+    char ids[3][RL_ULID_TEXT_SIZE];
+    rl_reserve_request batch[] = {{new_lease(ids[0]), NULL, &tpm, 1, true},
+                                  {new_lease(ids[1]), NULL, &tpm, 1, false},
+                                  {new_lease(ids[2]), NULL, &tpm, 1, true}};
+    rl_reserve_result results[3];
+    assert_int_equal(rl_limiter_reserve_batch(l, batch, 3, results), RL_OK);
+    assert_allowed(results[0]);
+    assert_allowed(results[1]);
+    assert_denied(results[2]);
+    assert_int_equal(results[2].denied_by.available, 4);
+    assert_int_equal(complete_one(l, holder, NULL, 0), RL_OK);
+    assert_allowed(reserve_request(l, new_lease(lease), conc, 1, false));
+}
+
 #define CASES                                                                       \
     cmocka_unit_test(allow_then_deny_with_retry_after),                             \
         cmocka_unit_test(all_or_nothing_across_keys),                               \
@@ -461,7 +539,9 @@ static void a_decreasing_limit_denies_naming_the_request_key(void **state) {
         cmocka_unit_test(batch_keeps_order_with_mixed_results),                     \
         cmocka_unit_test(largest_batch_is_served_and_one_more_refused),             \
         cmocka_unit_test(invalid_requests_are_refused_before_anything_changes),     \
-        cmocka_unit_test(a_decreasing_limit_denies_naming_the_request_key)
+        cmocka_unit_test(a_decreasing_limit_denies_naming_the_request_key),         \
+        cmocka_unit_test(optional_requirements_skip_undefined_keys),                \
+        cmocka_unit_test(a_dry_run_answers_and_changes_nothing)
 
 int main(void) {
     rl_test_http_global_init();

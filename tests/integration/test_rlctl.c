@@ -399,6 +399,50 @@ static void test_reserve_complete(void **state) {
     expect_code(2);
 }
 
+/* rlctl reserve --optional KEY=AMOUNT: skipped when KEY has no definition,
+ * reserved when it has one; --dry-run: the answer a reserve would get,
+ * "dry_run":true, the same exit code, nothing held or remembered. */
+static void test_reserve_optional_and_dry_run(void **state) {
+    (void)state;
+    RLCTL("put", "--key", "cli:o:conc", "--kind", "concurrency", "--capacity", "1", "--timeout-seconds", "300");
+    expect_code(0);
+    RLCTL("reserve", "--dry-run", "--req", "cli:o:conc=1", "--optional", "cli:o:nope=5");
+    expect_code(0);
+    expect_contains(ran.out, "\"allowed\":true");
+    expect_contains(ran.out, ",\"dry_run\":true}");
+    RLCTL("get", "--json", "cli:o:conc");
+    assert_true(out_number("limit", "usage", "used") == 0);
+
+    char lease_id[27], other[27];
+    RLCTL("reserve", "--lease-id", rl_test_ulid_new(lease_id), "--optional", "cli:o:conc=1", "--optional",
+          "cli:o:nope=5");
+    expect_code(0);
+    expect_contains(ran.out, "\"allowed\":true");
+    RLCTL("get", "--json", "cli:o:conc");
+    assert_true(out_number("limit", "usage", "used") == 1);
+    /* its retry says optional where it did, or is another request */
+    RLCTL("reserve", "--lease-id", lease_id, "--optional", "cli:o:conc=1", "cli:o:nope=5");
+    expect_code(3);
+    expect_contains(ran.out, "\"error\":\"lease_id_conflict\"");
+    /* a dry run's denial: exit 1, said as one */
+    RLCTL("reserve", "--dry-run", "--lease-id", rl_test_ulid_new(other), "cli:o:conc=1");
+    expect_code(1);
+    expect_contains(ran.out, "\"denied_by\":{\"key\":\"cli:o:conc\"");
+    expect_contains(ran.out, "\"dry_run\":true}");
+    expect_contains(ran.err, "dry run: would be denied by \"cli:o:conc\"");
+    /* an undefined key without --optional: refused, as a reserve is */
+    RLCTL("reserve", "--dry-run", "--req", "cli:o:nope=1");
+    expect_code(3);
+    expect_contains(ran.err, "unknown_limit_key cli:o:nope");
+    RLCTL("reserve", "--optional", "cli:o:conc");
+    expect_code(2);
+    expect_contains(ran.err, "KEY=AMOUNT");
+    RLCTL("reserve", "--help");
+    expect_code(0);
+    expect_contains(ran.out, "--optional KEY=AMOUNT");
+    expect_contains(ran.out, "--dry-run");
+}
+
 /* A budget from the command line: its period and zone, a reserve and a
  * Complete that charges the actual; a bad period or zone says why. */
 static void test_budget(void **state) {
@@ -537,6 +581,7 @@ int main(void) {
         cmocka_unit_test(test_put_file),         cmocka_unit_test(test_reserve_complete),
         cmocka_unit_test(test_budget),           cmocka_unit_test(test_audit),
         cmocka_unit_test(test_audit_errors),     cmocka_unit_test(test_unreachable),
+        cmocka_unit_test(test_reserve_optional_and_dry_run),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

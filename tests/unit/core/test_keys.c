@@ -73,6 +73,8 @@ static void test_llm_global_builder(void **state) {
     assert_string_equal(out, "global:llm:openai:gpt-4o:tpm");
     assert_true(rl_key_llm_global(out, sizeof out, "anthropic", "claude", RL_LLM_CONCURRENCY) > 0);
     assert_string_equal(out, "global:llm:anthropic:claude:concurrency");
+    assert_int_equal(rl_key_llm_global(out, sizeof out, "openai", "gpt-4o", RL_LLM_RPD), 28);
+    assert_string_equal(out, "global:llm:openai:gpt-4o:rpd");
 }
 
 static void test_llm_global_builder_refuses(void **state) {
@@ -87,7 +89,7 @@ static void test_llm_global_builder_refuses(void **state) {
     assert_int_equal(rl_key_llm_global(out, sizeof out, NULL, "gpt", RL_LLM_RPM), -1);
     assert_int_equal(rl_key_llm_global(out, sizeof out, "open ai", "gpt", RL_LLM_RPM), -1);
     assert_int_equal(rl_key_llm_global(out, sizeof out, "openai", "gpt\n", RL_LLM_RPM), -1);
-    assert_int_equal(rl_key_llm_global(out, sizeof out, "openai", "gpt", (rl_llm_dimension)3), -1);
+    assert_int_equal(rl_key_llm_global(out, sizeof out, "openai", "gpt", (rl_llm_dimension)(RL_LLM_RPD + 1)), -1);
     assert_string_equal(out, "");
     /* Too small an output buffer. */
     char small[10];
