@@ -11,6 +11,8 @@
 #define LEASE_ITEMS actuals
 #define LEASE_ITEM_COUNT actual_count
 #define LEASE_ITEM_AMOUNT actual_amount
+#define LEASE_FLAG(request) ((void)(request), false) /* a complete has none */
+#define LEASE_ITEM_FLAG(item) ((void)(item), false)
 #define LEASE_CHECK rl_complete_request_check
 #define LEASE_DECODE rl__wire_decode_complete
 #define LEASE_DECODE_BATCH rl__wire_decode_complete_batch

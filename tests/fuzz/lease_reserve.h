@@ -11,6 +11,8 @@
 #define LEASE_ITEMS requirements
 #define LEASE_ITEM_COUNT requirement_count
 #define LEASE_ITEM_AMOUNT amount
+#define LEASE_FLAG(request) ((request)->dry_run)
+#define LEASE_ITEM_FLAG(item) ((item)->optional)
 #define LEASE_CHECK rl_reserve_request_check
 #define LEASE_DECODE rl__wire_decode_reserve
 #define LEASE_DECODE_BATCH rl__wire_decode_reserve_batch

@@ -990,6 +990,74 @@ static void test_keep_alive(void **state) {
     assert_non_null(strstr(out, "Connection: keep-alive"));
 }
 
+/* optional and dry_run over HTTP: exact bodies, statuses, the 400s of a
+ * non-boolean, a dry run in a batch. */
+static void test_optional_and_dry_run(void **state) {
+    (void)state;
+    put_concurrency("t20:conc", 1);
+    char lease[27], other[27], body[1024];
+    /* a dry run: a reserve's answer, "dry_run":true last, nothing held */
+    snprintf(body, sizeof body,
+             "{\"lease_id\":\"%s\",\"dry_run\":true,\"requirements\":[{\"key\":\"t20:conc\",\"amount\":1},"
+             "{\"key\":\"t20:none\",\"amount\":1,\"optional\":true}]}",
+             rl_test_ulid_new(lease));
+    expect("POST", "/v1/reserve", body, 200, NULL);
+    assert_true(starts_with(last.body, "{\"allowed\":true,\"retry_after_ms\":0,\"reserved_at_unix_ms\":"));
+    assert_true(ends_with(last.body, ",\"error\":\"\",\"dry_run\":true}"));
+    assert_true(jnum("reserved_at_unix_ms") > 1.7e12);
+    assert_int_equal(usage_of("t20:conc", "used"), 0);
+    /* the same id for real: a new lease (nothing remembered), the optional key skipped */
+    snprintf(body, sizeof body,
+             "{\"lease_id\":\"%s\",\"requirements\":[{\"key\":\"t20:conc\",\"amount\":1},"
+             "{\"key\":\"t20:none\",\"amount\":1,\"optional\":true}]}",
+             lease);
+    expect("POST", "/v1/reserve", body, 200, NULL);
+    assert_true(ends_with(last.body, ",\"error\":\"\"}"));
+    assert_int_equal(usage_of("t20:conc", "used"), 1);
+    /* a denied dry run names its limit, as the reserve would */
+    snprintf(body, sizeof body,
+             "{\"lease_id\":\"%s\",\"dry_run\":true,\"requirements\":[{\"key\":\"t20:conc\",\"amount\":1}]}",
+             rl_test_ulid_new(other));
+    expect("POST", "/v1/reserve", body, 200, NULL);
+    assert_true(ends_with(last.body, ",\"reserved_at_unix_ms\":0,\"error\":\"\",\"denied_by\":{\"key\":\"t20:conc\","
+                                     "\"reason\":\"capacity\",\"requested\":1,\"available\":0,\"capacity\":1},"
+                                     "\"dry_run\":true}"));
+    /* an undefined key, not optional: the 404 of a reserve, as a dry run's */
+    snprintf(body, sizeof body,
+             "{\"lease_id\":\"%s\",\"dry_run\":true,\"requirements\":[{\"key\":\"t20:none\",\"amount\":1}]}", other);
+    expect("POST", "/v1/reserve", body, 404,
+           "{\"allowed\":false,\"retry_after_ms\":0,\"reserved_at_unix_ms\":0,\"error\":\"unknown_limit_key:t20:none\","
+           "\"dry_run\":true}");
+    /* a remembered id with other requirements: the 409, as a dry run's */
+    snprintf(body, sizeof body,
+             "{\"lease_id\":\"%s\",\"dry_run\":true,\"requirements\":[{\"key\":\"t20:conc\",\"amount\":1}]}", lease);
+    expect("POST", "/v1/reserve", body, 409, NULL);
+    assert_true(starts_with(last.body, "{\"allowed\":false,\"retry_after_ms\":0,\"reserved_at_unix_ms\":0,"
+                                       "\"error\":\"lease_id_conflict\",\"detail\":"));
+    assert_true(ends_with(last.body, "\",\"dry_run\":true}"));
+    /* not booleans: 400 naming the field */
+    snprintf(body, sizeof body,
+             "{\"lease_id\":\"%s\",\"dry_run\":1,\"requirements\":[{\"key\":\"t20:conc\",\"amount\":1}]}", other);
+    expect("POST", "/v1/reserve", body, 400, RESERVE_400_PREFIX "dry_run must be true or false\"}");
+    snprintf(body, sizeof body,
+             "{\"lease_id\":\"%s\",\"requirements\":[{\"key\":\"t20:conc\",\"amount\":1,\"optional\":\"yes\"}]}",
+             other);
+    expect("POST", "/v1/reserve", body, 400,
+           RESERVE_400_PREFIX "requirements[0].optional must be true or false\"}");
+    /* a batch: each item its own; the dry one holds nothing */
+    char a[27], b[27];
+    snprintf(body, sizeof body,
+             "{\"requests\":[{\"lease_id\":\"%s\",\"dry_run\":true,\"requirements\":[{\"key\":\"t20:conc\",\"amount\":1}]},"
+             "{\"lease_id\":\"%s\",\"requirements\":[{\"key\":\"t20:none\",\"amount\":1,\"optional\":true}]},"
+             "{\"lease_id\":\"%s\",\"dry_run\":\"no\",\"requirements\":[{\"key\":\"t20:conc\",\"amount\":1}]}]}",
+             rl_test_ulid_new(a), rl_test_ulid_new(b), other);
+    expect("POST", "/v1/reserve/batch", body, 200, NULL);
+    assert_true(starts_with(last.body, "{\"results\":[{\"allowed\":false,"));
+    assert_non_null(strstr(last.body, "\"capacity\":1},\"dry_run\":true},{\"allowed\":true,"));
+    assert_true(ends_with(last.body, "\"detail\":\"requests[2].dry_run must be true or false\"}]}"));
+    assert_int_equal(usage_of("t20:conc", "used"), 1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_healthz),
@@ -1016,6 +1084,7 @@ int main(void) {
         cmocka_unit_test(test_complete_rules),
         cmocka_unit_test(test_key_path_encoding),
         cmocka_unit_test(test_keep_alive),
+        cmocka_unit_test(test_optional_and_dry_run),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -6,7 +6,10 @@
  *
  * Operations: reserves of 1..6 keys (all-or-nothing), alone or in batches,
  * fresh or retried lease ids (same or different requirements), keys not
- * defined yet; completes with actuals below, equal to or above what was
+ * defined yet, some of them optional (skipped while undefined; a defined
+ * optional key is reserved as any other; a retry must mark the same keys
+ * optional), a tenth of them dry runs (their answer the model's, the model
+ * left as it was: a dry run must change nothing, remember nothing); completes with actuals below, equal to or above what was
  * reserved (or none), of admitted, denied, completed, unknown and not yet
  * reserved leases, alone or in batches; time advancing by random steps or to
  * exactly an entry's expiry (or 1 ms before it), or to exactly a budget's
@@ -134,6 +137,7 @@ static struct coverage {
     unsigned long edge_advances;
     unsigned long periods, period_edges, refunds, budget_charges, late_completes, calendars, audit_entries;
     unsigned long restarts;
+    unsigned long dry_runs, skipped;
     unsigned long fleet_denials, fleet_later_retries, fleet_decreases_waiting; /* answers allotments make differ */
 } cov;
 
@@ -146,7 +150,8 @@ static void print_coverage(const char *what) {
                   "refused (in use); %lu expiries "
                   "clamped; %lu advances to an expiry edge; budgets: %lu periods started, %lu advances to a period's "
                   "edge, %lu reservations refunded by timeout, %lu charged, %lu completed after their period, %lu "
-                  "calendar changes; %lu audit entries compared; %lu restarts from the journal; fleet: %lu denials the "
+                  "calendar changes; %lu audit entries compared; %lu restarts from the journal; %lu dry runs, %lu "
+                  "optional keys skipped; fleet: %lu denials the "
                   "model would not give, %lu longer retry_after_ms, %lu decreases answered pending\n",
                   what, cov.steps, cov.allowed, cov.denied_full, cov.exceeds, cov.decreasing, cov.unknown, cov.replays, cov.conflicts,
                   cov.batches, cov.completes - cov.drained, cov.drained, cov.shrinks, cov.overage_debt,
@@ -154,7 +159,7 @@ static void print_coverage(const char *what) {
                   cov.releases_by_complete, cov.admin_increase, cov.admin_decrease, cov.admin_decrease_pending,
                   cov.admin_other, cov.kind_in_use, cov.clamped, cov.edge_advances, cov.periods, cov.period_edges,
                   cov.refunds, cov.budget_charges, cov.late_completes, cov.calendars, cov.audit_entries, cov.restarts,
-                  cov.fleet_denials, cov.fleet_later_retries, cov.fleet_decreases_waiting);
+                  cov.dry_runs, cov.skipped, cov.fleet_denials, cov.fleet_later_retries, cov.fleet_decreases_waiting);
     memset(&cov, 0, sizeof cov);
 }
 
@@ -352,17 +357,26 @@ static void model_denial(rl_reserve_result *r, int l, rl_denial_reason reason, u
         (rl_denial){limits[l].def.key, reason, requested, used < capacity ? capacity - used : 0, capacity, period_end};
 }
 
-static rl_reserve_result model_reserve(int lease, const int *keys, const uint64_t *amounts, int n) {
+static rl_reserve_result model_reserve(int lease, const int *all_keys, const uint64_t *all_amounts,
+                                       const bool *optional, int all) {
     model_lease *m = &leases[lease];
     if (m->decided) {
         cov.replays++;
         return m->first;
     }
     rl_reserve_result r = {.allowed = false};
-    for (int i = 0; i < n; i++) {
-        if (!limits[keys[i]].defined) { /* not remembered: the key may be defined before a retry */
+    /* the requirements held: an optional one without a definition skipped */
+    int keys[LIMITS], n = 0;
+    uint64_t amounts[LIMITS];
+    for (int i = 0; i < all; i++) {
+        if (limits[all_keys[i]].defined) {
+            keys[n] = all_keys[i];
+            amounts[n++] = all_amounts[i];
+        } else if (optional[i]) {
+            cov.skipped++;
+        } else { /* not remembered: the key may be defined before a retry */
             r.status = RL_UNKNOWN_LIMIT_KEY;
-            r.status_key = limits[keys[i]].def.key;
+            r.status_key = limits[all_keys[i]].def.key;
             cov.unknown++;
             return r;
         }
@@ -609,7 +623,8 @@ static uint64_t held_now(int l, uint64_t *count) {
 }
 
 /* The backend answered got for lease with these requirements. */
-static void ledger_reserved(int lease, const int *keys, const uint64_t *amounts, int n, const rl_reserve_result *got) {
+static void ledger_reserved(int lease, const int *keys, const uint64_t *amounts, const bool *optional, int n,
+                            const rl_reserve_result *got) {
     ledger_lease *x = &ledger[lease];
     if (got->status == RL_UNKNOWN_LIMIT_KEY && !x->answered) return;
     if (got->status == RL_LEASE_ID_CONFLICT) { /* not an outcome of the lease: it keeps its first */
@@ -627,6 +642,7 @@ static void ledger_reserved(int lease, const int *keys, const uint64_t *amounts,
     if (!got->allowed) return;
     for (int i = 0; i < n; i++) {
         int l = keys[i];
+        if (optional[i] && !limits[l].defined) continue; /* skipped: holds nothing */
         uint64_t count;
         uint64_t held = held_now(l, &count);
         /* never more admitted than the capacity in force, debt aside (a
@@ -814,6 +830,7 @@ static void check_audit(rl_backend *backend) {
 typedef struct request_record {
     int keys[LIMITS];
     uint64_t amounts[LIMITS];
+    bool optional[LIMITS];
     int n;
 } request_record;
 
@@ -840,11 +857,14 @@ static void random_requirements(request_record *r) {
         else if (fleet_semantics && roll < 90) amount = 1 + pick(3);
         else amount = 1 + pick(capacity / 3 + 1);
         r->keys[r->n] = l;
+        /* the key defined later mostly optional (skipped until then), the others now and then */
+        r->optional[r->n] = chance(l == UNDEFINED ? 50 : 15);
         r->amounts[r->n++] = amount;
     }
     if (r->n == 0) {
         r->keys[0] = (int)pick(3);
         r->amounts[0] = 1;
+        r->optional[0] = false;
         r->n = 1;
     }
     shuffle(r);
@@ -857,10 +877,13 @@ static void shuffle(request_record *r) {
         int j = (int)pick((uint64_t)i + 1);
         int k = r->keys[i];
         uint64_t a = r->amounts[i];
+        bool o = r->optional[i];
         r->keys[i] = r->keys[j];
         r->amounts[i] = r->amounts[j];
+        r->optional[i] = r->optional[j];
         r->keys[j] = k;
         r->amounts[j] = a;
+        r->optional[j] = o;
     }
 }
 
@@ -881,22 +904,25 @@ static int choose_reserve_lease(request_record *r) {
     return next_lease++;
 }
 
-static void describe_reserve(int lease, const request_record *r, const rl_reserve_result *got) {
+static void describe_reserve(int lease, const request_record *r, bool dry_run, const rl_reserve_result *got) {
     char text[256];
     int at = 0;
     for (int i = 0; i < r->n && at < (int)sizeof text - 32; i++)
-        at += snprintf(text + at, sizeof text - (size_t)at, " %d:%llu", r->keys[i], (unsigned long long)r->amounts[i]);
-    note("t=%llu reserve lease %d [%s ] -> allowed %d status %s %s retry %llu", (unsigned long long)now_ms, lease,
-         text, got->allowed, rl_status_name(got->status), got->status_key ? got->status_key : "-",
-         (unsigned long long)got->retry_after_ms);
+        at += snprintf(text + at, sizeof text - (size_t)at, " %d:%llu%s", r->keys[i], (unsigned long long)r->amounts[i],
+                       r->optional[i] ? "?" : "");
+    note("t=%llu %s lease %d [%s ] -> allowed %d status %s %s retry %llu", (unsigned long long)now_ms,
+         dry_run ? "dry run" : "reserve", lease, text, got->allowed, rl_status_name(got->status),
+         got->status_key ? got->status_key : "-", (unsigned long long)got->retry_after_ms);
 }
 
-/* The same requirements: each key with the same amount, in any order. */
+/* The same requirements: each key with the same amount, optional where it
+ * was, in any order. */
 static bool same_request(const request_record *a, const request_record *b) {
     if (a->n != b->n) return false;
     for (int i = 0; i < a->n; i++) {
         bool found = false;
-        for (int j = 0; j < b->n && !found; j++) found = a->keys[i] == b->keys[j] && a->amounts[i] == b->amounts[j];
+        for (int j = 0; j < b->n && !found; j++)
+            found = a->keys[i] == b->keys[j] && a->amounts[i] == b->amounts[j] && a->optional[i] == b->optional[j];
         if (!found) return false;
     }
     return true;
@@ -951,35 +977,9 @@ static void model_takes_denial(int lease, const rl_reserve_result *got) {
     cov.fleet_denials++;
 }
 
-static void check_reserve(int lease, const request_record *r, const rl_reserve_result *got) {
-    describe_reserve(lease, r, got);
-    bool decided_before = leases[lease].decided;
-    rl_reserve_result want;
-    if (decided_before && !same_request(r, &requested[lease])) {
-        /* A reused lease id with other requirements: never the first outcome. */
-        want = (rl_reserve_result){.allowed = false, .status = RL_LEASE_ID_CONFLICT};
-        cov.conflicts++;
-    } else {
-        if (!decided_before) requested[lease] = *r; /* what completes of it will report on */
-        want = model_reserve(lease, r->keys, r->amounts, r->n);
-        if (fleet_semantics && !decided_before && want.allowed && !got->allowed && got->status == RL_OK) {
-            model_takes_denial(lease, got);
-            check_fleet_denial(lease, r, got);
-            want = leases[lease].first;
-        }
-        if (fleet_semantics && !decided_before && !got->allowed && !want.allowed && got->status == RL_OK &&
-            want.status == RL_OK && got->retry_after_ms >= want.retry_after_ms &&
-            (got->retry_after_ms != want.retry_after_ms || got->denied_by.key == NULL || want.denied_by.key == NULL ||
-             strcmp(got->denied_by.key, want.denied_by.key) != 0)) {
-            cov.fleet_later_retries++;
-            check_fleet_denial(lease, r, got);
-            leases[lease].first.retry_after_ms = got->retry_after_ms; /* replays answer the fleet's */
-            leases[lease].first.denied_by = got->denied_by;
-            leases[lease].first.denied_by.key = model_key(got->denied_by.key);
-            want = leases[lease].first;
-        }
-    }
-    if (!decided_before && want.allowed) open_leases[open_count++] = lease;
+/* got must be want: the answer, its status key and its denied_by. */
+static void expect_answer(int lease, const rl_reserve_result *got, const rl_reserve_result *want_answer) {
+    const rl_reserve_result want = *want_answer;
     if (got->allowed != want.allowed || got->status != want.status || got->retry_after_ms != want.retry_after_ms ||
         got->reserved_at_unix_ms != want.reserved_at_unix_ms)
         fail_step("reserve lease %d: allowed %d/%d status %s/%s retry_after_ms %llu/%llu reserved_at %llu/%llu "
@@ -1002,7 +1002,87 @@ static void check_reserve(int lease, const request_record *r, const rl_reserve_r
                   (unsigned long long)gd->capacity, wd->key ? wd->key : "(null)", rl_denial_reason_name(wd->reason),
                   (unsigned long long)wd->requested, (unsigned long long)wd->available,
                   (unsigned long long)wd->capacity);
-    ledger_reserved(lease, r->keys, r->amounts, r->n, got);
+}
+
+/* A fleet may deny a new lease the model would admit, or answer a later
+ * retry_after_ms (see above): true (after checking its denial) when got is
+ * such an answer to the model's want. */
+static bool fleet_may_answer(int lease, const request_record *r, const rl_reserve_result *want,
+                             const rl_reserve_result *got) {
+    if (!fleet_semantics || got->allowed || got->status != RL_OK) return false;
+    bool denies_admitted = want->allowed;
+    bool later = !want->allowed && want->status == RL_OK && got->retry_after_ms >= want->retry_after_ms &&
+                 (got->retry_after_ms != want->retry_after_ms || got->denied_by.key == NULL ||
+                  want->denied_by.key == NULL || strcmp(got->denied_by.key, want->denied_by.key) != 0);
+    if (!denies_admitted && !later) return false;
+    check_fleet_denial(lease, r, got);
+    return true;
+}
+
+/* A dry run: the answer the model would give now, the model left as it
+ * was (it changes nothing, remembers nothing: a later reserve of the lease
+ * is decided anew, and usage is checked after every step). */
+static void check_dry_run(int lease, const request_record *r, const rl_reserve_result *got) {
+    describe_reserve(lease, r, true, got);
+    cov.dry_runs++;
+    bool decided_before = leases[lease].decided;
+    rl_reserve_result want;
+    if (decided_before && !same_request(r, &requested[lease])) {
+        want = (rl_reserve_result){.allowed = false, .status = RL_LEASE_ID_CONFLICT};
+    } else {
+        expire(); /* what is due goes whoever asks: the model's state is now's */
+        static model_lease saved_lease;
+        saved_lease = leases[lease];
+        int saved_live = live_count;
+        uint64_t saved_tail_ms[LIMITS];
+        for (int l = 0; l < LIMITS; l++) saved_tail_ms[l] = limits[l].tail_ms;
+        struct coverage saved_cov = cov;
+        want = model_reserve(lease, r->keys, r->amounts, r->optional, r->n);
+        leases[lease] = saved_lease;
+        live_count = saved_live;
+        for (int l = 0; l < LIMITS; l++) limits[l].tail_ms = saved_tail_ms[l];
+        cov = saved_cov;
+        if (!decided_before && fleet_may_answer(lease, r, &want, got)) {
+            cov.fleet_denials++;
+            want = *got;
+            want.status_key = model_key(got->status_key);
+            want.denied_by.key = model_key(got->denied_by.key);
+        }
+    }
+    expect_answer(lease, got, &want);
+    if (ledger[lease].answered) ledger_reserved(lease, r->keys, r->amounts, r->optional, r->n, got); /* the same */
+}
+
+static void check_reserve(int lease, const request_record *r, bool dry_run, const rl_reserve_result *got) {
+    if (dry_run) {
+        check_dry_run(lease, r, got);
+        return;
+    }
+    describe_reserve(lease, r, false, got);
+    bool decided_before = leases[lease].decided;
+    rl_reserve_result want;
+    if (decided_before && !same_request(r, &requested[lease])) {
+        /* A reused lease id with other requirements: never the first outcome. */
+        want = (rl_reserve_result){.allowed = false, .status = RL_LEASE_ID_CONFLICT};
+        cov.conflicts++;
+    } else {
+        if (!decided_before) requested[lease] = *r; /* what completes of it will report on */
+        want = model_reserve(lease, r->keys, r->amounts, r->optional, r->n);
+        if (!decided_before && fleet_may_answer(lease, r, &want, got)) {
+            if (want.allowed) {
+                model_takes_denial(lease, got);
+            } else {
+                cov.fleet_later_retries++;
+                leases[lease].first.retry_after_ms = got->retry_after_ms; /* replays answer the fleet's */
+                leases[lease].first.denied_by = got->denied_by;
+                leases[lease].first.denied_by.key = model_key(got->denied_by.key);
+            }
+            want = leases[lease].first;
+        }
+    }
+    if (!decided_before && want.allowed) open_leases[open_count++] = lease;
+    expect_answer(lease, got, &want);
+    ledger_reserved(lease, r->keys, r->amounts, r->optional, r->n, got);
 }
 
 static void op_reserve(rl_backend *backend, int count) {
@@ -1013,6 +1093,7 @@ static void op_reserve(rl_backend *backend, int count) {
     rl_reserve_request requests[BATCH_MAX];
     rl_reserve_result results[BATCH_MAX];
     char jobs[BATCH_MAX][64];
+    bool dry_run[BATCH_MAX];
     for (int b = 0; b < count; b++) {
         if (b > 0 && chance(15)) { /* the same id twice in one batch: the second replays the first */
             ids[b] = ids[b - 1];
@@ -1020,10 +1101,12 @@ static void op_reserve(rl_backend *backend, int count) {
         } else {
             ids[b] = choose_reserve_lease(&records[b]);
         }
+        dry_run[b] = chance(10);
         for (int i = 0; i < records[b].n; i++)
-            reqs[b][i] = (rl_requirement){limits[records[b].keys[i]].def.key, records[b].amounts[i], false};
+            reqs[b][i] = (rl_requirement){limits[records[b].keys[i]].def.key, records[b].amounts[i],
+                                          records[b].optional[i]};
         requests[b] = (rl_reserve_request){rl_test_lease_id((uint64_t)ids[b], lease_ids[b]), job_of(ids[b], jobs[b]),
-                                           reqs[b], (size_t)records[b].n, false};
+                                           reqs[b], (size_t)records[b].n, dry_run[b]};
     }
     memset(results, 0xab, sizeof results);
     if (count == 1) {
@@ -1032,7 +1115,7 @@ static void op_reserve(rl_backend *backend, int count) {
         rl_backend_reserve_batch(backend, requests, (size_t)count, results);
         cov.batches++;
     }
-    for (int b = 0; b < count; b++) check_reserve(ids[b], &records[b], &results[b]); /* in order, as decided */
+    for (int b = 0; b < count; b++) check_reserve(ids[b], &records[b], dry_run[b], &results[b]); /* in order, as decided */
 }
 
 /* Actuals for a complete of lease: per key it holds, none, 0, less, the
@@ -1457,6 +1540,9 @@ static void run_sequence(const target *t, unsigned run, unsigned seed, int steps
     check_all(backend, false);
     for (run_step = 0; run_step < steps; run_step++) {
         if (next_lease >= MAX_LEASES - BATCH_MAX) break;
+        /* The model remembers every lease: the run ends before the backend
+         * may forget the first (a step advances the clock a day at most). */
+        if (now_ms - T0_MONOTONIC >= LEASE_MEMORY_MS - 2u * 86400000u) break;
         unsigned op = (unsigned)pick(100);
         bool totals_may_move = false;
         cov.steps++;

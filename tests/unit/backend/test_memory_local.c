@@ -899,6 +899,46 @@ static void holds_time_out(void **state) {
     assert_int_equal(used_of(f, "conc"), 2);
 }
 
+/* A dry run takes the road a reserve would and leaves nothing: admitted
+ * here when it fits (holding nothing), else forwarded without a hint (it
+ * asks for no allotment); no demand counted, no lease remembered, a
+ * remembered one answered as it was. */
+static void a_dry_run_is_decided_here_or_forwarded_and_leaves_nothing(void **state) {
+    fixture *f = *state;
+    mirror_allowed(f, rolling("rpm", 10, 60), 10);
+    char id[27], other[27];
+    rl_requirement four = {"rpm", 4, false};
+    rl_reserve_request dry = {rl_test_lease_id(1, id), NULL, &four, 1, true};
+    outcome o = {.forwarded = true};
+    rl__memory_local_reserve(f->local, &dry, 1, &o.result, &o.forwarded);
+    assert_admitted(o);
+    assert_int_equal(o.result.reserved_at_unix_ms, T0_UNIX_MS);
+    assert_int_equal(used_of(f, "rpm"), 0);
+    assert_int_equal(state_of(f, "rpm").demand_total, 0);
+    assert_int_equal(state_of(f, "rpm").admitted_total, 0);
+    /* the id is new for the reserve: decided here */
+    rl_manual_clock_advance(&f->clock, 5);
+    o = reserve1(f, 1, "rpm", 4);
+    assert_admitted(o);
+    assert_int_equal(o.result.reserved_at_unix_ms, T0_UNIX_MS + 5);
+    assert_int_equal(used_of(f, "rpm"), 4);
+    /* remembered now: the dry run answers its first outcome */
+    rl__memory_local_reserve(f->local, &dry, 1, &o.result, &o.forwarded);
+    assert_admitted(o);
+    assert_int_equal(o.result.reserved_at_unix_ms, T0_UNIX_MS + 5);
+    /* no room here: forwarded, naming nothing to ask for, remembered nowhere */
+    rl_requirement seven = {"rpm", 7, false};
+    rl_reserve_request dry2 = {rl_test_lease_id(2, other), NULL, &seven, 1, true};
+    rl__memory_local_reserve(f->local, &dry2, 1, &o.result, &o.forwarded);
+    assert_forwarded(o, RL_OK, NULL);
+    assert_admitted(reserve1(f, 2, "rpm", 1)); /* not forwarded as lease 2 was not remembered */
+    rl_requirement unmirrored[] = {{"rpm", 1, false}, {"rpd", 1, true}};
+    rl_reserve_request dry3 = {rl_test_lease_id(3, other), NULL, unmirrored, 2, true};
+    rl__memory_local_reserve(f->local, &dry3, 1, &o.result, &o.forwarded);
+    assert_forwarded(o, RL_OK, NULL); /* whether the store defines rpd is the store's to say */
+    assert_int_equal(state_of(f, "rpm").demand_total, 5);
+}
+
 int main(void) {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
     const struct CMUnitTest tests[] = {
@@ -925,6 +965,7 @@ int main(void) {
         T(a_kind_change_stops_admissions),
         T(rolling_room_comes_back_after_the_window),
         T(holds_time_out),
+        T(a_dry_run_is_decided_here_or_forwarded_and_leaves_nothing),
     };
 #undef T
     return cmocka_run_group_tests_name("memory local", tests, NULL, NULL);

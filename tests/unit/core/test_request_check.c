@@ -83,10 +83,34 @@ static void complete_rules(void **state) {
     assert_false(rl_complete_request_check(&bad, err));
 }
 
+/* optional and dry_run change no rule: the same keys and amounts are
+ * checked (an optional key must be a valid key, named once; an optional
+ * amount 1..2^53), whatever the flags. */
+static void flags_change_no_rule(void **state) {
+    (void)state;
+    char err[RL_LIMITER_ERR_SIZE];
+    rl_requirement reqs[] = {{"a:rpm", 1, true}, {"a:rpd", 1, true}};
+    rl_reserve_request r = {LEASE, NULL, reqs, 2, true};
+    assert_true(rl_reserve_request_check(&r, err));
+    r.dry_run = false;
+    assert_true(rl_reserve_request_check(&r, err));
+    reqs[1].key = "a:rpm";
+    assert_false(rl_reserve_request_check(&r, err));
+    assert_string_equal(err, "requirements[1].key repeats requirements[0].key: a lease names each key once");
+    reqs[1].key = "a rpd";
+    assert_false(rl_reserve_request_check(&r, err));
+    reqs[1].key = "a:rpd";
+    reqs[1].amount = 0;
+    r.dry_run = true;
+    assert_false(rl_reserve_request_check(&r, err));
+    assert_string_equal(err, "requirements[1].amount must be an integer 1..9007199254740992");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(reserve_rules),
         cmocka_unit_test(complete_rules),
+        cmocka_unit_test(flags_change_no_rule),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
