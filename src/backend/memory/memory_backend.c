@@ -292,20 +292,13 @@ static void reserve_one(memory_backend *backend, const rl_reserve_request *reque
         deny(result, RL_UNKNOWN_LIMIT_KEY, request->requirements[unknown].key, 0);
         return;
     }
-    /* The fingerprint is the whole request's, skipped requirements
-     * included: a retry must be the same request, whatever is defined by
-     * then. */
-    uint64_t fingerprint;
     rl_reserve_request held_request;
     rl_requirement kept[RL_MAX_REQUIREMENTS];
     const rl_reserve_request *held = request;
     if (skipped) {
-        fingerprint = request->dry_run ? 0 : rl__lease_fingerprint(request->requirements, count);
         skip_undefined(request, limits, &held_request, kept);
         held = &held_request;
         count = held->requirement_count;
-    } else {
-        fingerprint = request->dry_run ? 0 : fingerprint_of(request, limits);
     }
 
     uint64_t expires_at_ms[RL_MAX_REQUIREMENTS];
@@ -322,6 +315,11 @@ static void reserve_one(memory_backend *backend, const rl_reserve_request *reque
         answer_dry_run(result, now_unix_ms);
         return;
     }
+    /* The fingerprint is the whole request's, skipped requirements
+     * included: a retry must be the same request, whatever is defined by
+     * then. */
+    uint64_t fingerprint = skipped ? rl__lease_fingerprint(request->requirements, request->requirement_count)
+                                   : fingerprint_of(request, limits);
     /* A denied lease holds nothing: remembered for the lease memory alone
      * (as the redis backend does), so denials share one lifetime and can make
      * room for new leases however long the windows they were denied on. */

@@ -224,26 +224,51 @@ static void test_complete_always_runs_with_actuals(void **state) {
     rl_scheduler_destroy(s);
 }
 
-/* exceeds_capacity and unknown_limit_key are final: one attempt, no execute. */
+/* A job of the tenant's (its daily budget reserved, required), as
+ * harness_submit's otherwise. */
+static rl_status submit_for_tenant(rl_scheduler *s, board *b, int index, const char *tenant) {
+    job_record *record = &b->jobs[index];
+    record->mode = MODE_OK_KNOWN;
+    record->actual_tokens = 1;
+    char job_id[32];
+    snprintf(job_id, sizeof job_id, "job-%d", index);
+    rl_job job = {
+        .job_id = job_id,
+        .call = {.tenant_id = tenant, .provider = "fast", .model = "m", .prompt_tokens = 1, .max_output_tokens = 5,
+                 .want_daily_budget = true},
+        .execute = harness_execute,
+        .on_result = harness_on_result,
+        .user_data = record,
+    };
+    char err[RL_SCHEDULER_ERR_SIZE];
+    return rl_scheduler_submit(s, &job, err);
+}
+
+/* exceeds_capacity and unknown_limit_key are final: one attempt, no
+ * execute. A model's limits are optional (llm.h): a tenant without a
+ * budget is the unknown key; a model without limits is not limited. */
 static void test_final_rejections(void **state) {
     fixture *f = *state;
     board *b = f->board;
     rl_scheduler *s = start(f, 2);
     assert_int_equal(harness_submit(s, b, 0, 0, "small", "m", MODE_OK_KNOWN, 50, 0), RL_OK);
-    assert_int_equal(harness_submit(s, b, 1, 0, "nobody", "m", MODE_OK_KNOWN, 5, 0), RL_OK);
+    assert_int_equal(submit_for_tenant(s, b, 1, "nobody"), RL_OK);
+    assert_int_equal(harness_submit(s, b, 2, 0, "nobody", "m", MODE_OK_KNOWN, 5, 0), RL_OK);
     assert_int_equal(rl_scheduler_shutdown(s, SAFETY_MS, NULL), 0);
-    assert_one_result_each(b, 2);
+    assert_one_result_each(b, 3);
     assert_int_equal(b->jobs[0].outcome, RL_JOB_REJECTED);
     assert_int_equal(b->jobs[0].status, RL_EXCEEDS_CAPACITY);
     assert_string_equal(b->jobs[0].status_key, "global:llm:small:m:tpm");
     assert_int_equal(b->jobs[1].outcome, RL_JOB_REJECTED);
     assert_int_equal(b->jobs[1].status, RL_UNKNOWN_LIMIT_KEY);
-    assert_true(strstr(b->jobs[1].status_key, "global:llm:nobody:m:") == b->jobs[1].status_key);
+    assert_string_equal(b->jobs[1].status_key, "tenant:nobody:llm:daily_tokens");
     for (int i = 0; i < 2; i++) {
         assert_int_equal(b->jobs[i].attempts, 1);
         assert_int_equal(atomic_load(&b->jobs[i].executes), 0);
         assert_int_equal(f->spy->jobs[i].completes, 0);
     }
+    assert_int_equal(b->jobs[2].outcome, RL_JOB_DONE);
+    assert_int_equal(b->jobs[2].attempts, 1);
     rl_scheduler_destroy(s);
 }
 
