@@ -25,7 +25,8 @@
  * rounded into range. When a request has several problems, `detail` names
  * the first in a fixed order whatever the body's member order: a syntax
  * error anywhere in the body, then a known field twice, lease_id, job_id,
- * the list, then the first bad list element.
+ * the list, then the first bad list element (its key, amount, optional, a
+ * repeated key), then dry_run. optional and dry_run are true or false.
  *
  * Encoders append to an rl_buf the exact shapes of api.md. All functions are
  * reentrant; a message is owned by one thread at a time.
