@@ -33,6 +33,11 @@
 #define PROBE_NEAR_MS 250u
 #define NEAR_SHARES 16u /* "within reach": a share under this many times what is wanted */
 #define IDLE_PROBE_MS 1000u    /* a key without allotments (a budget, an unknown key) this often */
+/* A key Redis does not define: an optional requirement on it is skipped by
+ * the local decisions for this long after the look that saw it undefined
+ * (memory_local.h), so that a definition made meanwhile (by another
+ * daemon) is met here at most this late. */
+#define ABSENT_MS IDLE_PROBE_MS
 #define LARGEST_WINDOW_MS 5000u /* the largest lease amount is remembered for one to two of these */
 #define FORGET_AFTER_MS 30000u /* a key holding nothing and asked nothing for this long leaves the table */
 #define RETURN_LIVE_MAX 256u   /* entries a return keeps of what is live, at most */
@@ -262,6 +267,7 @@ static void apply(allotted_backend *backend, key_state *s, const rl__allot_resul
         s->amount = r->amount;
         s->admit_until_ms = 0;
         if (mirrored) rl__memory_local_allow(backend->local, s->key, 0, 0);
+        else if (r->status == RL__ALLOT_UNKNOWN) rl__memory_local_absent(backend->local, s->key, sent_ms + ABSENT_MS);
         return;
     }
     if (r->status == RL__ALLOT_GENERATION) {

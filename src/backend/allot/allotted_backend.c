@@ -247,6 +247,7 @@ static void complete_batch(rl_backend *base, const rl_complete_request *requests
 static rl_status apply_definition(rl_backend *base, const rl_limit_def *def, rl_limit_status *out_status) {
     allotted_backend *backend = rl__allotted_of(base);
     rl_status status = rl_backend_apply_definition(backend->redis, def, out_status);
+    rl__memory_local_absent(backend->local, def->key, 0); /* defined now: no longer skipped here */
     rl__allot_keeper_recheck(backend);
     return status;
 }

@@ -237,12 +237,8 @@ rl_mem_lease *rl__mem_record(memory_backend *backend, const rl_reserve_request *
     return lease;
 }
 
-/* The part of request that is reserved: the requirements whose limit is
- * defined (limits[i] not NULL), the optional ones without a definition
- * skipped (types.h). Copied into held and its arrays, limits compacted in
- * place alike. */
-static void skip_undefined(const rl_reserve_request *request, rl_mem_limit **limits, rl_reserve_request *held,
-                           rl_requirement *kept) {
+void rl__mem_skip_undefined(const rl_reserve_request *request, rl_mem_limit **limits, rl_reserve_request *held,
+                            rl_requirement *kept) {
     size_t count = 0;
     for (size_t i = 0; i < request->requirement_count; i++) {
         if (limits[i] == NULL) continue;
@@ -296,7 +292,7 @@ static void reserve_one(memory_backend *backend, const rl_reserve_request *reque
     rl_requirement kept[RL_MAX_REQUIREMENTS];
     const rl_reserve_request *held = request;
     if (skipped) {
-        skip_undefined(request, limits, &held_request, kept);
+        rl__mem_skip_undefined(request, limits, &held_request, kept);
         held = &held_request;
         count = held->requirement_count;
     }
@@ -606,6 +602,8 @@ static void destroy(rl_backend *base) {
     pthread_mutex_destroy(&backend->lock);
     rl__mem_lease_table_free(&backend->leases);
     rl__mem_limit_table_free(&backend->limits);
+    if (backend->absent != NULL) rl__mem_limit_table_free(backend->absent);
+    free(backend->absent);
     free(backend->walk_scratch);
     free(backend);
 }

@@ -24,6 +24,10 @@ typedef struct memory_backend {
     uint64_t max_leases;
     bool keep_job_ids; /* for a daemon's local decisions (memory_local.h): its Completes are audited elsewhere */
     rl_mem_limit_table limits;
+    /* A local decider's keys the shared store does not define, each until
+     * its admit_until_ms (memory_local.h: rl__memory_local_absent); NULL
+     * otherwise. */
+    rl_mem_limit_table *absent;
     rl_mem_lease_table leases;
     uint32_t *walk_scratch; /* for retry_after walks, under lock */
     uint32_t walk_scratch_capacity;
@@ -56,6 +60,13 @@ typedef struct memory_backend {
 /* A lease decided before, asked again: its first outcome, denied_by
  * included, or a lease_id_conflict if the request is another. */
 void rl__mem_replay(const rl_mem_lease *lease, const rl_reserve_request *request, rl_reserve_result *result);
+
+/* The part of request that is reserved: the requirements whose limit is
+ * known (limits[i] not NULL), copied into held and its arrays kept, limits
+ * compacted in place alike; the optional ones without a limit skipped
+ * (types.h). */
+void rl__mem_skip_undefined(const rl_reserve_request *request, rl_mem_limit **limits, rl_reserve_request *held,
+                            rl_requirement *kept);
 
 /* rl__lease_fingerprint of request, from its limits' parts when they are
  * resolved (limits[i] the limit of requirements[i].key; NULL: hashed from

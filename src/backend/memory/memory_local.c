@@ -55,6 +55,14 @@ static void remember_forwarded(memory_backend *backend, const rl_reserve_request
     if (lease != NULL) lease->forwarded = true;
 }
 
+/* Whether requirement may be skipped here: optional, and the store did not
+ * define its key when the keeper last looked (rl__memory_local_absent). */
+static bool skipped_here(const memory_backend *backend, const rl_requirement *requirement, uint64_t now_ms) {
+    if (!requirement->optional || backend->absent == NULL) return false;
+    const rl_mem_limit *absent = rl__mem_limit_table_find(backend->absent, requirement->key);
+    return absent != NULL && now_ms < absent->admit_until_ms;
+}
+
 static void reserve_one(memory_backend *backend, const rl_reserve_request *request, uint64_t now_ms,
                         uint64_t now_unix_ms, rl_reserve_result *result, bool *forwarded) {
     RL__ASSERT_REQUEST_VALID(rl__reserve_request_is_valid(request));
@@ -79,19 +87,24 @@ static void reserve_one(memory_backend *backend, const rl_reserve_request *reque
     uint64_t forget_at_ms = now_ms, longest_ms = 0;
     const char *missing = NULL;
     rl_mem_limit *wanted = NULL;
-    bool all_fit = true;
+    bool all_fit = true, skipped = false;
     for (size_t i = 0; i < count; i++) {
         const char *key = request->requirements[i].key;
         uint64_t amount = request->requirements[i].amount;
         rl_mem_limit *limit = rl__mem_limit_table_find(&backend->limits, key);
+        limits[i] = limit;
         if (limit == NULL) {
-            /* Without a mirror, whether the store defines the key (an
-             * optional one too) is the store's to say. */
+            /* Without a mirror, whether the store defines the key is the
+             * store's to say; an optional one it did not define a moment
+             * ago is skipped here, as the store skips it. */
+            if (skipped_here(backend, &request->requirements[i], now_ms)) {
+                skipped = true;
+                continue;
+            }
             if (missing == NULL) missing = key;
             all_fit = false;
             continue;
         }
-        limits[i] = limit;
         rl_mem_limit_expire(limit, now_ms, now_unix_ms);
         /* What leases ask drives the allotment's size, decided here or not. */
         if (!dry_run) {
@@ -115,9 +128,24 @@ static void reserve_one(memory_backend *backend, const rl_reserve_request *reque
     }
     if (all_fit) {
         result->allowed = true;
-        if (rl__mem_record(backend, request, rl__mem_fingerprint(request, limits), id_hi, id_lo, limits,
-                           expires_at_ms, forget_at_ms - now_ms, now_ms, now_unix_ms, result) != NULL) {
-            for (size_t i = 0; i < count; i++) limits[i]->admitted_total += request->requirements[i].amount;
+        /* held: what it holds here, the skipped requirements left out; the
+         * fingerprint is the whole request's */
+        uint64_t fingerprint = rl__mem_fingerprint(request, skipped ? NULL : limits);
+        rl_reserve_request held_request;
+        rl_requirement kept[RL_MAX_REQUIREMENTS];
+        const rl_reserve_request *held = request;
+        if (skipped) {
+            uint64_t all_expires_at_ms[RL_MAX_REQUIREMENTS];
+            memcpy(all_expires_at_ms, expires_at_ms, sizeof expires_at_ms);
+            for (size_t i = 0, k = 0; i < count; i++)
+                if (limits[i] != NULL) expires_at_ms[k++] = all_expires_at_ms[i];
+            rl__mem_skip_undefined(request, limits, &held_request, kept);
+            held = &held_request;
+        }
+        if (rl__mem_record(backend, held, fingerprint, id_hi, id_lo, limits, expires_at_ms, forget_at_ms - now_ms,
+                           now_ms, now_unix_ms, result) != NULL) {
+            for (size_t i = 0; i < held->requirement_count; i++)
+                limits[i]->admitted_total += held->requirements[i].amount;
             return;
         }
         memset(result, 0, sizeof *result); /* cannot be remembered here: the store decides it */
@@ -358,6 +386,25 @@ size_t rl__memory_local_live(rl_backend *local, const char *key, uint64_t *remai
     }
     free(pairs);
     return written;
+}
+
+void rl__memory_local_absent(rl_backend *local, const char *key, uint64_t until_ms) {
+    memory_backend *backend = from_base(local);
+    pthread_mutex_lock(&backend->lock);
+    if (backend->absent == NULL && until_ms > 0 && (backend->absent = calloc(1, sizeof *backend->absent)) != NULL &&
+        !rl__mem_limit_table_init(backend->absent)) {
+        free(backend->absent);
+        backend->absent = NULL;
+    }
+    rl_mem_limit *absent = backend->absent != NULL ? rl__mem_limit_table_find(backend->absent, key) : NULL;
+    if (absent == NULL && until_ms > 0 && backend->absent != NULL && backend->absent->count < RL__LOCAL_ABSENT_MAX) {
+        /* a key and an instant: the table's entries hold both (admit_until_ms) */
+        rl_limit_def def = {.kind = RL_KIND_ROLLING, .capacity = 1, .window_seconds = 1};
+        snprintf(def.key, sizeof def.key, "%s", key);
+        absent = rl__mem_limit_table_add(backend->absent, &def);
+    }
+    if (absent != NULL) absent->admit_until_ms = until_ms;
+    pthread_mutex_unlock(&backend->lock);
 }
 
 void rl__memory_local_unwant(rl_backend *local, const char *key) {

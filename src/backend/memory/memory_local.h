@@ -107,6 +107,17 @@ uint64_t rl__memory_local_shrink(rl_backend *local, const char *key, uint64_t ta
 size_t rl__memory_local_live(rl_backend *local, const char *key, uint64_t *remaining_ms, uint64_t *amounts,
                              size_t max);
 
+/* The shared store had no definition of key when the keeper looked (its
+ * call sent at sent_ms): until until_ms, a lease's optional requirement on
+ * key is skipped here (as the store skips it) rather than forward the
+ * lease, unless a mirror of key exists by then. A definition made
+ * meanwhile is thus met here at most until_ms - sent_ms late (until_ms 0:
+ * no longer skipped, the key was defined through this daemon). Keys kept
+ * at most RL__LOCAL_ABSENT_MAX (more are not kept: their leases are
+ * forwarded). */
+#define RL__LOCAL_ABSENT_MAX 1024u
+void rl__memory_local_absent(rl_backend *local, const char *key, uint64_t until_ms);
+
 /* Lets the next forwarded lease that names key name it again in its
  * result (the keeper forgot about key). */
 void rl__memory_local_unwant(rl_backend *local, const char *key);

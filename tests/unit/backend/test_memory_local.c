@@ -939,6 +939,41 @@ static void a_dry_run_is_decided_here_or_forwarded_and_leaves_nothing(void **sta
     assert_int_equal(state_of(f, "rpm").demand_total, 5);
 }
 
+/* An optional key the store did not define when the keeper looked is
+ * skipped here until the mark ends: the lease is decided here on the rest
+ * (its retry must be the same request); without the mark, or required,
+ * the key sends the lease to the store. */
+static void an_optional_key_the_store_lacks_is_skipped_here_for_a_while(void **state) {
+    fixture *f = *state;
+    mirror_allowed(f, rolling("rpm", 10, 60), 10);
+    rl_requirement reqs[] = {{"rpd", 1, true}, {"rpm", 2, false}};
+    assert_forwarded(reserve_n(f, 1, reqs, 2), RL_UNKNOWN_LIMIT_KEY, "rpd"); /* not known to be absent yet */
+    rl__memory_local_absent(f->local, "rpd", T0_MS + 1000);
+    outcome o = reserve_n(f, 2, reqs, 2);
+    assert_admitted(o);
+    assert_int_equal(used_of(f, "rpm"), 2);
+    assert_admitted(reserve_n(f, 2, reqs, 2)); /* its retry: the first outcome */
+    assert_int_equal(used_of(f, "rpm"), 2);
+    rl_requirement required[] = {{"rpd", 1, false}, {"rpm", 2, false}};
+    assert_int_equal(reserve_n(f, 2, required, 2).result.status, RL_LEASE_ID_CONFLICT);
+    assert_forwarded(reserve_n(f, 3, required, 2), RL_UNKNOWN_LIMIT_KEY, "rpd");
+    rl_requirement only_absent = {"rpd", 1, true};
+    assert_admitted(reserve_n(f, 4, &only_absent, 1)); /* holds nothing */
+    bool forwarded = true;
+    rl__local_spend spends[RL_MAX_REQUIREMENTS];
+    assert_int_equal(complete_n(f, 2, (rl_actual[]){{"rpd", 1}, {"rpm", 1}}, 2, &forwarded, spends), 1);
+    assert_false(forwarded);
+    assert_string_equal(spends[0].key, "rpm");
+    assert_int_equal(used_of(f, "rpm"), 1);
+    /* the mark ends: the store says again */
+    rl_manual_clock_advance(&f->clock, 1000);
+    assert_forwarded(reserve_n(f, 5, reqs, 2), RL_UNKNOWN_LIMIT_KEY, "rpd");
+    /* a mirror wins over a mark */
+    rl__memory_local_absent(f->local, "rpd", FAR_MS);
+    mirror(f, rolling("rpd", 100, 86400));
+    assert_forwarded(reserve_n(f, 6, reqs, 2), RL_OK, "rpd"); /* its mirror admits nothing yet */
+}
+
 int main(void) {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
     const struct CMUnitTest tests[] = {
@@ -966,6 +1001,7 @@ int main(void) {
         T(rolling_room_comes_back_after_the_window),
         T(holds_time_out),
         T(a_dry_run_is_decided_here_or_forwarded_and_leaves_nothing),
+        T(an_optional_key_the_store_lacks_is_skipped_here_for_a_while),
     };
 #undef T
     return cmocka_run_group_tests_name("memory local", tests, NULL, NULL);
