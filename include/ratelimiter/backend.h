@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-#define RL_BACKEND_ABI_VERSION 7 /* 5: rl_reserve_result.denied_by; 6: audit_query; 7: rl_limit_usage.allotted */
+#define RL_BACKEND_ABI_VERSION 8 /* 5: rl_reserve_result.denied_by; 6: audit_query; 7: rl_limit_usage.allotted; 8: optional requirements, dry runs */
 
 typedef struct rl_backend rl_backend;
 

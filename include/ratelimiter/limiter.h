@@ -30,7 +30,7 @@
 extern "C" {
 #endif
 
-#define RL_LIMITER_ABI_VERSION 3 /* 2: rl_reserve_result.denied_by; 3: audit */
+#define RL_LIMITER_ABI_VERSION 4 /* 2: rl_reserve_result.denied_by; 3: audit; 4: optional requirements, dry runs (rl_requirement, rl_reserve_request grew) */
 #define RL_LIMITER_ERR_SIZE 256
 
 typedef struct rl_limiter rl_limiter;
