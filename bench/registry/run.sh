@@ -4,7 +4,7 @@
 # limits.json) and with the SQLite prototype (bench/registry/sqlite_registry.c),
 # in one run.
 #
-#   bench/registry/run.sh    (SIZES="1000 100000" BASE=1a03e6d PUTS=500 DURATION=10s)
+#   bench/registry/run.sh    (SIZES="1000 100000" BASE=1a03e6d PUTS=500 DURATION=10s PARTS="api daemon")
 #
 # Through the API (bench_registry, each store in turn): start-up (open and
 # list every definition), the memory the open added, PUT p50/p99 (PUTS
@@ -24,6 +24,7 @@ BASE=${BASE:-1a03e6d}
 SIZES=${SIZES:-"1000 100000"}
 PUTS=${PUTS:-500}
 DURATION=${DURATION:-10s}
+PARTS=${PARTS:-"api daemon"}
 for tool in wrk taskset curl git python3 pkg-config; do
   command -v "$tool" >/dev/null || { echo "run.sh: $tool is missing" >&2; exit 1; }
 done
@@ -46,14 +47,16 @@ cc -std=c11 -O2 -D_GNU_SOURCE -I"$TMP/base/include" bench/registry/bench_registr
   "$TMP/base/build/libratelimiter.a" $(pkg-config --libs libcjson libcurl glib-2.0) -lpthread \
   -o "$TMP/bench_registry_base"
 
-echo "== through the API (bench_registry) =="
-for size in $SIZES; do
-  base_puts=$PUTS
-  [ "$size" -ge 100000 ] && base_puts=$((PUTS / 5))
-  taskset -c 0 "$TMP/bench_registry_base" "$TMP/api.json" "$size" "$base_puts" | sed 's/^store=registry/store=base/'
-  taskset -c 0 "$BUILD/bench_registry" "$TMP/api.json" "$size" "$PUTS" | sed 's/^store=registry/store=this/'
-  taskset -c 0 "$BUILD/bench_registry" --store sqlite "$TMP/api.db" "$size" "$PUTS"
-done
+api_part() {
+  echo "== through the API (bench_registry) =="
+  for size in $SIZES; do
+    base_puts=$PUTS
+    [ "$size" -ge 100000 ] && base_puts=$((PUTS / 5))
+    taskset -c 0 "$TMP/bench_registry_base" "$TMP/api.json" "$size" "$base_puts" | sed 's/^store=registry/store=base/'
+    taskset -c 0 "$BUILD/bench_registry" "$TMP/api.json" "$size" "$PUTS" | sed 's/^store=registry/store=this/'
+    taskset -c 0 "$BUILD/bench_registry" --store sqlite "$TMP/api.db" "$size" "$PUTS"
+  done
+}
 
 make_registry() { # path size
   python3 - "$1" "$2" <<'PY'
@@ -67,12 +70,12 @@ with open(path, "w") as f:
 PY
 }
 
-# Starts binary on dir/limits.json; sets DAEMON_PID and PORT, prints ms to "listening".
+# Starts binary on dir/limits.json; sets DAEMON_PID, PORT and STARTUP_MS (to its "listening" line).
 start_daemon() { # binary dir
   local t0 t1
   t0=$(date +%s%N)
   taskset -c 0 "$1" --threads 1 --listen 127.0.0.1:0 --registry "$2/limits.json" --no-journal --no-audit \
-    2>"$2/log" &
+    >/dev/null 2>"$2/log" &
   DAEMON_PID=$!
   PORT=""
   for _ in $(seq 20000); do
@@ -82,7 +85,7 @@ start_daemon() { # binary dir
   done
   t1=$(date +%s%N)
   [ -n "$PORT" ] || { echo "run.sh: $1 did not start" >&2; cat "$2/log" >&2; exit 1; }
-  echo $(((t1 - t0) / 1000000))
+  STARTUP_MS=$(((t1 - t0) / 1000000))
 }
 
 stop_daemon() {
@@ -97,11 +100,12 @@ daemon_run() { # name binary size
   make_registry "$dir/limits.json" "$size"
   for _ in 1 2 3; do
     rm -f "$dir/limits.json.log"
-    starts+=("$(start_daemon "$binary" "$dir")")
+    start_daemon "$binary" "$dir"
+    starts+=("$STARTUP_MS")
     rss=$(awk '/VmRSS/ {print int($2 / 1024)}' "/proc/$DAEMON_PID/status")
     stop_daemon
   done
-  start_daemon "$binary" "$dir" >/dev/null
+  start_daemon "$binary" "$dir"
   taskset -c 1 wrk -t1 -c1 -d"$DURATION" --latency -s bench/registry/put_existing.lua \
     "http://127.0.0.1:$PORT" -- "$size" >"$dir/puts"
   stop_daemon
@@ -111,8 +115,12 @@ daemon_run() { # name binary size
     "$(awk '/ 50%/ {p50=$2} / 99%/ {p99=$2} /Requests\/sec/ {rps=$2} END {printf "put_p50=%s put_p99=%s puts_per_s=%s", p50, p99, rps}' "$dir/puts")"
 }
 
-echo "== through the daemon (PUT /v1/admin/limits, wrk -c1 $DURATION) =="
-for size in $SIZES; do
-  daemon_run base "$TMP/base/build/ratelimiterd" "$size"
-  daemon_run this "$ROOT/$BUILD/ratelimiterd" "$size"
-done
+daemon_part() {
+  echo "== through the daemon (PUT /v1/admin/limits, wrk -c1 $DURATION) =="
+  for size in $SIZES; do
+    daemon_run base "$TMP/base/build/ratelimiterd" "$size"
+    daemon_run this "$ROOT/$BUILD/ratelimiterd" "$size"
+  done
+}
+
+for part in $PARTS; do "${part}_part"; done

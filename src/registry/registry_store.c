@@ -25,7 +25,7 @@ struct rl__reg_store {
     bool wrote;            /* this store has written a change since open */
     bool snapshot_stale;  /* limits.json lacks changes the log holds */
     uint64_t snapshot_bytes;
-    uint64_t log_base_bytes;   /* the log's size after its last rewrite (or at open) */
+    uint64_t log_base_bytes;   /* the log's size after its last rewrite (0 before one) */
     uint64_t compact_at_bytes; /* 0: growth past the threshold; else not before this size */
     uint64_t compact_bytes;    /* 0: max(RL__REG_COMPACT_MIN_BYTES, snapshot_bytes) */
     rl_buf record;             /* one record being encoded */
@@ -142,7 +142,10 @@ rl_status rl__reg_store_open(const char *path, size_t max_limits, size_t max_tem
     struct stat st;
     store->snapshot_missing = missing;
     if (!missing && stat(path, &st) == 0) store->snapshot_bytes = (uint64_t)st.st_size;
-    store->log_base_bytes = store->log != NULL ? rl__record_file_size(store->log) : 0;
+    /* Where the log's compacted part ends is not known after a restart: all
+     * of it counts as growth, so that a log that grew across runs is
+     * compacted after the first change once it is larger than the rule. */
+    store->log_base_bytes = 0;
     *out = store;
     return RL_OK;
 }

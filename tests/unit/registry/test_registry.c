@@ -1182,6 +1182,37 @@ static void test_compaction_failure_keeps_everything(void **state) {
     rl_registry_close(registry);
 }
 
+/* A log that grew across runs (only templates changed: no close compacted
+ * it) is compacted by the first change of a later run once it is past the
+ * rule: the part compacted before a restart is not known, all of it counts. */
+static void test_log_grown_across_runs_compacted(void **state) {
+    fixture *f = *state;
+    rl_limit_def t = rolling("tenant:{tenant}:tpm", 1);
+    for (int run = 0; run < 3; run++) {
+        rl_registry *registry = open_ok(f->path, 0);
+        for (int i = 0; i < 20; i++) {
+            t.capacity++;
+            assert_int_equal(rl_registry_put_template(registry, &t, "preset:p", NULL, 0), RL_OK);
+        }
+        rl_registry_close(registry); /* no definition changed: no compaction */
+    }
+    struct stat st;
+    assert_int_equal(stat(f->log, &st), 0);
+    off_t grown = st.st_size;
+    assert_true(grown > 4096);
+    rl_registry *registry = open_ok(f->path, 0);
+    rl__registry_set_compact_bytes(registry, 4096);
+    t.capacity++;
+    assert_int_equal(rl_registry_put_template(registry, &t, "preset:p", NULL, 0), RL_OK);
+    assert_int_equal(stat(f->log, &st), 0);
+    assert_true(st.st_size < 512); /* the header and one template */
+    rl_registry_close(registry);
+    registry = open_ok(f->path, 0);
+    rl_limit_def got;
+    assert_true(rl_registry_get_template(registry, t.key, &got, NULL) && got.capacity == t.capacity);
+    rl_registry_close(registry);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_missing_file_is_empty, setup, teardown),
@@ -1211,6 +1242,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_bounds_after_replay, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stale_log_tmp_ignored, setup, teardown),
         cmocka_unit_test_setup_teardown(test_compaction_failure_keeps_everything, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_log_grown_across_runs_compacted, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
