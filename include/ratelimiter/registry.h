@@ -21,8 +21,8 @@
  * directory), then replaces the log by one holding only the templates and
  * the origins. Every record states a whole definition or a deletion, so
  * replaying a log over a snapshot that already holds it changes nothing: a
- * crash between the two steps is harmless. Closing compacts too, so that
- * limits.json is whole after a clean stop.
+ * crash between the two steps is harmless. Closing a registry that changed
+ * compacts too, so that limits.json is whole after a clean stop.
  *
  * A crash at any moment leaves each change either done or not done, never
  * half done: a record the crash cut (a torn tail) was never acknowledged and
@@ -33,7 +33,11 @@
  * existing limits.json without a log (v0.3) opens as before.
  *
  * All functions are thread-safe (one internal mutex; a change holds it
- * through its write, as reads of the registry wait for it). A failed call
+ * through its write, as reads of the registry wait for it). One process at
+ * a time may change a registry's files; another may open them to read
+ * (a registry that makes no change never writes, and never compacts), but
+ * only between that process's writes: opening cuts what looks like a torn
+ * tail, which a write in progress is. A failed call
  * changes nothing, in memory or on disk, with one exception: if the records
  * were written but the fdatasync after them (or a compaction's directory
  * fsync) failed, the changes are in the file and memory follows them, and
@@ -68,9 +72,10 @@ typedef struct rl_registry rl_registry;
 RL_API rl_status rl_registry_open(const char *path, size_t max_limits, rl_registry **out, char *err,
                                   size_t err_size);
 
-/* Compacts (see above; a failure is only a line on stderr: the log still
- * holds every change), then frees the registry. NULL is allowed. No other
- * call may be in progress or follow. */
+/* Compacts if this registry changed a definition since it was opened (see
+ * above; a failure is only a line on stderr: the log still holds every
+ * change), then frees the registry. NULL is allowed. No other call may be
+ * in progress or follow. */
 RL_API void rl_registry_close(rl_registry *registry);
 
 /* Number of definitions (templates not counted). */

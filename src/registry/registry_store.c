@@ -17,13 +17,13 @@
 #define fail(status, err, err_size, ...) (rl__error_text((err), (err_size), __VA_ARGS__), (status))
 
 struct rl__reg_store {
-    char *path;     /* limits.json */
-    char *log_path; /* <path>.log */
-    rl__record_file *log; /* NULL until the log exists */
-    bool tidied;          /* the tmp files of an interrupted write are gone */
-    bool snapshot_missing; /* no limits.json at open, none written since */
-    bool wrote;            /* this store has written a change since open */
-    bool snapshot_stale;  /* limits.json lacks changes the log holds */
+    char *path;                /* limits.json */
+    char *log_path;            /* <path>.log */
+    rl__record_file *log;      /* NULL until the log exists */
+    bool tidied;               /* the tmp files of an interrupted write are gone */
+    bool snapshot_missing;     /* no limits.json at open, none written since */
+    bool wrote;                /* this store has written a change since open */
+    bool snapshot_stale;       /* limits.json lacks changes the log holds */
     uint64_t snapshot_bytes;
     uint64_t log_base_bytes;   /* the log's size after its last rewrite (0 before one) */
     uint64_t compact_at_bytes; /* 0: growth past the threshold; else not before this size */
