@@ -205,6 +205,8 @@ rl_status rl__record_file_append(rl__record_file *file, const void *record, size
     return RL_OK;
 }
 
+void rl__record_file_discard(rl__record_file *file) { file->pending_len = 0; }
+
 size_t rl__record_file_pending_bytes(const rl__record_file *file) { return file->pending_len; }
 
 uint64_t rl__record_file_size(const rl__record_file *file) { return file->size; }

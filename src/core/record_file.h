@@ -91,6 +91,10 @@ rl_status rl__record_file_append(rl__record_file *file, const void *record, size
  * left). */
 rl_status rl__record_file_flush(rl__record_file *file, bool sync, char *err, size_t err_size);
 
+/* Drops the records buffered and not yet written: a group its writer gave
+ * up on (the registry's, when a write failed). */
+void rl__record_file_discard(rl__record_file *file);
+
 /* Bytes buffered, not yet written. */
 size_t rl__record_file_pending_bytes(const rl__record_file *file);
 

@@ -580,11 +580,17 @@ bool rl_server_config_validate(const rl_server_config *config, char *err, size_t
     rl_server_memory_paths paths;
     rl_memory_options memory;
     rl_server_config_memory_options(config, &paths, &memory);
+    char registry_log[sizeof config->registry_path + sizeof ".log"]; /* ratelimiter/registry.h */
+    snprintf(registry_log, sizeof registry_log, "%s.log", config->registry_path);
     const char *clash = NULL, *path = NULL;
     if (memory.journal_path != NULL && strcmp(memory.journal_path, config->registry_path) == 0)
         clash = "the journal is the registry file", path = memory.journal_path;
     else if (memory.audit_dir != NULL && strcmp(memory.audit_dir, config->registry_path) == 0)
         clash = "the audit directory is the registry file", path = memory.audit_dir;
+    else if (memory.journal_path != NULL && strcmp(memory.journal_path, registry_log) == 0)
+        clash = "the journal is the registry's log", path = memory.journal_path;
+    else if (memory.audit_dir != NULL && strcmp(memory.audit_dir, registry_log) == 0)
+        clash = "the audit directory is the registry's log", path = memory.audit_dir;
     else if (memory.journal_path != NULL && memory.audit_dir != NULL &&
              strcmp(memory.journal_path, memory.audit_dir) == 0)
         clash = "the journal is the audit directory", path = memory.journal_path;

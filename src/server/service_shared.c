@@ -3,21 +3,14 @@
  * file follows it as a cache and a backup.
  *
  * Every function here runs under the admin mutex except the count (health),
- * which only reads the backend. The registry may be replaced (bulk refresh)
- * under the admin mutex, so nothing here reads it without that mutex.
+ * which only reads the backend.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/limit_def.h"
-#include "registry/registry_file.h"
 #include "server/service_internal.h"
-
-/* Up to this many changed definitions are written one registry put each (a
- * file rewrite each); more at once (a daemon joining a store that holds many
- * limits) are written in one rewrite of the whole file. */
-#define REFRESH_PUTS_MAX 8
 
 static int compare_defs(const void *a, const void *b) {
     return strcmp(((const rl_limit_def *)a)->key, ((const rl_limit_def *)b)->key);
@@ -49,85 +42,36 @@ static rl_status list_backend(rl_service *service, rl_limit_def **out, size_t *c
     return RL_OK;
 }
 
-/* Rewrites the registry file with the backend's definitions plus the
- * registry's keys the backend does not hold (kept as a backup: the registry
- * has no delete, and a store that lost a key gets it back at the next
- * start), in one atomic rewrite, then reopens the registry on it. */
-static rl_status refresh_in_bulk(rl_service *service, const rl_limit_def *remote,
-                                 size_t remote_count, const rl_limit_def *local, size_t local_count,
-                                 char *err, size_t err_size) {
-    rl_limit_def const **merged = malloc((remote_count + local_count) * sizeof *merged);
-    if (merged == NULL) {
+/* Makes the registry hold the backend's definitions (remote, sorted): the
+ * changed ones are put in one group (one durable write, however many), and
+ * nothing is written when the two agree. Keys only the registry holds stay
+ * in it as a backup: a store that lost a key gets it back at the next
+ * start. */
+static rl_status refresh_registry(rl_service *service, const rl_limit_def *remote,
+                                  size_t remote_count, char *err, size_t err_size) {
+    rl_limit_def *changed = remote_count > 0 ? malloc(remote_count * sizeof *changed) : NULL;
+    if (remote_count > 0 && changed == NULL) {
         snprintf(err, err_size, "out of memory");
         return RL_NO_MEMORY;
     }
-    size_t n = 0, r = 0, l = 0;
-    while (r < remote_count || l < local_count) {
-        int order = r == remote_count  ? 1
-                    : l == local_count ? -1
-                                       : strcmp(remote[r].key, local[l].key);
-        if (order <= 0) {
-            merged[n++] = &remote[r++]; /* the backend wins */
-            if (order == 0) l++;
-        } else {
-            merged[n++] = &local[l++];
-        }
+    size_t changed_count = 0, known = 0;
+    for (size_t i = 0; i < remote_count; i++) {
+        rl_limit_def mine;
+        bool held = rl_registry_get(service->registry, remote[i].key, &mine);
+        if (held) known++;
+        if (!held || !rl__limit_def_equal(&mine, &remote[i])) changed[changed_count++] = remote[i];
     }
     rl_status status = RL_OK;
-    if (n > service->max_limits) {
+    size_t total = rl_registry_count(service->registry) + remote_count - known;
+    if (total > service->max_limits) {
         snprintf(err, err_size,
-                 "the %s backend holds %zu limits, more than the registry's max_limits (%zu)",
-                 service->backend_name, n, service->max_limits);
+                 "the registry is full: the %s backend holds %zu limits, more than the registry's max_limits (%zu)",
+                 service->backend_name, total, service->max_limits);
         status = RL_INVALID_REQUEST;
+    } else if (changed_count > 0) {
+        status = rl_registry_put_many(service->registry, changed, changed_count, err, err_size);
     }
-    bool replaced = false;
-    if (status == RL_OK)
-        status = rl__registry_file_save(service->registry_path, (rl_limit_def *const *)merged, n,
-                                        &replaced, err, err_size);
-    free(merged);
-    if (!replaced) return status;
-    /* The file changed under the registry: reopen it. If that fails the old
-     * registry stays (its memory is only used as a cache). */
-    rl_registry *reopened = NULL;
-    char why[256];
-    rl_status reopen = rl_registry_open(service->registry_path, service->max_limits, &reopened,
-                                        why, sizeof why);
-    if (reopen != RL_OK) {
-        snprintf(err, err_size, "%s", why);
-        return reopen;
-    }
-    rl_registry_close(service->registry);
-    service->registry = reopened;
-    return status;
-}
-
-/* Makes the registry hold the backend's definitions (remote, sorted). Only
- * changed ones are written: nothing when the two agree. */
-static rl_status refresh_registry(rl_service *service, const rl_limit_def *remote,
-                                  size_t remote_count, char *err, size_t err_size) {
-    rl_limit_def *local = NULL;
-    size_t local_count = 0;
-    rl_status status = rl_registry_list(service->registry, &local, &local_count);
-    if (status != RL_OK) {
-        snprintf(err, err_size, "cannot list the registry: %s", rl_status_name(status));
-        return status;
-    }
-    size_t changed = 0;
-    for (size_t i = 0; i < remote_count; i++) {
-        const rl_limit_def *mine = find_def(local, local_count, remote[i].key);
-        if (mine == NULL || !rl__limit_def_equal(mine, &remote[i])) changed++;
-    }
-    if (changed > REFRESH_PUTS_MAX) {
-        status = refresh_in_bulk(service, remote, remote_count, local, local_count, err, err_size);
-    } else {
-        for (size_t i = 0; i < remote_count && changed > 0 && status == RL_OK; i++) {
-            const rl_limit_def *mine = find_def(local, local_count, remote[i].key);
-            if (mine != NULL && rl__limit_def_equal(mine, &remote[i])) continue;
-            status = rl_registry_put(service->registry, &remote[i], err, err_size);
-            changed--;
-        }
-    }
-    free(local);
+    free(changed);
     return status;
 }
 

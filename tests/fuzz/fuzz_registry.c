@@ -1,15 +1,19 @@
 /* fuzz_registry.c — limits.json content into rl__registry_parse, the parsing
- * half of the registry's file loader (rl__registry_file_load, what
- * rl_registry_open reads), with max_limits 64.
+ * half of the registry's snapshot loader (rl__registry_file_load, what
+ * rl_registry_open reads first), with max_limits 64.
  *
  * Checks, beyond ASan/UBSan: a refusal is RL_INVALID_REQUEST with a message
- * naming the file and no definitions; an accepted file is at most 64
- * definitions, each valid, sorted by key with no key twice, and written
- * back as the registry writes its file it parses to the same definitions.
+ * naming the file and an empty map; an accepted file is at most 64
+ * definitions, each valid and kept exactly (the entry gives back the
+ * definition it was made from: rl__reg_entry_def of a fresh entry of it is
+ * the same bytes), with distinct keys (one entry each), and the file the
+ * registry writes of that map (rl__registry_text: sorted, one a line)
+ * parses to the same definitions and is written again byte for byte.
  */
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/limit_def.h"
 #include "fuzz.h"
 #include "registry/registry_file.h"
 #include "wire/wire.h"
@@ -17,69 +21,68 @@
 #define NAME "fuzz/limits.json"
 #define MAX_LIMITS 64u
 
-static void free_defs(rl_limit_def **defs, size_t count) {
-    for (size_t i = 0; i < count; i++) free(defs[i]);
-    free(defs);
-}
-
-static void check_same(const rl_limit_def *a, const rl_limit_def *b) {
-    FUZZ_CHECK(strcmp(a->key, b->key) == 0);
-    FUZZ_CHECK(a->kind == b->kind && a->overage == b->overage);
-    FUZZ_CHECK(a->capacity == b->capacity);
-    FUZZ_CHECK(a->window_seconds == b->window_seconds);
-    FUZZ_CHECK(a->timeout_seconds == b->timeout_seconds);
-    FUZZ_CHECK(strcmp(a->unit, b->unit) == 0);
-    FUZZ_CHECK(strcmp(a->description, b->description) == 0);
-}
-
-/* The file's shape (registry_file.h): an array, one definition a line. */
-static void check_round_trip(rl_limit_def **defs, size_t count) {
+static void check_round_trip(const rl__reg_map *map) {
     rl_buf text;
     rl__buf_init(&text);
-    rl__buf_append_str(&text, "[\n");
-    for (size_t i = 0; i < count; i++) {
-        rl__buf_append_str(&text, "  ");
-        rl__wire_encode_limit_def(&text, defs[i]);
-        rl__buf_append_str(&text, i + 1 < count ? ",\n" : "\n");
-    }
-    rl__buf_append_str(&text, "]\n");
-    FUZZ_CHECK(!text.failed);
-    rl_limit_def **again = NULL;
-    size_t again_count = 0;
+    FUZZ_CHECK(rl__registry_text(map, &text) == RL_OK);
+    rl__reg_map again;
+    rl__reg_map_init(&again);
     char err[512];
-    FUZZ_CHECK(rl__registry_parse(text.data, text.len, NAME, MAX_LIMITS, &again, &again_count,
-                                  err, sizeof err) == RL_OK);
-    FUZZ_CHECK(again_count == count);
-    for (size_t i = 0; i < count; i++) check_same(defs[i], again[i]);
-    free_defs(again, again_count);
+    FUZZ_CHECK(rl__registry_parse(text.data, text.len, NAME, MAX_LIMITS, &again, err, sizeof err) == RL_OK);
+    FUZZ_CHECK(again.count == map->count);
+    for (size_t i = 0; i < map->capacity; i++) {
+        const rl__reg_entry *entry = map->slots[i];
+        if (entry == NULL) continue;
+        const rl__reg_entry *other = rl__reg_map_find(&again, rl__reg_entry_key(entry));
+        FUZZ_CHECK(other != NULL);
+        rl_limit_def a, b;
+        rl__reg_entry_def(entry, &a);
+        rl__reg_entry_def(other, &b);
+        FUZZ_CHECK(memcmp(&a, &b, sizeof a) == 0);
+    }
+    rl_buf text2;
+    rl__buf_init(&text2);
+    FUZZ_CHECK(rl__registry_text(&again, &text2) == RL_OK);
+    FUZZ_CHECK(text2.len == text.len && memcmp(text2.data, text.data, text.len) == 0);
+    rl__buf_free(&text2);
+    rl__reg_map_free(&again);
     rl__buf_free(&text);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char *text = fuzz_copy(data, size);
-    rl_limit_def **defs = NULL;
-    size_t count = 0;
+    rl__reg_map map;
+    rl__reg_map_init(&map);
     char err[512];
     err[0] = '\0';
-    rl_status status =
-        rl__registry_parse(text, size, NAME, MAX_LIMITS, &defs, &count, err, sizeof err);
+    rl_status status = rl__registry_parse(text, size, NAME, MAX_LIMITS, &map, err, sizeof err);
     free(text);
     FUZZ_CHECK_TEXT(err);
 
     if (status != RL_OK) {
         FUZZ_CHECK(status == RL_INVALID_REQUEST);
         FUZZ_CHECK(strncmp(err, NAME ": ", strlen(NAME ": ")) == 0);
-        FUZZ_CHECK(defs == NULL && count == 0);
+        FUZZ_CHECK(map.count == 0 && map.slots == NULL);
         return 0;
     }
-    FUZZ_CHECK(count <= MAX_LIMITS && (count == 0) == (defs == NULL));
-    for (size_t i = 0; i < count; i++) {
+    FUZZ_CHECK(map.count <= MAX_LIMITS);
+    size_t seen = 0;
+    for (size_t i = 0; i < map.capacity; i++) {
+        const rl__reg_entry *entry = map.slots[i];
+        if (entry == NULL) continue;
+        seen++;
+        FUZZ_CHECK(rl__reg_map_find(&map, rl__reg_entry_key(entry)) == entry);
+        FUZZ_CHECK(rl__reg_entry_origin(entry)[0] == '\0');
+        rl_limit_def def, canonical;
+        rl__reg_entry_def(entry, &def);
         char why[RL_WIRE_DETAIL_SIZE];
-        FUZZ_CHECK(rl_limit_def_validate(defs[i], why, sizeof why));
-        if (i > 0) FUZZ_CHECK(strcmp(defs[i - 1]->key, defs[i]->key) < 0);
+        FUZZ_CHECK(rl_limit_def_validate(&def, why, sizeof why));
+        rl__limit_def_copy(&canonical, &def);
+        FUZZ_CHECK(memcmp(&canonical, &def, sizeof def) == 0);
     }
-    check_round_trip(defs, count);
-    free_defs(defs, count);
+    FUZZ_CHECK(seen == map.count);
+    check_round_trip(&map);
+    rl__reg_map_free(&map);
     return 0;
 }

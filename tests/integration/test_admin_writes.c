@@ -3,12 +3,14 @@
  * (server/admin_writer.h), against the real daemon and the real file system.
  *
  * The writer is held inside its file write by a FIFO standing where the
- * registry writes its temporary file (limits.json.tmp): open() for writing
- * waits for a reader, so the write goes on only when the test opens the FIFO
- * and reads it. (A FIFO cannot be fsynced: that write then fails, its put is
- * answered 500 backend_error, the FIFO is removed, and the next write is an
- * ordinary one.) Nothing here waits on time to decide: a loop blocked by a
- * put would leave the reserve unanswered for as long as the FIFO is closed.
+ * registry writes the temporary file of its log (limits.json.log.tmp) when
+ * its first change makes the log (each test starts a daemon on a
+ * limits.json without one): open() for writing waits for a reader, so the
+ * write goes on only when the test opens the FIFO and reads it. (A FIFO
+ * cannot be fsynced: that write then fails, its put is answered 500
+ * backend_error, the FIFO is removed, and the next write is an ordinary
+ * one.) Nothing here waits on time to decide: a loop blocked by a put would
+ * leave the reserve unanswered for as long as the FIFO is closed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +33,7 @@
 #include <cmocka.h>
 
 #include "support/daemon.h"
+#include "support/registry_text.h"
 #include "support/ulid_gen.h"
 
 static rl_test_daemon daemon_;
@@ -41,7 +44,7 @@ static int setup(void **state) {
     rl_test_daemon_init(&daemon_);
     rl_test_daemon_write_registry(
         &daemon_, "[{\"key\":\"g:rpm\",\"kind\":\"rolling\",\"capacity\":1000,\"window_seconds\":60}]\n");
-    snprintf(tmp_path, sizeof tmp_path, "%s.tmp", daemon_.registry_path);
+    snprintf(tmp_path, sizeof tmp_path, "%s.log.tmp", daemon_.registry_path);
     /* One event loop: a put done on it would hold up every other request. */
     const char *args[] = {"--threads", "1", NULL};
     return rl_test_daemon_start(&daemon_, args) ? 0 : -1;
@@ -137,13 +140,14 @@ static void expect_answer(int fd, const char *status_line, const char *fragment)
         fail_msg("wanted %s ... %s, got:\n%s", status_line, fragment, answer);
 }
 
+/* What the registry holds (limits.json and its log). */
 static char *registry_text(void) {
     static char text[1 << 16];
-    FILE *f = fopen(daemon_.registry_path, "r");
-    assert_non_null(f);
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    text[n] = '\0';
-    fclose(f);
+    char err[512] = "";
+    char *now = rl_test_registry_text(daemon_.registry_path, err, sizeof err);
+    if (now == NULL) fail_msg("the registry: %s", err);
+    snprintf(text, sizeof text, "%s", now);
+    free(now);
     return text;
 }
 
@@ -182,7 +186,7 @@ static void test_a_put_being_written_does_not_hold_the_loop(void **state) {
 }
 
 /* Puts that wait while one is written go out in one file write: counted as
- * renames over limits.json, seen by inotify. */
+ * writes to limits.json.log (appends), seen by inotify. */
 static void test_waiting_puts_share_one_write(void **state) {
     (void)state;
     enum { PUTS = 20 };
@@ -191,7 +195,7 @@ static void test_waiting_puts_share_one_write(void **state) {
     char dir[300];
     snprintf(dir, sizeof dir, "%s", daemon_.registry_path);
     *strrchr(dir, '/') = '\0';
-    assert_true(inotify_add_watch(watch, dir, IN_MOVED_TO) >= 0);
+    assert_true(inotify_add_watch(watch, dir, IN_MODIFY) >= 0);
     hold_writes();
     int first = send_put("w:first", 5);
     wait_until_held();
@@ -205,19 +209,19 @@ static void test_waiting_puts_share_one_write(void **state) {
     release_writes();
     expect_answer(first, "HTTP/1.1 500 ", "backend_error");
     for (int i = 0; i < PUTS; i++) expect_answer(fds[i], "HTTP/1.1 200 ", "{\"ok\":true,\"status\":\"active\"}");
-    int renames = 0;
+    int writes = 0;
     char events[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
     ssize_t n;
     while ((n = read(watch, events, sizeof events)) > 0) {
         for (char *at = events; at < events + n;) {
             const struct inotify_event *event = (const struct inotify_event *)at;
-            if (event->len > 0 && strcmp(event->name, "limits.json") == 0) renames++;
+            if (event->len > 0 && strcmp(event->name, "limits.json.log") == 0) writes++;
             at += sizeof *event + event->len;
         }
     }
     close(watch);
-    if (renames < 1 || renames >= PUTS) fail_msg("%d puts took %d file writes", PUTS, renames);
-    print_message("%d puts waiting behind a write: %d file write(s)\n", PUTS, renames);
+    if (writes < 1 || writes >= PUTS) fail_msg("%d puts took %d file writes", PUTS, writes);
+    print_message("%d puts waiting behind a write: %d file write(s)\n", PUTS, writes);
     const char *text = registry_text();
     for (int i = 0; i < PUTS; i++) {
         char entry[96];
@@ -261,10 +265,11 @@ static void test_stop_drains_waiting_puts(void **state) {
 int main(void) {
     rl_test_http_global_init();
     signal(SIGPIPE, SIG_IGN);
+    /* A daemon each: the FIFO holds the write that makes the log. */
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_a_put_being_written_does_not_hold_the_loop),
-        cmocka_unit_test(test_waiting_puts_share_one_write),
-        cmocka_unit_test(test_stop_drains_waiting_puts),
+        cmocka_unit_test_setup_teardown(test_a_put_being_written_does_not_hold_the_loop, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_waiting_puts_share_one_write, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stop_drains_waiting_puts, setup, teardown),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, NULL, NULL);
 }

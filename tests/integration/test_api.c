@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "support/daemon.h"
+#include "support/registry_text.h"
 #include "support/ulid_gen.h"
 
 static rl_test_daemon daemon_;
@@ -711,13 +712,11 @@ static void test_admin_kind_change_in_use(void **state) {
     expect("GET", "/v1/admin/limits/t6k", NULL, 200, NULL);
     if (strstr(last.body, "\"kind\":\"rolling\"") == NULL) fail_msg("%s", last.body);
     assert_int_equal(usage_of("t6k", "used"), 1);
-    FILE *file = fopen(daemon_.registry_path, "r");
-    assert_non_null(file);
-    static char registry[1 << 16];
-    size_t n = fread(registry, 1, sizeof registry - 1, file);
-    registry[n] = '\0';
-    fclose(file);
+    char err[512] = "";
+    char *registry = rl_test_registry_text(daemon_.registry_path, err, sizeof err);
+    if (registry == NULL) fail_msg("the registry: %s", err);
     if (strstr(registry, "{\"key\":\"t6k\",\"kind\":\"rolling\",") == NULL) fail_msg("%s", registry);
+    free(registry);
     /* Once it holds nothing, the kind changes. */
     complete(lease, "t6k", 0);
     put_limit(to_concurrency);

@@ -1,16 +1,19 @@
-/* test_crash_safety.c — limits.json survives kill -9 of ratelimiterd, and a
- * damaged one stops start-up instead of starting empty.
+/* test_crash_safety.c — the registry (limits.json and its log,
+ * limits.json.log) survives kill -9 of ratelimiterd, and a damaged one stops
+ * start-up instead of starting empty.
  *
  * Rounds of: start the daemon (memory backend) on a registry of KEYS keys
  * at known definitions, stream admin PUTs from WRITERS threads (each owns a
  * disjoint set of keys, so every key's PUTs are in order and at most one is
  * in flight), SIGKILL it at a random moment (after 0..50 ms, or after a
- * random number of answered PUTs), then check the file directly: a JSON
- * array holding every key exactly once, each definition whole and equal to
- * the last acknowledged one or to the one in flight when the kill came (the
- * initial one if none was acknowledged). A restart on that file must serve
- * exactly what it holds and ignore a leftover limits.json.tmp, which the
- * next PUT replaces.
+ * random number of answered PUTs), then read the files as the registry does
+ * (copies of them, opened: support/registry_text.h): every key exactly
+ * once, each definition whole and equal to the last acknowledged one or to
+ * the one in flight when the kill came (the initial one if none was
+ * acknowledged). A restart on those files must serve exactly what they hold
+ * and ignore a leftover limits.json.tmp or limits.json.log.tmp, which the
+ * next PUT removes. (tests/unit/registry/test_registry_crash.c storms the
+ * registry itself, deletes, templates and compactions included.)
  *
  * Every field of a definition depends on its generation (the n-th PUT of
  * that key), so a definition mixing fields of two PUTs matches neither.
@@ -41,6 +44,7 @@
 #include <cjson/cJSON.h>
 
 #include "support/daemon.h"
+#include "support/registry_text.h"
 
 enum { KEYS = 20, WRITERS = 3, ROUNDS = 20 };
 
@@ -130,6 +134,20 @@ static void write_bytes(const char *path, const char *data, size_t len) {
 
 static void tmp_path_of(const rl_test_daemon *d, char out[320]) {
     snprintf(out, 320, "%.*s.tmp", (int)sizeof d->registry_path, d->registry_path);
+}
+
+static void log_path_of(const rl_test_daemon *d, char out[320]) {
+    snprintf(out, 320, "%.*s.log", (int)sizeof d->registry_path, d->registry_path);
+}
+
+/* The registry's state as a JSON array (limits.json with the log replayed),
+ * len set; NULL if there is none. Fails the test if the files do not open. */
+static char *registry_state(const rl_test_daemon *d, size_t *len) {
+    char err[512] = "";
+    char *text = rl_test_registry_text(d->registry_path, err, sizeof err);
+    if (text == NULL && err[0] != '\0') fail_msg("seed %u: the registry does not open: %s", seed, err);
+    if (text != NULL) *len = strlen(text);
+    return text;
 }
 
 static bool exists(const char *path) {
@@ -245,16 +263,16 @@ static void kill9(rl_test_daemon *d) {
 
 typedef struct round_stats {
     int unacked_landed; /* keys whose file value is a PUT that got no answer */
-    int stale_tmp;      /* rounds that left limits.json.tmp behind */
+    int stale_tmp;      /* rounds that left limits.json.tmp or limits.json.log.tmp behind */
     long puts_ok;
 } round_stats;
 
-/* The file after the crash: every key once, each a whole definition of an
- * allowed generation. Returns the parsed array (caller deletes). */
+/* The registry after the crash: every key once, each a whole definition of
+ * an allowed generation. Returns the parsed array (caller deletes). */
 static cJSON *check_file_after_crash(const rl_test_daemon *d, int round, const unsigned *acked,
                                      const unsigned *sent, round_stats *stats) {
     size_t len = 0;
-    char *text = read_whole(d->registry_path, &len);
+    char *text = registry_state(d, &len);
     if (text == NULL) fail_msg("seed %u round %d: %s is gone after kill -9", seed, round, d->registry_path);
     cJSON *array = cJSON_ParseWithLength(text, len);
     if (array == NULL || !cJSON_IsArray(array))
@@ -349,10 +367,12 @@ static void run_round(int round, round_stats *stats) {
     cJSON *file = check_file_after_crash(d, round, acked, sent, stats);
 
     /* A write cut between creating the tmp file and the rename leaves it
-     * behind: the loader must never read it, and the next PUT replaces it. */
-    char tmp[320];
+     * behind: the loader must never read it, and the next PUT removes it. */
+    char tmp[320], log[320], log_tmp[330];
     tmp_path_of(d, tmp);
-    bool stale = exists(tmp);
+    log_path_of(d, log);
+    snprintf(log_tmp, sizeof log_tmp, "%s.tmp", log);
+    bool stale = exists(tmp) || exists(log_tmp);
     if (stale) stats->stale_tmp++;
 
     assert_true(rl_test_daemon_start(d, NULL));
@@ -362,16 +382,17 @@ static void run_round(int round, round_stats *stats) {
     if (strstr(text, wanted) == NULL) fail_msg("seed %u round %d: restart said:\n%s", seed, round, text);
     check_served_equals_file(d, file, round);
 
-    /* The restarted daemon writes again: the tmp file is gone, the new
-     * generation is in the file. */
+    /* The restarted daemon writes again: the tmp files are gone, the new
+     * generation is in the registry. */
     char *body = definition_text(0, 1000);
     rl_test_response r;
     assert_int_equal(rl_test_daemon_http(d, "PUT", "/v1/admin/limits", body, &r), 200);
     rl_test_response_free(&r);
     free(body);
     assert_false(exists(tmp));
+    assert_false(exists(log_tmp));
     size_t len;
-    char *after = read_whole(d->registry_path, &len);
+    char *after = registry_state(d, &len);
     cJSON *array = cJSON_ParseWithLength(after, len);
     assert_true(cJSON_IsArray(array));
     assert_int_equal(cJSON_GetArraySize(array), KEYS);
@@ -392,7 +413,7 @@ static void test_kill9_during_admin_puts(void **state) {
     round_stats stats = {0};
     for (int round = 0; round < ROUNDS; round++) run_round(round, &stats);
     print_message("%d rounds: %ld PUTs answered 200 before the kills; %d keys held an unanswered PUT's "
-                  "definition; %d rounds left limits.json.tmp behind (seed %u)\n",
+                  "definition; %d rounds left a tmp file behind (seed %u)\n",
                   ROUNDS, stats.puts_ok, stats.unacked_landed, stats.stale_tmp, seed);
 }
 
@@ -460,9 +481,11 @@ static void expect_refused(const char *what, const char *data, size_t len, const
     if (after == NULL || after_len != len || memcmp(after, data, len) != 0)
         fail_msg("%s: the refused file was changed (%zu bytes, was %zu)", what, after_len, len);
     free(after);
-    char tmp[320];
+    char tmp[320], log[320];
     tmp_path_of(d, tmp);
+    log_path_of(d, log);
     assert_false(exists(tmp));
+    assert_false(exists(log));
     end(d);
 }
 
@@ -579,6 +602,99 @@ static void test_bad_field_in_registry(void **state) {
     refuse_with_item7("key", cJSON_CreateString("crash:key:03"), "key \"crash:key:03\" is already defined by item 3");
 }
 
+/* ---- the log: a torn tail is cut, damage stops start-up --------------------------- */
+
+/* A registry as a kill -9 leaves it: limits.json with generation 0 of every
+ * key, and a log of generation 1 of keys 0..4 (five records). */
+static void make_logged_registry(rl_test_daemon *d) {
+    write_initial_registry(d);
+    assert_true(rl_test_daemon_start(d, NULL));
+    for (int k = 0; k < 5; k++) {
+        char *body = definition_text(k, 1);
+        rl_test_response r;
+        assert_int_equal(rl_test_daemon_http(d, "PUT", "/v1/admin/limits", body, &r), 200);
+        rl_test_response_free(&r);
+        free(body);
+    }
+    kill9(d);
+}
+
+/* The key's generation as the daemon serves it. */
+static void expect_served(rl_test_daemon *d, int k, unsigned g) {
+    char key[32], path[64];
+    key_name(k, key);
+    snprintf(path, sizeof path, "/v1/admin/limits/%s", key);
+    rl_test_response r;
+    assert_int_equal(rl_test_daemon_http(d, "GET", path, NULL, &r), 200);
+    cJSON *root = cJSON_Parse(r.body);
+    const cJSON *def = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "limit"), "definition");
+    if (!is_generation(def, k, g)) fail_msg("key %d: wanted generation %u, served %s", k, g, r.body);
+    cJSON_Delete(root);
+    rl_test_response_free(&r);
+}
+
+static void test_torn_log_tail_is_cut(void **state) {
+    (void)state;
+    rl_test_daemon *d = begin();
+    make_logged_registry(d);
+    char log[320];
+    log_path_of(d, log);
+    size_t len = 0;
+    char *whole = read_whole(log, &len);
+    assert_non_null(whole);
+    /* Half of a sixth record: a write the crash cut short. */
+    char *torn = malloc(len + 40);
+    memcpy(torn, whole, len);
+    memcpy(torn + len, "\x80\x00\x00\x00\x12\x34\x56\x78P\x00{\"key\":\"crash:key:05\",", 32);
+    write_bytes(log, torn, len + 32);
+    start_expecting(d, KEYS);
+    char text[8192];
+    rl_test_daemon_read_stderr(d, text, sizeof text);
+    if (strstr(text, "cut a torn tail") == NULL || strstr(text, log) == NULL) fail_msg("start-up said:\n%s", text);
+    for (int k = 0; k < 6; k++) expect_served(d, k, k < 5 ? 1 : 0);
+    size_t after_len = 0;
+    char *after = read_whole(log, &after_len);
+    assert_int_equal(after_len, len); /* cut back to the whole records */
+    assert_memory_equal(after, whole, len);
+    free(after);
+    free(torn);
+    free(whole);
+    assert_int_equal(rl_test_daemon_stop(d), 0);
+    end(d);
+}
+
+static void test_damaged_log_stops_start(void **state) {
+    (void)state;
+    rl_test_daemon *d = begin();
+    make_logged_registry(d);
+    char log[320];
+    log_path_of(d, log);
+    size_t len = 0, file_len = 0;
+    char *data = read_whole(log, &len);
+    char *file = read_whole(d->registry_path, &file_len);
+    assert_true(len > 200);
+    /* A byte inside the second record (records after it: not a torn tail). */
+    size_t second = 8 + 8 + (size_t)((unsigned char)data[8] | (unsigned char)data[9] << 8);
+    data[second + 30] ^= 0x04;
+    write_bytes(log, data, len);
+    char text[8192], offset[48];
+    int code = rl_test_daemon_run_to_exit(d, NULL, 20000, text, sizeof text);
+    snprintf(offset, sizeof offset, "damaged at offset %zu", second);
+    if (code != 1 || strstr(text, "ratelimiterd: cannot start: ") == NULL || strstr(text, log) == NULL ||
+        strstr(text, offset) == NULL)
+        fail_msg("exit %d, wanted 1 naming %s and \"%s\":\n%s", code, log, offset, text);
+    size_t now_len = 0, now_file_len = 0;
+    char *now = read_whole(log, &now_len), *now_file = read_whole(d->registry_path, &now_file_len);
+    if (now_len != len || memcmp(now, data, len) != 0 || now_file_len != file_len ||
+        memcmp(now_file, file, file_len) != 0)
+        fail_msg("the refused files were changed");
+    free(now);
+    free(now_file);
+    free(data);
+    free(file);
+    end(d);
+}
+
 int main(void) {
     const char *env = getenv("RL_TEST_SEED");
     seed = env != NULL ? (unsigned)strtoul(env, NULL, 10) : (unsigned)time(NULL);
@@ -590,6 +706,8 @@ int main(void) {
         cmocka_unit_test_teardown(test_empty_and_truncated_registry, teardown),
         cmocka_unit_test_teardown(test_not_an_array_of_definitions, teardown),
         cmocka_unit_test_teardown(test_bad_field_in_registry, teardown),
+        cmocka_unit_test_teardown(test_torn_log_tail_is_cut, teardown),
+        cmocka_unit_test_teardown(test_damaged_log_stops_start, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "support/daemon.h"
+#include "support/registry_text.h"
 #include "support/redis_server.h"
 #include "support/ulid_gen.h"
 
@@ -94,14 +95,13 @@ static long reserve(cluster *c, rl_test_daemon *d, const char *key, uint64_t amo
     return call(c, d, "POST", "/v1/reserve", json);
 }
 
-static char *read_file(const char *path) {
+/* What a daemon's registry holds (limits.json and its log), "" if none. */
+static char *registry_of(const char *path) {
     static char text[65536];
-    text[0] = '\0';
-    FILE *f = fopen(path, "r");
-    if (f == NULL) return text;
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    text[n] = '\0';
-    fclose(f);
+    char err[512] = "";
+    char *now = rl_test_registry_text(path, err, sizeof err);
+    snprintf(text, sizeof text, "%s", now != NULL ? now : "");
+    free(now);
     return text;
 }
 
@@ -155,8 +155,8 @@ static void test_put_on_a_seen_by_b(void **state) {
     expect(c, &c->b, "GET", "/v1/admin/limits", NULL, 200, "\"key\":\"tpm\"");
     expect(c, &c->b, "GET", "/healthz", NULL, 200, "{\"ok\":true,\"backend\":\"redis\",\"limits\":1}");
     /* B's registry file caught up when B read. */
-    if (strstr(read_file(c->b.registry_path), "\"capacity\":100") == NULL)
-        fail_msg("B's registry: %s", read_file(c->b.registry_path));
+    if (strstr(registry_of(c->b.registry_path), "\"capacity\":100") == NULL)
+        fail_msg("B's registry: %s", registry_of(c->b.registry_path));
 
     /* One state: what B reserves, A cannot. */
     assert_int_equal(reserve(c, &c->b, "tpm", 60), 200);
@@ -224,8 +224,8 @@ static void test_kind_change_while_in_use_is_refused(void **state) {
            "{\"ok\":false,\"error\":\"limit_in_use\",\"detail\":\"limit \\\"k\\\" holds 1 in 1 reservation of its rolling");
     expect(c, &c->b, "GET", "/v1/admin/limits/k", NULL, 200, "\"kind\":\"rolling\"");
     expect(c, &c->b, "GET", "/v1/admin/limits/k", NULL, 200, "\"used\":1");
-    if (strstr(read_file(c->a.registry_path), "\"kind\":\"rolling\"") == NULL)
-        fail_msg("A's registry: %s", read_file(c->a.registry_path));
+    if (strstr(registry_of(c->a.registry_path), "\"kind\":\"rolling\"") == NULL)
+        fail_msg("A's registry: %s", registry_of(c->a.registry_path));
     assert_int_equal(reserve(c, &c->a, "k", 10), 200); /* denied for the rest of the hour, as rolling */
     assert_non_null(strstr(c->body, "\"allowed\":false"));
     assert_int_equal(rl_test_daemon_stop(&c->a), 0);
@@ -246,7 +246,7 @@ static void test_join_store_wins(void **state) {
     start(c, &c->b);
     expect(c, &c->a, "GET", "/v1/admin/limits/tpm", NULL, 200, "\"capacity\":100");
     expect(c, &c->a, "GET", "/v1/admin/limits/rpm", NULL, 200, "\"capacity\":7");
-    const char *file = read_file(c->b.registry_path);
+    const char *file = registry_of(c->b.registry_path);
     if (strstr(file, "\"capacity\":100") == NULL || strstr(file, "\"capacity\":5,") != NULL)
         fail_msg("B's registry after start: %s", file);
     assert_int_equal(rl_test_daemon_stop(&c->a), 0);

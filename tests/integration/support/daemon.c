@@ -57,6 +57,10 @@ void rl_test_daemon_init(rl_test_daemon *daemon) {
 
 void rl_test_daemon_write_registry(rl_test_daemon *daemon, const char *json) {
     write_file(daemon->registry_path, json);
+    /* These bytes are the whole registry: no log of an earlier run over them. */
+    char log[sizeof daemon->registry_path + 4];
+    snprintf(log, sizeof log, "%s.log", daemon->registry_path);
+    unlink(log);
 }
 
 void rl_test_daemon_write_config(rl_test_daemon *daemon, const char *yaml) {

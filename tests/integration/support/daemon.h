@@ -37,7 +37,8 @@ void rl_test_sleep_ms(long ms);
 
 void rl_test_daemon_init(rl_test_daemon *daemon);
 
-/* Writes the registry file (limits.json) with exactly these bytes. */
+/* Writes the registry file (limits.json) with exactly these bytes, and
+ * removes its log (limits.json.log): these bytes are the whole registry. */
 void rl_test_daemon_write_registry(rl_test_daemon *daemon, const char *json);
 
 /* Writes config.yaml with these bytes; pass "-c", daemon->config_path to use it. */

@@ -13,15 +13,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "ratelimiter/registry.h"
+#include "core/record_file.h"
+#include "registry/registry_internal.h"
+#include "registry/registry_record.h"
 
 typedef struct fixture {
     char dir[64];
     char path[128]; /* <dir>/limits.json */
     char tmp[160];  /* <path>.tmp */
+    char log[160];  /* <path>.log */
 } fixture;
 
 static int setup(void **state) {
@@ -31,6 +37,7 @@ static int setup(void **state) {
     if (mkdtemp(f->dir) == NULL) return -1;
     snprintf(f->path, sizeof f->path, "%s/limits.json", f->dir);
     snprintf(f->tmp, sizeof f->tmp, "%s.tmp", f->path);
+    snprintf(f->log, sizeof f->log, "%s.log", f->path);
     *state = f;
     return 0;
 }
@@ -123,8 +130,19 @@ static void put_ok(rl_registry *registry, const rl_limit_def *def) {
     if (status != RL_OK) fail_msg("put %s: %s: %s", def->key, rl_status_name(status), err);
 }
 
-/* Opening path fails with status, and err mentions every one of the strings. */
-static void open_refused(const char *path, rl_status expected, const char *mention1,
+/* Puts "k0".."k<n-1>", rolling, capacities 1..n. */
+static void put_keys(rl_registry *registry, int n) {
+    for (int i = 0; i < n; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "k%d", i);
+        rl_limit_def def = rolling(key, (uint64_t)i + 1);
+        put_ok(registry, &def);
+    }
+}
+
+/* Opening path fails with status, and err names the file named and
+ * mentions every one of the strings. */
+static void open_refused(const char *path, const char *named, rl_status expected, const char *mention1,
                          const char *mention2, const char *file, int line) {
     rl_registry *registry = (rl_registry *)1;
     char err[512] = "";
@@ -132,13 +150,15 @@ static void open_refused(const char *path, rl_status expected, const char *menti
     if (status != expected)
         fail_msg("%s:%d: status %s (%s)", file, line, rl_status_name(status), err);
     assert_null(registry);
-    if (strstr(err, path) == NULL) fail_msg("%s:%d: \"%s\" does not name the path", file, line, err);
+    if (strstr(err, named) == NULL) fail_msg("%s:%d: \"%s\" does not name %s", file, line, err, named);
     if (mention1 != NULL && strstr(err, mention1) == NULL)
         fail_msg("%s:%d: \"%s\" does not say \"%s\"", file, line, err, mention1);
     if (mention2 != NULL && strstr(err, mention2) == NULL)
         fail_msg("%s:%d: \"%s\" does not say \"%s\"", file, line, err, mention2);
 }
-#define OPEN_REFUSED(path, status, m1, m2) open_refused((path), (status), (m1), (m2), __FILE__, __LINE__)
+#define OPEN_REFUSED(path, status, m1, m2) open_refused((path), (path), (status), (m1), (m2), __FILE__, __LINE__)
+#define OPEN_REFUSED_NAMING(path, named, status, m1, m2) \
+    open_refused((path), (named), (status), (m1), (m2), __FILE__, __LINE__)
 
 /* ---- tests ------------------------------------------------------------ */
 
@@ -322,12 +342,7 @@ static void test_unreadable_path_refused(void **state) {
 static void test_too_many_in_file(void **state) {
     fixture *f = *state;
     rl_registry *registry = open_ok(f->path, 0);
-    for (int i = 0; i < 3; i++) {
-        char key[16];
-        snprintf(key, sizeof key, "k%d", i);
-        rl_limit_def def = rolling(key, 1);
-        put_ok(registry, &def);
-    }
+    put_keys(registry, 3);
     rl_registry_close(registry);
     registry = (rl_registry *)1;
     char err[512] = "";
@@ -398,38 +413,118 @@ static void test_put_fails_when_directory_cannot_exist(void **state) {
     OPEN_REFUSED(path, RL_IO_ERROR, "Not a directory", NULL);
 }
 
+/* The whole file (which may hold NULs), malloc'd, or NULL if missing. */
+static unsigned char *read_bytes(const char *path, size_t *len) {
+    FILE *file = fopen(path, "rb");
+    *len = 0;
+    if (file == NULL) return NULL;
+    size_t cap = 1 << 16;
+    unsigned char *data = malloc(cap);
+    assert_non_null(data);
+    size_t n;
+    while ((n = fread(data + *len, 1, cap - *len, file)) > 0) {
+        *len += n;
+        if (*len == cap) {
+            cap *= 2;
+            data = realloc(data, cap);
+            assert_non_null(data);
+        }
+    }
+    fclose(file);
+    return data;
+}
+
+/* A file's bytes, to compare with what it holds later. */
+typedef struct file_bytes {
+    unsigned char *data;
+    size_t len;
+} file_bytes;
+
+static file_bytes bytes_of(const char *path) {
+    file_bytes b;
+    b.data = read_bytes(path, &b.len);
+    return b;
+}
+
+static void assert_unchanged(const char *path, file_bytes *before) {
+    file_bytes now = bytes_of(path);
+    if ((now.data == NULL) != (before->data == NULL) || now.len != before->len ||
+        (now.len > 0 && memcmp(now.data, before->data, now.len) != 0))
+        fail_msg("%s changed: %zu bytes, was %zu", path, now.len, before->len);
+    free(now.data);
+    free(before->data);
+    before->data = NULL;
+}
+
+/* No file of this process may grow past the size of path now
+ * (RLIMIT_FSIZE): the log's next append fails with EFBIG, as on a full
+ * disk. Returns the limit to restore. */
+static struct rlimit no_growth(const char *path) {
+    struct rlimit unlimited;
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &unlimited), 0);
+    signal(SIGXFSZ, SIG_IGN);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    struct rlimit limit = {(rlim_t)st.st_size, unlimited.rlim_max};
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &limit), 0);
+    return unlimited;
+}
+
 static void test_failed_put_changes_nothing(void **state) {
     fixture *f = *state;
     rl_registry *registry = open_ok(f->path, 0);
     rl_limit_def def = rolling("k", 100);
-    put_ok(registry, &def);
-    char *before = read_text(f->path);
-
-    /* A directory where the tmp file must go: open(O_CREAT) fails. */
-    assert_int_equal(mkdir(f->tmp, 0755), 0);
     rl_limit_def changed = def;
     changed.capacity = 1;
     rl_limit_def added = rolling("new", 1);
     char err[512] = "";
+
+    /* The log cannot be made: a directory where its tmp file must go. */
+    char log_tmp[200];
+    snprintf(log_tmp, sizeof log_tmp, "%s.tmp", f->log);
+    assert_int_equal(mkdir(log_tmp, 0755), 0);
+    assert_int_equal(rl_registry_put(registry, &def, err, sizeof err), RL_IO_ERROR);
+    assert_non_null(strstr(err, log_tmp));
+    assert_int_equal(rl_registry_count(registry), 0);
+    assert_false(exists(f->log));
+    assert_int_equal(rmdir(log_tmp), 0);
+    put_ok(registry, &def);
+    file_bytes file = bytes_of(f->path), log = bytes_of(f->log);
+
+    /* The log cannot grow: every change of a group fails, none stays. */
+    struct rlimit unlimited = no_growth(f->log);
     assert_int_equal(rl_registry_put(registry, &changed, err, sizeof err), RL_IO_ERROR);
-    assert_non_null(strstr(err, f->tmp));
+    assert_non_null(strstr(err, f->log));
     assert_int_equal(rl_registry_put(registry, &added, err, sizeof err), RL_IO_ERROR);
-    /* Memory and file are as before. */
+    assert_int_equal(rl_registry_delete(registry, "k", err, sizeof err), RL_IO_ERROR);
+    rl_registry_change group[3];
+    memset(group, 0, sizeof group);
+    group[0] = (rl_registry_change){.op = RL_REGISTRY_PUT, .def = added};
+    group[1] = (rl_registry_change){.op = RL_REGISTRY_DELETE, .def = rolling("absent", 1)};
+    group[2] = (rl_registry_change){.op = RL_REGISTRY_DELETE, .def = def};
+    assert_int_equal(rl_registry_apply(registry, group, 3, err, sizeof err), RL_IO_ERROR);
+    assert_int_equal(group[0].status, RL_IO_ERROR);
+    assert_non_null(strstr(group[0].err, f->log));
+    assert_int_equal(group[1].status, RL_UNKNOWN_LIMIT_KEY); /* would not have applied anyway */
+    assert_int_equal(group[2].status, RL_IO_ERROR);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &unlimited), 0);
+    /* Memory and files are as before. */
     assert_int_equal(rl_registry_count(registry), 1);
     rl_limit_def got;
     assert_true(rl_registry_get(registry, "k", &got));
     assert_true(got.capacity == 100);
     assert_false(rl_registry_get(registry, "new", &got));
-    char *after = read_text(f->path);
-    assert_string_equal(before, after);
-    free(after);
+    assert_unchanged(f->path, &file);
+    assert_unchanged(f->log, &log);
 
-    /* Once the obstacle is gone, puts work again. */
-    assert_int_equal(rmdir(f->tmp), 0);
+    /* Once the disk has room, puts work again. */
     put_ok(registry, &changed);
     assert_true(rl_registry_get(registry, "k", &got));
     assert_true(got.capacity == 1);
-    free(before);
+    rl_registry_close(registry);
+    registry = open_ok(f->path, 0);
+    assert_int_equal(rl_registry_count(registry), 1);
+    assert_true(rl_registry_get(registry, "k", &got) && got.capacity == 1);
     rl_registry_close(registry);
 }
 
@@ -560,6 +655,564 @@ static void test_concurrent_puts(void **state) {
     rl_registry_close(registry);
 }
 
+
+/* ---- the log, deletes, groups, origins, templates -------------------------------- */
+
+static rl_registry_change change(rl_registry_op op, rl_limit_def def, const char *origin) {
+    rl_registry_change c;
+    memset(&c, 0, sizeof c);
+    c.op = op;
+    c.def = def;
+    snprintf(c.origin, sizeof c.origin, "%s", origin);
+    c.status = RL_TIMEOUT; /* overwritten by every apply */
+    return c;
+}
+
+static void apply_ok(rl_registry *registry, rl_registry_change *changes, size_t count) {
+    char err[512] = "";
+    rl_status status = rl_registry_apply(registry, changes, count, err, sizeof err);
+    if (status != RL_OK) fail_msg("apply: %s: %s", rl_status_name(status), err);
+}
+
+/* key's origin, or NULL without a definition. */
+static const char *origin_of(rl_registry *registry, const char *key) {
+    static char origin[RL_REGISTRY_ORIGIN_MAX_LEN + 1];
+    rl_limit_def def;
+    memset(origin, 'x', sizeof origin);
+    return rl_registry_get_origin(registry, key, &def, origin) ? origin : NULL;
+}
+
+static const char *template_origin(rl_registry *registry, const char *pattern) {
+    static char origin[RL_REGISTRY_ORIGIN_MAX_LEN + 1];
+    rl_limit_def def;
+    return rl_registry_get_template(registry, pattern, &def, origin) ? origin : NULL;
+}
+
+static void test_delete(void **state) {
+    fixture *f = *state;
+    rl_registry *registry = open_ok(f->path, 0);
+    rl_limit_def a = rolling("a", 1), b = concurrency("b", 2);
+    put_ok(registry, &a);
+    put_ok(registry, &b);
+    char err[512] = "";
+    assert_int_equal(rl_registry_delete(registry, "a", err, sizeof err), RL_OK);
+    assert_string_equal(err, "");
+    rl_limit_def got;
+    assert_false(rl_registry_get(registry, "a", &got));
+    assert_int_equal(rl_registry_count(registry), 1);
+    /* Absent (again, never, not even a key): nothing changes, and it says so. */
+    file_bytes log = bytes_of(f->log);
+    assert_int_equal(rl_registry_delete(registry, "a", err, sizeof err), RL_UNKNOWN_LIMIT_KEY);
+    assert_non_null(strstr(err, "\"a\""));
+    assert_int_equal(rl_registry_delete(registry, "never", NULL, 0), RL_UNKNOWN_LIMIT_KEY);
+    assert_int_equal(rl_registry_delete(registry, NULL, err, sizeof err), RL_UNKNOWN_LIMIT_KEY);
+    char long_key[400];
+    memset(long_key, 'k', sizeof long_key - 1);
+    long_key[sizeof long_key - 1] = '\0';
+    assert_int_equal(rl_registry_delete(registry, long_key, err, sizeof err), RL_UNKNOWN_LIMIT_KEY);
+    assert_int_equal(rl_registry_delete_template(registry, "b", err, sizeof err), RL_UNKNOWN_LIMIT_KEY);
+    assert_unchanged(f->log, &log);
+    /* A deleted key can be put again. */
+    a.capacity = 5;
+    put_ok(registry, &a);
+    assert_int_equal(rl_registry_delete(registry, "b", err, sizeof err), RL_OK);
+    rl_registry_close(registry);
+
+    /* The log, then (once closed) limits.json, say the same. */
+    registry = open_ok(f->path, 0);
+    assert_int_equal(rl_registry_count(registry), 1);
+    assert_true(rl_registry_get(registry, "a", &got) && got.capacity == 5);
+    assert_false(rl_registry_get(registry, "b", &got));
+    rl_registry_close(registry);
+    char *text = read_text(f->path);
+    assert_null(strstr(text, "\"key\":\"b\""));
+    assert_non_null(strstr(text, "\"key\":\"a\""));
+    free(text);
+}
+
+/* Each change of a group has its own outcome; the valid ones apply, in
+ * order, each seeing those before it; all of it is there after a reopen. */
+static void test_apply_group_statuses(void **state) {
+    fixture *f = *state;
+    rl_registry *registry = open_ok(f->path, 3);
+    rl_limit_def x = rolling("x", 1), y = concurrency("y", 2), z = rolling("z", 3), w = rolling("w", 4);
+    rl_limit_def invalid = rolling("bad", 0), pattern = rolling("tenant:{tenant}:llm:daily_tokens", 1000);
+    rl_registry_change group[] = {
+        change(RL_REGISTRY_PUT, x, ""),
+        change(RL_REGISTRY_DELETE, rolling("absent", 1), ""),
+        change(RL_REGISTRY_PUT, invalid, ""),
+        change(RL_REGISTRY_PUT, y, "preset:openai-tier-1"),
+        change(RL_REGISTRY_PUT, z, "bad\x01origin"),
+        change(RL_REGISTRY_PUT, z, ""),
+        change(RL_REGISTRY_PUT, w, ""), /* a 4th key: full (max_limits 3) */
+        change(RL_REGISTRY_DELETE, x, ""),
+        change(RL_REGISTRY_PUT, w, ""), /* now there is room */
+        change(RL_REGISTRY_DELETE, x, ""), /* already gone within the group */
+        change(RL_REGISTRY_PUT_TEMPLATE, pattern, "preset:p"),
+        change(RL_REGISTRY_DELETE_TEMPLATE, rolling("no:{such}", 1), ""),
+        change((rl_registry_op)42, x, ""),
+    };
+    const rl_status wanted[] = {RL_OK, RL_UNKNOWN_LIMIT_KEY, RL_INVALID_REQUEST, RL_OK, RL_INVALID_REQUEST,
+                                RL_OK, RL_INVALID_REQUEST, RL_OK, RL_OK, RL_UNKNOWN_LIMIT_KEY, RL_OK,
+                                RL_UNKNOWN_LIMIT_KEY, RL_INVALID_REQUEST};
+    const char *why[] = {"", "absent", "capacity", "", "origin", "", "full", "", "", "\"x\"", "", "no:{such}", "operation"};
+    size_t n = sizeof group / sizeof group[0];
+    apply_ok(registry, group, n);
+    for (size_t i = 0; i < n; i++) {
+        if (group[i].status != wanted[i]) fail_msg("change %zu: %s", i, rl_status_name(group[i].status));
+        if (strstr(group[i].err, why[i]) == NULL || (wanted[i] == RL_OK) != (group[i].err[0] == '\0'))
+            fail_msg("change %zu: err \"%s\"", i, group[i].err);
+    }
+    for (int reopen = 0; reopen < 2; reopen++) {
+        rl_limit_def got;
+        assert_int_equal(rl_registry_count(registry), 3);
+        assert_false(rl_registry_get(registry, "x", &got));
+        assert_true(rl_registry_get(registry, "y", &got));
+        assert_def_equal(&got, &y);
+        assert_string_equal(origin_of(registry, "y"), "preset:openai-tier-1");
+        assert_string_equal(origin_of(registry, "z"), "");
+        assert_string_equal(origin_of(registry, "w"), "");
+        assert_null(origin_of(registry, "bad"));
+        assert_int_equal(rl_registry_template_count(registry), 1);
+        assert_string_equal(template_origin(registry, pattern.key), "preset:p");
+        rl_registry_close(registry);
+        registry = open_ok(f->path, 3);
+    }
+    /* Nothing to write: a group that changes nothing writes nothing. */
+    file_bytes log = bytes_of(f->log);
+    rl_registry_change nothing[] = {change(RL_REGISTRY_DELETE, x, ""), change(RL_REGISTRY_PUT, invalid, "")};
+    apply_ok(registry, nothing, 2);
+    assert_int_equal(nothing[0].status, RL_UNKNOWN_LIMIT_KEY);
+    assert_int_equal(nothing[1].status, RL_INVALID_REQUEST);
+    assert_int_equal(rl_registry_apply(registry, NULL, 0, NULL, 0), RL_OK);
+    assert_unchanged(f->log, &log);
+    rl_registry_close(registry);
+}
+
+/* A registry that never changed writes nothing: no log, no limits.json. */
+static void test_refused_changes_write_nothing(void **state) {
+    fixture *f = *state;
+    rl_registry *registry = open_ok(f->path, 0);
+    rl_registry_change group[] = {change(RL_REGISTRY_DELETE, rolling("a", 1), ""),
+                                  change(RL_REGISTRY_DELETE_TEMPLATE, rolling("a", 1), "")};
+    apply_ok(registry, group, 2);
+    rl_registry_close(registry);
+    assert_false(exists(f->path));
+    assert_false(exists(f->log));
+}
+
+/* Templates: their own map and bound, put, replaced, listed, deleted, kept. */
+static void test_templates(void **state) {
+    fixture *f = *state;
+    rl_registry *registry = open_ok(f->path, 1);
+    rl_limit_def limit = rolling("tenant:acme:llm:daily_tokens", 5);
+    put_ok(registry, &limit); /* max_limits 1 does not bound templates */
+    rl_limit_def t1 = rolling("tenant:{tenant}:llm:daily_tokens", 1000), t2 = concurrency("{a}:{b}", 3);
+    char err[512] = "";
+    assert_int_equal(rl_registry_put_template(registry, &t1, NULL, err, sizeof err), RL_OK);
+    assert_int_equal(rl_registry_put_template(registry, &t2, "preset:x", err, sizeof err), RL_OK);
+    /* The same text as a limit key and as a pattern: two things. */
+    rl_limit_def same = rolling(limit.key, 7);
+    assert_int_equal(rl_registry_put_template(registry, &same, "", err, sizeof err), RL_OK);
+    rl_limit_def got;
+    assert_true(rl_registry_get(registry, limit.key, &got) && got.capacity == 5);
+    assert_true(rl_registry_get_template(registry, limit.key, &got, NULL) && got.capacity == 7);
+    assert_false(rl_registry_get(registry, t1.key, &got));
+    assert_false(rl_registry_get_template(registry, NULL, &got, NULL));
+    /* Refused: invalid, a bad origin. */
+    rl_limit_def invalid = rolling("{x}", 0);
+    assert_int_equal(rl_registry_put_template(registry, &invalid, NULL, err, sizeof err), RL_INVALID_REQUEST);
+    assert_non_null(strstr(err, "capacity"));
+    char long_origin[100];
+    memset(long_origin, 'o', sizeof long_origin - 1);
+    long_origin[sizeof long_origin - 1] = '\0';
+    assert_int_equal(rl_registry_put_template(registry, &t1, long_origin, err, sizeof err), RL_INVALID_REQUEST);
+    assert_non_null(strstr(err, "origin"));
+    assert_int_equal(rl_registry_put_template(registry, &t1, "tab\there", err, sizeof err), RL_INVALID_REQUEST);
+    /* Replaced: the new definition and origin. */
+    t1.capacity = 2000;
+    assert_int_equal(rl_registry_put_template(registry, &t1, "preset:y", err, sizeof err), RL_OK);
+    assert_int_equal(rl_registry_template_count(registry), 3);
+    assert_int_equal(rl_registry_count(registry), 1);
+    rl_limit_def *list = NULL;
+    size_t count = 0;
+    assert_int_equal(rl_registry_list_templates(registry, &list, &count), RL_OK);
+    assert_int_equal(count, 3);
+    assert_string_equal(list[0].key, "tenant:acme:llm:daily_tokens");
+    assert_string_equal(list[1].key, "tenant:{tenant}:llm:daily_tokens");
+    assert_true(list[1].capacity == 2000);
+    assert_string_equal(list[2].key, "{a}:{b}");
+    assert_def_equal(&list[2], &t2);
+    free(list);
+    assert_int_equal(rl_registry_delete_template(registry, limit.key, err, sizeof err), RL_OK);
+    assert_true(rl_registry_get(registry, limit.key, &got)); /* the limit stays */
+    rl_registry_close(registry);
+
+    /* Across a reopen, then a compaction (at close), then a reopen. */
+    for (int round = 0; round < 2; round++) {
+        registry = open_ok(f->path, 1);
+        assert_int_equal(rl_registry_template_count(registry), 2);
+        assert_true(rl_registry_get_template(registry, t1.key, &got, NULL));
+        assert_def_equal(&got, &t1);
+        assert_string_equal(template_origin(registry, t1.key), "preset:y");
+        assert_string_equal(template_origin(registry, t2.key), "preset:x");
+        assert_null(template_origin(registry, limit.key));
+        if (round == 0) assert_int_equal(rl__registry_compact(registry, err, sizeof err), RL_OK);
+        rl_registry_close(registry);
+    }
+    char *text = read_text(f->path); /* templates never in limits.json */
+    assert_null(strstr(text, "{tenant}"));
+    free(text);
+}
+
+/* A limits.json written by v0.3 (no log) opens as it did, budgets too; the
+ * first change starts the log and leaves the file as it was until a
+ * compaction writes the new state into it. */
+static void test_v03_file_opens(void **state) {
+    fixture *f = *state;
+    const char v03[] =
+        "[\n"
+        "  {\"key\":\"acme:spend\",\"kind\":\"budget\",\"capacity\":5000000,\"window_seconds\":0,"
+        "\"timeout_seconds\":300,\"unit\":\"usd_micros\",\"description\":\"\",\"overage\":\"debt\","
+        "\"period\":\"month\",\"timezone\":\"America/New_York\"},\n"
+        "  {\"key\":\"global:llm:openai:gpt-4o:concurrency\",\"kind\":\"concurrency\",\"capacity\":50,"
+        "\"window_seconds\":0,\"timeout_seconds\":600,\"unit\":\"\",\"description\":\"\",\"overage\":\"deny\"},\n"
+        "  {\"key\":\"global:llm:openai:gpt-4o:tpm\",\"kind\":\"rolling\",\"capacity\":30000,\"window_seconds\":60,"
+        "\"timeout_seconds\":0,\"unit\":\"tokens\",\"description\":\"per minute, \\\"quoted\\\" \xe2\x82\xac\","
+        "\"overage\":\"debt\"}\n"
+        "]\n";
+    WRITE_TEXT(f->path, v03);
+    rl_registry *registry = open_ok(f->path, 0);
+    assert_int_equal(rl_registry_count(registry), 3);
+    assert_int_equal(rl_registry_template_count(registry), 0);
+    rl_limit_def got, tpm = rolling("global:llm:openai:gpt-4o:tpm", 30000);
+    assert_true(rl_registry_get(registry, tpm.key, &got));
+    assert_def_equal(&got, &tpm);
+    assert_true(rl_registry_get(registry, "acme:spend", &got));
+    assert_int_equal(got.period, RL_PERIOD_MONTH);
+    assert_string_equal(got.timezone, "America/New_York");
+    assert_string_equal(origin_of(registry, "acme:spend"), "");
+    assert_false(exists(f->log)); /* opening writes nothing */
+    rl_limit_def rpm = rolling("global:llm:openai:gpt-4o:rpm", 500);
+    put_ok(registry, &rpm);
+    assert_true(exists(f->log));
+    char *text = read_text(f->path);
+    assert_string_equal(text, v03);
+    free(text);
+    rl_registry_close(registry);
+    /* Closed: limits.json holds all four, as v0.3 would have written them. */
+    text = read_text(f->path);
+    assert_non_null(strstr(text, "\"key\":\"global:llm:openai:gpt-4o:rpm\",\"kind\":\"rolling\",\"capacity\":500,"));
+    assert_non_null(strstr(text, "\"period\":\"month\",\"timezone\":\"America/New_York\"}"));
+    assert_true(strncmp(text, "[\n  {\"key\":\"acme:spend\"", 22) == 0);
+    free(text);
+    registry = open_ok(f->path, 0);
+    assert_int_equal(rl_registry_count(registry), 4);
+    rl_registry_close(registry);
+}
+
+/* The records the log holds, framed: what an earlier run of the registry
+ * could have appended. */
+static void append_record(const char *log, rl_registry_op op, const rl_limit_def *def, const char *origin) {
+    rl_buf record;
+    rl__buf_init(&record);
+    rl__reg_record_encode(&record, op, def, origin);
+    unsigned char framed[RL__RECORD_FRAME_BYTES + RL__REG_RECORD_MAX_BYTES];
+    size_t n = rl__record_frame(framed, record.data, record.len);
+    rl__buf_free(&record);
+    FILE *file = fopen(log, "ab");
+    assert_non_null(file);
+    assert_int_equal(fwrite(framed, 1, n, file), n);
+    assert_int_equal(fclose(file), 0);
+}
+
+static void append_raw(const char *path, const void *data, size_t len) {
+    FILE *file = fopen(path, "ab");
+    assert_non_null(file);
+    assert_int_equal(fwrite(data, 1, len, file), len);
+    assert_int_equal(fclose(file), 0);
+}
+
+/* What a crash cuts short at the end of the log was never acknowledged: cut
+ * (the file shrinks back), and the registry opens without it. */
+static void test_torn_tail_cut(void **state) {
+    fixture *f = *state;
+    rl_registry *registry = open_ok(f->path, 0);
+    rl_limit_def a = rolling("a", 1);
+    put_ok(registry, &a);
+    rl_registry_close(registry); /* compacted: limits.json holds a */
+    registry = open_ok(f->path, 0);
+    rl_limit_def b = rolling("b", 2);
+    put_ok(registry, &b);
+    struct stat st;
+    assert_int_equal(stat(f->log, &st), 0);
+    off_t whole = st.st_size;
+    /* Left open: what a kill -9 leaves (the next open reads the same files). */
+
+    rl_limit_def c = rolling("c", 3);
+    unsigned char framed[RL__RECORD_FRAME_BYTES + RL__REG_RECORD_MAX_BYTES];
+    rl_buf record;
+    rl__buf_init(&record);
+    rl__reg_record_encode(&record, RL_REGISTRY_PUT, &c, "");
+    size_t n = rl__record_frame(framed, record.data, record.len);
+    rl__buf_free(&record);
+    const size_t cuts[] = {3, RL__RECORD_FRAME_BYTES, n - 1};
+    for (int kind = 0; kind < 5; kind++) {
+        if (kind < 3) {
+            append_raw(f->log, framed, cuts[kind]); /* cut inside the record */
+        } else if (kind == 3) {
+            unsigned char bad[sizeof framed];
+            memcpy(bad, framed, n);
+            bad[n - 2] ^= 0x20; /* whole, but its checksum fails: torn while written */
+            append_raw(f->log, bad, n);
+        } else {
+            static const unsigned char zeros[4096];
+            append_raw(f->log, zeros, sizeof zeros); /* a file system's zeros */
+        }
+        rl_registry *again = open_ok(f->path, 0);
+        assert_int_equal(stat(f->log, &st), 0);
+        assert_int_equal(st.st_size, whole);
+        rl_limit_def got;
+        assert_int_equal(rl_registry_count(again), 2);
+        assert_true(rl_registry_get(again, "b", &got));
+        assert_false(rl_registry_get(again, "c", &got));
+        rl_registry_close(again); /* only read: leaves the files alone */
+    }
+    rl_registry_close(registry);
+}
+
+/* Damage is refused, naming the file and the offset, and both files stay
+ * exactly as they were. */
+static void test_damage_refused(void **state) {
+    fixture *f = *state;
+    rl_registry *registry = open_ok(f->path, 0);
+    put_keys(registry, 4);
+    file_bytes good = bytes_of(f->log);
+    rl_registry_close(registry);
+    /* The log as it was before the close compacted it. */
+    write_file(f->log, (const char *)good.data, good.len);
+    unsigned char *damaged = malloc(good.len + RL__RECORD_FRAME_BYTES + RL__REG_RECORD_MAX_BYTES);
+    assert_non_null(damaged);
+
+    /* A byte of the second record flipped, with records after it. */
+    memcpy(damaged, good.data, good.len);
+    size_t second = RL__RECORD_FILE_HEADER_BYTES + RL__RECORD_FRAME_BYTES +
+                    (damaged[8] | damaged[9] << 8 | damaged[10] << 16);
+    damaged[second + RL__RECORD_FRAME_BYTES + 20] ^= 0x01;
+    write_file(f->log, (const char *)damaged, good.len);
+    file_bytes snapshot = bytes_of(f->path), log = bytes_of(f->log);
+    char offset[32];
+    snprintf(offset, sizeof offset, "offset %zu", second);
+    OPEN_REFUSED_NAMING(f->path, f->log, RL_IO_ERROR, offset, "checksum");
+    assert_unchanged(f->path, &snapshot);
+    assert_unchanged(f->log, &log);
+
+    /* A wrong header. */
+    memcpy(damaged, good.data, good.len);
+    damaged[0] = 'X';
+    write_file(f->log, (const char *)damaged, good.len);
+    OPEN_REFUSED_NAMING(f->path, f->log, RL_IO_ERROR, "offset 0", "header");
+
+    /* Records whose checksums hold but that say nothing this version reads:
+     * an unknown type, a definition that is not valid. */
+#define RECORD(text) {text, sizeof text - 1}
+    const struct {
+        const char *bytes;
+        size_t len;
+    } bad_records[] = {
+        RECORD("Zfoo"),
+        RECORD("P\x00{\"key\":\"k\",\"kind\":\"rolling\",\"capacity\":0,\"window_seconds\":1}"),
+        RECORD("D\x00has space"),
+        RECORD("P\x05" "ab"),
+    };
+#undef RECORD
+    const char *says[] = {"unknown record type", "capacity must be", "key must be", "origin length"};
+    for (size_t i = 0; i < 4; i++) {
+        write_file(f->log, (const char *)good.data, good.len);
+        unsigned char framed[256];
+        size_t n = rl__record_frame(framed, bad_records[i].bytes, bad_records[i].len);
+        append_raw(f->log, framed, n);
+        append_record(f->log, RL_REGISTRY_DELETE, &(rl_limit_def){.key = "k0"}, NULL);
+        snprintf(offset, sizeof offset, "offset %zu", good.len);
+        snapshot = bytes_of(f->path);
+        log = bytes_of(f->log);
+        OPEN_REFUSED_NAMING(f->path, f->log, RL_IO_ERROR, offset, says[i]);
+        assert_unchanged(f->path, &snapshot);
+        assert_unchanged(f->log, &log);
+    }
+    free(damaged);
+    free(good.data);
+}
+
+/* Compaction: the log stays near the size of a snapshot; a crash between
+ * its two steps (limits.json rewritten, the log not yet) loses nothing,
+ * since replaying the old log over the new file changes nothing. */
+static void test_compaction(void **state) {
+    fixture *f = *state;
+    rl_registry *registry = open_ok(f->path, 0);
+    rl__registry_set_compact_bytes(registry, 4096);
+    for (int i = 0; i < 300; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "k%02d", i % 40);
+        rl_limit_def def = i % 5 == 0 ? concurrency(key, (uint64_t)i + 1) : rolling(key, (uint64_t)i + 1);
+        rl_registry_change c[2] = {change(RL_REGISTRY_PUT, def, i % 3 == 0 ? "preset:p" : ""),
+                                   change(RL_REGISTRY_DELETE, rolling("k07", 1), "")};
+        apply_ok(registry, c, i % 7 == 0 ? 2 : 1);
+        struct stat st;
+        assert_int_equal(stat(f->log, &st), 0);
+        if (st.st_size > 4096 + 3 * 2048) fail_msg("the log is %lld bytes after %d puts", (long long)st.st_size, i);
+    }
+    rl_limit_def *before = NULL;
+    size_t count = 0;
+    assert_int_equal(rl_registry_list(registry, &before, &count), RL_OK);
+    char origins[64][RL_REGISTRY_ORIGIN_MAX_LEN + 1];
+    for (size_t i = 0; i < count; i++) strcpy(origins[i], origin_of(registry, before[i].key));
+
+    /* The crash between the steps: the new limits.json, the old log. */
+    file_bytes old_log = bytes_of(f->log);
+    char err[512] = "";
+    assert_int_equal(rl__registry_compact(registry, err, sizeof err), RL_OK);
+    rl_registry_close(registry);
+    write_file(f->log, (const char *)old_log.data, old_log.len);
+    free(old_log.data);
+    for (int round = 0; round < 2; round++) {
+        registry = open_ok(f->path, 0);
+        rl_limit_def *after = NULL;
+        size_t after_count = 0;
+        assert_int_equal(rl_registry_list(registry, &after, &after_count), RL_OK);
+        assert_int_equal(after_count, count);
+        for (size_t i = 0; i < count; i++) {
+            assert_def_equal(&after[i], &before[i]);
+            assert_string_equal(origin_of(registry, after[i].key), origins[i]);
+        }
+        free(after);
+        /* A change, so that the close compacts: the second round reads the
+         * compacted files. */
+        put_ok(registry, &before[0]);
+        rl_registry_close(registry);
+    }
+    free(before);
+}
+
+/* The bounds hold after the log is replayed too, and for templates. */
+static void test_bounds_after_replay(void **state) {
+    fixture *f = *state;
+    rl_registry *registry = open_ok(f->path, 3);
+    put_keys(registry, 3);
+    rl_registry_close(registry);
+    /* The log over the file: counted after every record (a key put then
+     * deleted within the log counts once at most). */
+    append_record(f->log, RL_REGISTRY_PUT, &(rl_limit_def){.key = "k3", .kind = RL_KIND_ROLLING, .capacity = 1,
+                                                           .window_seconds = 1}, NULL);
+    append_record(f->log, RL_REGISTRY_DELETE, &(rl_limit_def){.key = "k0"}, NULL);
+    registry = open_ok(f->path, 3);
+    assert_int_equal(rl_registry_count(registry), 3);
+    rl_registry_close(registry);
+    char err[512] = "";
+    append_record(f->log, RL_REGISTRY_PUT, &(rl_limit_def){.key = "k4", .kind = RL_KIND_ROLLING, .capacity = 1,
+                                                           .window_seconds = 1}, NULL);
+    assert_int_equal(rl_registry_open(f->path, 3, &registry, err, sizeof err), RL_INVALID_REQUEST);
+    assert_non_null(strstr(err, f->log));
+    assert_non_null(strstr(err, "more than 3"));
+
+    /* RL_REGISTRY_MAX_TEMPLATES templates, and not one more. */
+    registry = open_ok(f->path, 10);
+    size_t n = RL_REGISTRY_MAX_TEMPLATES + 1;
+    rl_registry_change *group = calloc(n, sizeof *group);
+    assert_non_null(group);
+    for (size_t i = 0; i < n; i++) {
+        char key[32];
+        snprintf(key, sizeof key, "t%05zu:{x}", i);
+        group[i] = change(RL_REGISTRY_PUT_TEMPLATE, rolling(key, 1), "");
+    }
+    apply_ok(registry, group, n);
+    for (size_t i = 0; i + 1 < n; i++) assert_int_equal(group[i].status, RL_OK);
+    assert_int_equal(group[n - 1].status, RL_INVALID_REQUEST);
+    assert_non_null(strstr(group[n - 1].err, "full"));
+    assert_int_equal(rl_registry_template_count(registry), RL_REGISTRY_MAX_TEMPLATES);
+    group[0] = change(RL_REGISTRY_PUT_TEMPLATE, rolling("t00000:{x}", 2), ""); /* a replacement fits */
+    apply_ok(registry, group, 1);
+    assert_int_equal(group[0].status, RL_OK);
+    free(group);
+    rl_registry_close(registry);
+    registry = open_ok(f->path, 10);
+    assert_int_equal(rl_registry_template_count(registry), RL_REGISTRY_MAX_TEMPLATES);
+    rl_registry_close(registry);
+}
+
+/* The log's own tmp file, left by an interrupted compaction, is never read
+ * and goes with the first write. */
+static void test_stale_log_tmp_ignored(void **state) {
+    fixture *f = *state;
+    char log_tmp[200];
+    snprintf(log_tmp, sizeof log_tmp, "%s.tmp", f->log);
+    rl_registry *registry = open_ok(f->path, 0);
+    rl_limit_def a = rolling("a", 1);
+    put_ok(registry, &a);
+    rl_registry_close(registry);
+    WRITE_TEXT(log_tmp, "rlrec01\ngarbage");
+    WRITE_TEXT(f->tmp, "[garbage");
+    registry = open_ok(f->path, 0);
+    assert_int_equal(rl_registry_count(registry), 1);
+    assert_true(exists(log_tmp));
+    rl_limit_def b = rolling("b", 1);
+    put_ok(registry, &b);
+    assert_false(exists(log_tmp));
+    assert_false(exists(f->tmp));
+    rl_registry_close(registry);
+}
+
+/* A compaction that cannot write leaves every change in the log: the
+ * registry goes on, and the state is whole at the next open. */
+static void test_compaction_failure_keeps_everything(void **state) {
+    fixture *f = *state;
+    rl_registry *registry = open_ok(f->path, 0);
+    rl__registry_set_compact_bytes(registry, 512);
+    rl_limit_def a = rolling("a", 1);
+    put_ok(registry, &a);
+    assert_int_equal(mkdir(f->tmp, 0755), 0); /* limits.json cannot be rewritten */
+    put_keys(registry, 40);
+    char err[512] = "";
+    assert_int_equal(rl__registry_compact(registry, err, sizeof err), RL_IO_ERROR);
+    assert_non_null(strstr(err, f->tmp));
+    rl_registry_close(registry); /* its compaction fails too: a line on stderr */
+    assert_int_equal(rmdir(f->tmp), 0);
+    registry = open_ok(f->path, 0);
+    assert_int_equal(rl_registry_count(registry), 41);
+    rl_registry_close(registry);
+}
+
+/* A log that grew across runs (only templates changed: no close compacted
+ * it) is compacted by the first change of a later run once it is past the
+ * rule: the part compacted before a restart is not known, all of it counts. */
+static void test_log_grown_across_runs_compacted(void **state) {
+    fixture *f = *state;
+    rl_limit_def t = rolling("tenant:{tenant}:tpm", 1);
+    for (int run = 0; run < 3; run++) {
+        rl_registry *registry = open_ok(f->path, 0);
+        for (int i = 0; i < 20; i++) {
+            t.capacity++;
+            assert_int_equal(rl_registry_put_template(registry, &t, "preset:p", NULL, 0), RL_OK);
+        }
+        rl_registry_close(registry); /* no definition changed: no compaction */
+    }
+    struct stat st;
+    assert_int_equal(stat(f->log, &st), 0);
+    off_t grown = st.st_size;
+    assert_true(grown > 4096);
+    rl_registry *registry = open_ok(f->path, 0);
+    rl__registry_set_compact_bytes(registry, 4096);
+    t.capacity++;
+    assert_int_equal(rl_registry_put_template(registry, &t, "preset:p", NULL, 0), RL_OK);
+    assert_int_equal(stat(f->log, &st), 0);
+    assert_true(st.st_size < 512); /* the header and one template */
+    rl_registry_close(registry);
+    registry = open_ok(f->path, 0);
+    rl_limit_def got;
+    assert_true(rl_registry_get_template(registry, t.key, &got, NULL) && got.capacity == t.capacity);
+    rl_registry_close(registry);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_missing_file_is_empty, setup, teardown),
@@ -578,6 +1231,18 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_invalid_put_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_max_limits_enforced, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_puts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_delete, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_apply_group_statuses, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refused_changes_write_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_templates, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_v03_file_opens, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_torn_tail_cut, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_damage_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_compaction, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bounds_after_replay, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stale_log_tmp_ignored, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_compaction_failure_keeps_everything, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_log_grown_across_runs_compacted, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -522,6 +522,27 @@ static void test_example_config(void **state) {
     assert_int_equal(config.redis.flush_interval_us, 200);
 }
 
+/* The registry's log (limits.json.log) is a store too: no other may share it. */
+static void test_registry_log_clash(void **state) {
+    (void)state;
+    rl_server_config config;
+    char err[512];
+    rl_server_config_default(&config);
+    config.journal.set = true;
+    snprintf(config.journal.path, sizeof config.journal.path, "./data/limits.json.log");
+    assert_false(rl_server_config_validate(&config, err, sizeof err));
+    assert_non_null(strstr(err, "the journal is the registry's log (\"./data/limits.json.log\")"));
+    rl_server_config_default(&config);
+    config.audit_dir.set = true;
+    snprintf(config.audit_dir.path, sizeof config.audit_dir.path, "./data/limits.json.log");
+    assert_false(rl_server_config_validate(&config, err, sizeof err));
+    assert_non_null(strstr(err, "the audit directory is the registry's log"));
+    rl_server_config_default(&config);
+    config.journal.set = true;
+    snprintf(config.journal.path, sizeof config.journal.path, "./data/limits.json.log2");
+    assert_true(rl_server_config_validate(&config, err, sizeof err));
+}
+
 static void test_validate(void **state) {
     (void)state;
     rl_server_config config;
@@ -602,6 +623,7 @@ int main(void) {
         cmocka_unit_test(test_file),
         cmocka_unit_test(test_example_config),
         cmocka_unit_test(test_validate),
+        cmocka_unit_test(test_registry_log_clash),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

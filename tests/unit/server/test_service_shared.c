@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -179,6 +181,7 @@ typedef struct instance {
     char dir[64];
     char subdir[96];
     char path[128]; /* its limits.json */
+    char log_path[136]; /* and the registry's log beside it */
     rl_service *service;
     rl_handler_ctx ctx;
     rl_http_response res;
@@ -190,6 +193,7 @@ static void daemon_dirs(instance *d) {
     snprintf(d->subdir, sizeof d->subdir, "%s/data", d->dir);
     assert_int_equal(mkdir(d->subdir, 0700), 0);
     snprintf(d->path, sizeof d->path, "%s/limits.json", d->subdir);
+    snprintf(d->log_path, sizeof d->log_path, "%s.log", d->path);
 }
 
 static rl_status daemon_open(instance *d, fake_store *store, size_t max_limits, char *err,
@@ -217,6 +221,7 @@ static void daemon_stop(instance *d) {
 static void daemon_cleanup(instance *d) {
     daemon_stop(d);
     unlink(d->path);
+    unlink(d->log_path);
     unlink(d->subdir); /* when a test made it a file */
     rmdir(d->subdir);
     rmdir(d->dir);
@@ -432,14 +437,22 @@ static void test_registry_write_failure_is_not_fatal(void **state) {
     daemon_start(&a, &store);
     daemon_start(&b, &store);
     assert_int_equal(put(&a, "a", 1), 200);
-    /* A's registry directory becomes a plain file: no write can succeed. */
+    /* A's registry directory becomes a plain file, and no file may grow
+     * (its log, still open, is appended to): no write can succeed. */
     unlink(a.path);
+    unlink(a.log_path);
     assert_int_equal(rmdir(a.subdir), 0);
     write_file(a.subdir, "");
+    struct rlimit unlimited;
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &unlimited), 0);
+    signal(SIGXFSZ, SIG_IGN); /* a write past the limit fails with EFBIG instead */
+    struct rlimit none = {0, unlimited.rlim_max};
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &none), 0);
 
     assert_int_equal(put(&a, "a", 2), 200);
     assert_int_equal(put(&a, "new", 7), 200);
     assert_int_equal(call(&a, "GET", "/v1/admin/limits", NULL), 200); /* write-through fails too */
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &unlimited), 0);
     assert_non_null(strstr(body(&a), "\"key\":\"new\""));
     assert_int_equal(call(&b, "GET", "/v1/admin/limits/new", NULL), 200);
     assert_int_equal(file_capacity(b.path, "new"), 7);

@@ -6,12 +6,14 @@
  * bodies over real HTTP (and the memory backend's real audit entries) are
  * checked again in tests/integration. */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -92,6 +94,7 @@ typedef struct fixture {
     char dir[64];
     char subdir[96];
     char path[128];
+    char log_path[136]; /* the registry's log beside it */
     audit_backend *audit; /* the service's backend in the audit tests, else NULL (memory) */
     rl_service *service;
     rl_handler_ctx ctx;
@@ -108,6 +111,7 @@ static int open_fixture(void **state, bool audit) {
     snprintf(f->subdir, sizeof f->subdir, "%s/data", f->dir);
     assert_int_equal(mkdir(f->subdir, 0700), 0);
     snprintf(f->path, sizeof f->path, "%s/limits.json", f->subdir);
+    snprintf(f->log_path, sizeof f->log_path, "%s.log", f->path);
     rl_service_options options = {.backend_name = "memory", .registry_path = f->path};
     rl_memory_options_default(&options.memory);
     options.memory.sweep_interval_ms = 0;
@@ -131,6 +135,7 @@ static int teardown(void **state) {
     rl_handler_ctx_free(&f->ctx);
     rl_service_close(f->service);
     unlink(f->path);
+    unlink(f->log_path);
     rmdir(f->subdir);
     rmdir(f->dir);
     free(f);
@@ -329,12 +334,19 @@ static void test_large_answer_buffer_is_trimmed(void **state) {
 static void test_put_failure_changes_nothing(void **state) {
     fixture *f = *state;
     put_limit(f, "{\"key\":\"a\",\"kind\":\"rolling\",\"capacity\":5,\"window_seconds\":1}");
-    /* The registry's directory becomes a plain file: no write can succeed. */
+    /* The registry's directory becomes a plain file, and no file may grow
+     * (its log, still open, is appended to): no write can succeed. */
     unlink(f->path);
+    unlink(f->log_path);
     assert_int_equal(rmdir(f->subdir), 0);
     FILE *blocker = fopen(f->subdir, "w");
     assert_non_null(blocker);
     fclose(blocker);
+    struct rlimit unlimited;
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &unlimited), 0);
+    signal(SIGXFSZ, SIG_IGN); /* a write past the limit fails with EFBIG instead */
+    struct rlimit none = {0, unlimited.rlim_max};
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &none), 0);
 
     assert_int_equal(call(f, "PUT", "/v1/admin/limits",
                           "{\"key\":\"a\",\"kind\":\"rolling\",\"capacity\":9,\"window_seconds\":1}"),
@@ -343,6 +355,7 @@ static void test_put_failure_changes_nothing(void **state) {
     assert_int_equal(call(f, "PUT", "/v1/admin/limits",
                           "{\"key\":\"new\",\"kind\":\"rolling\",\"capacity\":9,\"window_seconds\":1}"),
                      500);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &unlimited), 0);
 
     rl_service_limit limit;
     assert_int_equal(rl_service_get_limit(f->service, "a", &limit), RL_OK);
