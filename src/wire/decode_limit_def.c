@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ratelimiter/keys.h"
+#include "core/template_pattern.h"
 #include "core/text.h"
 #include "wire/wire.h"
 
@@ -33,6 +34,18 @@ typedef struct member {
 static bool accept_key(const member *m, const char *text, size_t len, rl_limit_def *def) {
     (void)m;
     if (!rl_key_is_valid(text, len)) return false;
+    memcpy(def->key, text, len + 1);
+    return true;
+}
+
+/* A template's pattern (template_pattern.h): the definition's key member,
+ * named "pattern" in a template. The reason a pattern is refused is the
+ * parser's sentence, kept for the note. */
+static bool accept_pattern(const member *m, const char *text, size_t len, rl_limit_def *def) {
+    (void)m;
+    rl__template_pattern pattern;
+    char err[RL_WIRE_DETAIL_SIZE];
+    if (!rl__template_pattern_parse(text, len, &pattern, err, sizeof err)) return false;
     memcpy(def->key, text, len + 1);
     return true;
 }
@@ -88,17 +101,33 @@ static const member members[] = {
      0, 0, FIELD(timezone)},
 };
 enum { MEMBER_COUNT = sizeof members / sizeof members[0] };
+
+/* In a template, members[0] (key) is read as this one instead. */
+static const member pattern_member = {
+    NAME("pattern"), true, accept_pattern,
+    "must be a key of 1.." DIGITS(RL_KEY_MAX_LEN) " printable ASCII characters without spaces holding 1.." DIGITS(
+        RL_TEMPLATE_MAX_PLACEHOLDERS) " placeholders {name} (letters, digits, '_'), never two side by side, each name "
+                                      "once",
+    0, 0, FIELD(key)};
 _Static_assert(MEMBER_COUNT < 32, "members are tracked in a uint32_t");
 
 /* Problems rank: the shape first, then each member in table order, then the
  * rules that relate members. */
 enum { RANK_SHAPE = 0, RANK_RULES = MEMBER_COUNT + 1 };
-static uint32_t rank_of(const member *m) { return (uint32_t)(m - members) + 1; }
+/* A member's place in the table (the pattern takes the key's). */
+static size_t index_of(const member *m) { return m == &pattern_member ? 0 : (size_t)(m - members); }
+static uint32_t rank_of(const member *m) { return (uint32_t)index_of(m) + 1; }
 
-static const member *find_member(const char *name, size_t len) {
-    for (size_t i = 0; i < MEMBER_COUNT; i++)
-        if (members[i].name_len == len && memcmp(members[i].name, name, len) == 0)
-            return &members[i];
+/* members[i], or for a template's key the pattern member. */
+static const member *member_at(size_t i, bool as_template) {
+    return i == 0 && as_template ? &pattern_member : &members[i];
+}
+
+static const member *find_member(const char *name, size_t len, bool as_template) {
+    for (size_t i = 0; i < MEMBER_COUNT; i++) {
+        const member *m = member_at(i, as_template);
+        if (m->name_len == len && memcmp(m->name, name, len) == 0) return m;
+    }
     return NULL;
 }
 
@@ -136,8 +165,10 @@ static bool read_member(rl__json_scan *s, const member *m, rl_limit_def *def, ui
     return true;
 }
 
-bool rl__decode_limit_def(rl__json_scan *s, const char *not_object, rl_limit_def *out,
-                          uint32_t *rank, const rl__json_path *path) {
+/* A definition, or with as_template a template (its key read from
+ * "pattern"). */
+static bool decode_def(rl__json_scan *s, const char *not_object, bool as_template, rl_limit_def *out,
+                       uint32_t *rank, const rl__json_path *path) {
     memset(out, 0, sizeof *out);
     out->overage = RL_OVERAGE_DEBT;
     if (rl__scan_peek(s) != '{') {
@@ -151,12 +182,12 @@ bool rl__decode_limit_def(rl__json_scan *s, const char *not_object, rl_limit_def
     size_t len;
     int more;
     for (size_t i = 0; (more = rl__scan_member(s, i, &name, &len)) > 0; i++) {
-        const member *m = find_member(name, len);
+        const member *m = find_member(name, len, as_template);
         if (m == NULL) {
             if (!rl__scan_skip(s)) return false;
             continue;
         }
-        uint32_t bit = UINT32_C(1) << (m - members);
+        uint32_t bit = UINT32_C(1) << index_of(m);
         if (seen & bit) {
             /* The sender meant one of the two and we cannot know which. */
             rl__json_note(rank, RANK_SHAPE, path, m->name, "appears twice");
@@ -167,9 +198,10 @@ bool rl__decode_limit_def(rl__json_scan *s, const char *not_object, rl_limit_def
         if (!read_member(s, m, out, rank, path)) return false;
     }
     if (more < 0) return false;
-    for (size_t i = 0; i < MEMBER_COUNT; i++)
-        if (members[i].required && !(seen & UINT32_C(1) << i))
-            rl__json_note(rank, rank_of(&members[i]), path, members[i].name, "is required");
+    for (size_t i = 0; i < MEMBER_COUNT; i++) {
+        const member *m = member_at(i, as_template);
+        if (m->required && !(seen & UINT32_C(1) << i)) rl__json_note(rank, rank_of(m), path, m->name, "is required");
+    }
     /* A budget without a time zone counts in UTC. */
     if (out->kind == RL_KIND_BUDGET && out->timezone[0] == '\0') memcpy(out->timezone, "UTC", 4);
     if (*rank == RL__RANK_NONE && !rl_limit_def_validate(out, path->detail, RL_WIRE_DETAIL_SIZE))
@@ -177,8 +209,19 @@ bool rl__decode_limit_def(rl__json_scan *s, const char *not_object, rl_limit_def
     return true;
 }
 
-rl_status rl__wire_decode_limit_def(const char *body, size_t len, rl_limit_def *out,
-                                    char detail[RL_WIRE_DETAIL_SIZE]) {
+bool rl__decode_limit_def(rl__json_scan *s, const char *not_object, rl_limit_def *out, uint32_t *rank,
+                          const rl__json_path *path) {
+    return decode_def(s, not_object, false, out, rank, path);
+}
+
+bool rl__decode_template_def(rl__json_scan *s, const char *not_object, rl_limit_def *out, uint32_t *rank,
+                             const rl__json_path *path) {
+    return decode_def(s, not_object, true, out, rank, path);
+}
+
+/* A body that is one definition (or template). */
+static rl_status decode_body(const char *body, size_t len, bool as_template, rl_limit_def *out,
+                             char detail[RL_WIRE_DETAIL_SIZE]) {
     detail[0] = '\0';
     if (body == NULL || len == 0) {
         snprintf(detail, RL_WIRE_DETAIL_SIZE, "body is empty");
@@ -199,7 +242,7 @@ rl_status rl__wire_decode_limit_def(const char *body, size_t len, rl_limit_def *
     /* Decoded aside so that *out changes only on success. */
     rl_limit_def def;
     rl_status status = RL_INVALID_REQUEST;
-    if (!rl__decode_limit_def(&s, "body must be a JSON object", &def, &rank, &path) ||
+    if (!decode_def(&s, "body must be a JSON object", as_template, &def, &rank, &path) ||
         !rl__scan_end(&s)) {
         /* Not JSON wins over a problem noted before the error. */
         rl__scan_describe(s.error, s.error_at, "body", detail, RL_WIRE_DETAIL_SIZE);
@@ -209,4 +252,14 @@ rl_status rl__wire_decode_limit_def(const char *body, size_t len, rl_limit_def *
     }
     free(text);
     return status;
+}
+
+rl_status rl__wire_decode_limit_def(const char *body, size_t len, rl_limit_def *out,
+                                    char detail[RL_WIRE_DETAIL_SIZE]) {
+    return decode_body(body, len, false, out, detail);
+}
+
+rl_status rl__wire_decode_template_def(const char *body, size_t len, rl_limit_def *out,
+                                       char detail[RL_WIRE_DETAIL_SIZE]) {
+    return decode_body(body, len, true, out, detail);
 }

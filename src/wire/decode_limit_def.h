@@ -34,4 +34,10 @@
 bool rl__decode_limit_def(rl__json_scan *s, const char *not_object, rl_limit_def *out,
                           uint32_t *rank, const rl__json_path *path);
 
+/* The same for a template (core/template_set.h): a definition whose key is
+ * read from the member "pattern", which must be a valid pattern
+ * (template_pattern.h); "key" is then an unknown member. */
+bool rl__decode_template_def(rl__json_scan *s, const char *not_object, rl_limit_def *out, uint32_t *rank,
+                             const rl__json_path *path);
+
 #endif

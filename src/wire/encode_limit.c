@@ -11,8 +11,9 @@ static void append_field_string(rl_buf *buf, const char *text, size_t size) {
     rl__buf_append_json_string(buf, text, strnlen(text, size));
 }
 
-void rl__wire_encode_limit_def(rl_buf *buf, const rl_limit_def *def) {
-    LIT(buf, "{\"key\":");
+/* A definition whose key member is named name_member ("{\"key\":"). */
+static void encode_def(rl_buf *buf, const rl_limit_def *def, const char *name_member, size_t name_member_len) {
+    rl__buf_append(buf, name_member, name_member_len);
     append_field_string(buf, def->key, sizeof def->key);
     LIT(buf, ",\"kind\":\"");
     rl__buf_append_str(buf, rl_kind_name(def->kind));
@@ -36,6 +37,14 @@ void rl__wire_encode_limit_def(rl_buf *buf, const rl_limit_def *def) {
         append_field_string(buf, def->timezone, sizeof def->timezone);
     }
     LIT(buf, "}");
+}
+
+void rl__wire_encode_limit_def(rl_buf *buf, const rl_limit_def *def) {
+    encode_def(buf, def, "{\"key\":", sizeof "{\"key\":" - 1);
+}
+
+void rl__wire_encode_template_def(rl_buf *buf, const rl_limit_def *def) {
+    encode_def(buf, def, "{\"pattern\":", sizeof "{\"pattern\":" - 1);
 }
 
 void rl__wire_encode_limit_info(rl_buf *buf, const rl_limit_def *def, const rl_limit_usage *usage) {

@@ -88,6 +88,12 @@ const char *rl__wire_completes_item_detail(const rl_wire_completes *msg, size_t 
 rl_status rl__wire_decode_limit_def(const char *body, size_t len, rl_limit_def *out,
                                     char detail[RL_WIRE_DETAIL_SIZE]);
 
+/* PUT /v1/admin/templates body: a definition whose key is its "pattern"
+ * (core/template_pattern.h), otherwise read and validated as
+ * rl__wire_decode_limit_def reads a limit. out->key is the pattern. */
+rl_status rl__wire_decode_template_def(const char *body, size_t len, rl_limit_def *out,
+                                       char detail[RL_WIRE_DETAIL_SIZE]);
+
 /* Why a reserve got lease_id_conflict (a JSON string's contents). */
 #define RL_WIRE_LEASE_ID_CONFLICT_DETAIL                                                                  \
     "this lease id was reserved before with other requirements (keys or amounts): a retry must send the " \
@@ -105,6 +111,9 @@ void rl__wire_encode_complete_result(rl_buf *buf, rl_status status);
 void rl__wire_encode_error_string(rl_buf *buf, rl_status status, const char *status_key);
 /* A LimitDefinition object: every field of api.md, in its order. */
 void rl__wire_encode_limit_def(rl_buf *buf, const rl_limit_def *def);
+/* A template: a LimitDefinition object whose first member is "pattern"
+ * (def->key) instead of "key". */
+void rl__wire_encode_template_def(rl_buf *buf, const rl_limit_def *def);
 /* A LimitInfo object: {"definition":..,"status":..,"pending_decrease_to":..,
  * "usage":{"capacity","used","available","active","debt","debt_total",
  * "overage_denied_total"}}. */
