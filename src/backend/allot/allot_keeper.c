@@ -257,8 +257,19 @@ static void apply(allotted_backend *backend, key_state *s, const rl__allot_resul
     apply_definition(backend, s, r);
     rl__local_state state;
     bool mirrored = rl__memory_local_state(backend->local, s->key, &state);
-    if (r->status == RL__ALLOT_UNKNOWN || r->status == RL__ALLOT_KIND) {
-        s->mode = r->status == RL__ALLOT_UNKNOWN ? MODE_UNKNOWN : MODE_KIND;
+    if (r->status == RL__ALLOT_UNKNOWN) {
+        /* Deleted (or never defined): the mirror goes with what it holds,
+         * as Redis dropped the allotments; a key defined again is mirrored
+         * anew from its definition. */
+        s->mode = MODE_UNKNOWN;
+        s->amount = 0;
+        s->admit_until_ms = 0;
+        s->version = 0;
+        if (mirrored) (void)rl__memory_local_forget(backend->local, s->key);
+        return;
+    }
+    if (r->status == RL__ALLOT_KIND) {
+        s->mode = MODE_KIND;
         s->amount = r->amount;
         s->admit_until_ms = 0;
         if (mirrored) rl__memory_local_allow(backend->local, s->key, 0, 0);

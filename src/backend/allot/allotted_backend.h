@@ -81,6 +81,12 @@ void rl__allot_keeper_recheck(allotted_backend *backend);
  * found none to be decided from. Thread-safe, never blocks for long. */
 void rl__allot_want_key(allotted_backend *backend, const char *key, uint64_t amount);
 
+/* A key deleted in Redis (the redis backend's hook, rl__redis_on_deleted,
+ * context the backend): its mirror goes with what it holds, so that no
+ * lease is decided from it and no Complete spends on it, and the keeper
+ * looks at its keys at its next step. Thread-safe. */
+void rl__allot_key_deleted(void *backend, const char *key);
+
 /* ---- allot_settle.c ---- */
 
 /* The settle lane: RL_OK or RL_NO_MEMORY. */

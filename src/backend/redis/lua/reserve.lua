@@ -129,13 +129,14 @@ local lims, amounts, parts = {}, {}, {'1', '0', UNIX_NOW_TEXT, '0', '=', '0'}
 local function reserve(base)
   local id, n, fingerprint, job = ARGV[base], tonumber(ARGV[base + 1]), ARGV[base + 2], ARGV[base + 3]
   local lease = P .. 'L:' .. id
-  local lifetime = 0
+  local lifetime, incarnations = 0, false
   for i = 1, n do
     local K = ARGV[base + 2 + 2 * i]
     local lim = limit(K)
     if lim == nil then return undecided(lease, fingerprint, ST_UNKNOWN, K) end
     if lim.kind == 'b' and bounds_of(lim) == nil then return undecided(lease, fingerprint, ST_BOUNDS, K) end
     lims[i] = lim
+    if lim.gen ~= 0 then incarnations = true end
     amounts[i] = tonumber(ARGV[base + 3 + 2 * i])
     if lim.win > lifetime then lifetime = lim.win end
   end
@@ -166,8 +167,15 @@ local function reserve(base)
     parts[p + 1] = lim.key; parts[p + 2] = lim.kind
     parts[p + 3] = ARGV[base + 3 + 2 * i]; parts[p + 4] = lim.at_text
   end
-  parts[9 + 4 * n] = '#' .. fingerprint
-  local text = table.concat(parts, ' ', 1, 9 + 4 * n)
+  local last = 9 + 4 * n
+  if incarnations then -- a limit defined again after a delete: its entries say which
+    local gens = {}
+    for i = 1, n do gens[i] = fmt(lims[i].gen) end
+    parts[last] = '^' .. table.concat(gens, ',')
+    last = last + 1
+  end
+  parts[last] = '#' .. fingerprint
+  local text = table.concat(parts, ' ', 1, last)
   if job ~= '' then text = text .. '\n' .. job end
   local known = record(lease, text, ttl_texts[lifetime])
   if known then return replay(known, fingerprint) end
