@@ -60,6 +60,12 @@ RL_API rl_status rl_registry_put(rl_registry *registry, const rl_limit_def *def,
 RL_API rl_status rl_registry_put_many(rl_registry *registry, const rl_limit_def *defs, size_t count, char *err,
                                       size_t err_size);
 
+/* Removes the definition of key and rewrites the file before returning.
+ * Returns RL_OK; RL_UNKNOWN_LIMIT_KEY when there is none (nothing
+ * changes); RL_IO_ERROR or RL_NO_MEMORY, with err saying why (nothing
+ * changes, but for the directory fsync said above). */
+RL_API rl_status rl_registry_delete(rl_registry *registry, const char *key, char *err, size_t err_size);
+
 /* A snapshot of every definition sorted by key, in one malloc'd array that
  * the caller frees with free(). *count may be 0 (then *out is NULL). */
 RL_API rl_status rl_registry_list(rl_registry *registry, rl_limit_def **out, size_t *count);

@@ -216,6 +216,38 @@ unlock:
     return status;
 }
 
+rl_status rl_registry_delete(rl_registry *registry, const char *key, char *err, size_t err_size) {
+    if (err != NULL && err_size > 0) err[0] = '\0';
+    if (key == NULL) return RL_UNKNOWN_LIMIT_KEY;
+    pthread_mutex_lock(&registry->mutex);
+    bool found = false;
+    size_t at = find(registry, key, &found);
+    rl_status status = RL_UNKNOWN_LIMIT_KEY;
+    rl_limit_def **next = NULL;
+    size_t next_count = registry->count - (found ? 1 : 0);
+    if (found && next_count > 0 && (next = malloc(next_count * sizeof *next)) == NULL)
+        status = fail(RL_NO_MEMORY, err, err_size, "out of memory");
+    else if (found)
+        status = RL_OK;
+    if (status == RL_OK) {
+        /* The rest, in order: the file first, then memory follows it. */
+        for (size_t i = 0, j = 0; i < registry->count; i++)
+            if (i != at) next[j++] = registry->defs[i];
+        bool replaced = false;
+        status = rl__registry_file_save(registry->path, next, next_count, &replaced, err, err_size);
+        if (replaced) {
+            free(registry->defs[at]);
+            free(registry->defs);
+            registry->defs = next;
+            registry->count = next_count;
+            next = NULL;
+        }
+    }
+    pthread_mutex_unlock(&registry->mutex);
+    free(next);
+    return status;
+}
+
 rl_status rl_registry_list(rl_registry *registry, rl_limit_def **out, size_t *count) {
     *out = NULL;
     *count = 0;

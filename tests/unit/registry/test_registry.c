@@ -560,6 +560,72 @@ static void test_concurrent_puts(void **state) {
     rl_registry_close(registry);
 }
 
+/* A delete persists (the file rewritten, whole, without the key), an
+ * absent key is unknown and changes nothing, and the last key can go too. */
+static void test_delete(void **state) {
+    fixture *f = *state;
+    rl_registry *registry = open_ok(f->path, 0);
+    rl_limit_def a = rolling("a", 1), b = concurrency("b", 2), c = rolling("c", 3);
+    put_ok(registry, &a);
+    put_ok(registry, &b);
+    put_ok(registry, &c);
+    char err[512] = "";
+    assert_int_equal(rl_registry_delete(registry, "b", err, sizeof err), RL_OK);
+    assert_int_equal(rl_registry_count(registry), 2);
+    rl_limit_def got;
+    assert_false(rl_registry_get(registry, "b", &got));
+    char *before = read_text(f->path);
+    assert_int_equal(rl_registry_delete(registry, "b", err, sizeof err), RL_UNKNOWN_LIMIT_KEY);
+    assert_int_equal(rl_registry_delete(registry, "nope", err, sizeof err), RL_UNKNOWN_LIMIT_KEY);
+    char *after = read_text(f->path);
+    assert_string_equal(before, after); /* not rewritten */
+    free(before);
+    free(after);
+    rl_registry_close(registry);
+
+    registry = open_ok(f->path, 0);
+    assert_int_equal(rl_registry_count(registry), 2);
+    assert_false(rl_registry_get(registry, "b", &got));
+    assert_true(rl_registry_get(registry, "a", &got));
+    assert_def_equal(&got, &a);
+    assert_true(rl_registry_get(registry, "c", &got));
+    assert_def_equal(&got, &c);
+    assert_int_equal(rl_registry_delete(registry, "a", err, sizeof err), RL_OK);
+    assert_int_equal(rl_registry_delete(registry, "c", err, sizeof err), RL_OK);
+    assert_int_equal(rl_registry_count(registry), 0);
+    put_ok(registry, &b); /* deleted keys may come again */
+    rl_registry_close(registry);
+    registry = open_ok(f->path, 0);
+    assert_int_equal(rl_registry_count(registry), 1);
+    assert_true(rl_registry_get(registry, "b", &got));
+    assert_def_equal(&got, &b);
+    rl_registry_close(registry);
+}
+
+/* A delete the file cannot take changes nothing, in memory or on disk. */
+static void test_failed_delete_changes_nothing(void **state) {
+    fixture *f = *state;
+    rl_registry *registry = open_ok(f->path, 0);
+    rl_limit_def def = rolling("k", 100);
+    put_ok(registry, &def);
+    char *before = read_text(f->path);
+    assert_int_equal(mkdir(f->tmp, 0755), 0); /* where the tmp file must go */
+    char err[512] = "";
+    assert_int_equal(rl_registry_delete(registry, "k", err, sizeof err), RL_IO_ERROR);
+    assert_non_null(strstr(err, f->tmp));
+    rl_limit_def got;
+    assert_true(rl_registry_get(registry, "k", &got));
+    assert_int_equal(rl_registry_count(registry), 1);
+    char *after = read_text(f->path);
+    assert_string_equal(before, after);
+    free(before);
+    free(after);
+    assert_int_equal(rmdir(f->tmp), 0);
+    assert_int_equal(rl_registry_delete(registry, "k", err, sizeof err), RL_OK);
+    assert_int_equal(rl_registry_count(registry), 0);
+    rl_registry_close(registry);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_missing_file_is_empty, setup, teardown),
@@ -578,6 +644,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_invalid_put_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_max_limits_enforced, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_puts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_delete, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failed_delete_changes_nothing, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
