@@ -251,15 +251,10 @@ static rl_status apply_definition(rl_backend *base, const rl_limit_def *def, rl_
     return status;
 }
 
-void rl__allot_key_deleted(void *context, const char *key) {
-    allotted_backend *backend = context;
-    (void)rl__memory_local_forget(backend->local, key);
-    rl__allot_keeper_recheck(backend);
-}
-
 /* Deleted in Redis, with every daemon's allotment of it; the mirror here
- * goes through the hook (rl__allot_key_deleted), the other daemons' when
- * they learn it (their followers, or their keepers finding it unknown). */
+ * goes at the keeper's next step (the hook, rl__allot_key_deleted), the
+ * other daemons' when they learn it (their followers, or their keepers
+ * finding it unknown). */
 static rl_status delete_definition(rl_backend *base, const char *key) {
     return rl_backend_delete_definition(rl__allotted_of(base)->redis, key);
 }
