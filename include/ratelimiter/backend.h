@@ -111,6 +111,31 @@ typedef struct rl_backend_ops {
      * RL_BACKEND_ERROR or RL_IO_ERROR. Thread-safe, concurrent with
      * everything. NULL: the backend keeps no audit log. */
     rl_status (*audit_query)(rl_backend *backend, const rl_audit_query *query, rl_audit_page *page);
+
+    /* --- ABI 8, optional: deleting a limit --- */
+
+    /* Deletes the limit of key with all its state. Its open reservations
+     * and holds are dropped: nothing charged or refunded, no audit entry. A
+     * lease that held some keeps its other entries, and its Complete still
+     * works for its other keys (the deleted one is skipped); a retried
+     * lease id still gets its first outcome; a reserve naming the key is
+     * answered RL_UNKNOWN_LIMIT_KEY until the key is defined again, as a
+     * new limit that starts empty. Done (durable, as apply_definition)
+     * when it returns. RL_OK; RL_UNKNOWN_LIMIT_KEY (no such limit: nothing
+     * changes); RL_BACKEND_ERROR (the store cannot be reached; the delete
+     * may or may not have been applied, as a reserve's 503), RL_NO_MEMORY
+     * or RL_IO_ERROR (a journal that could not take it). NULL: the backend
+     * cannot delete. */
+    rl_status (*delete_definition)(rl_backend *backend, const char *key);
+
+    /* Beside list_definitions (a store many daemons share): defines def only
+     * if the store holds no limit of its key and has not deleted it, for a
+     * daemon putting back at start what its registry file holds; a key
+     * deleted through any daemon so stays deleted. RL_OK (defined, or left
+     * as the store holds it), RL_UNKNOWN_LIMIT_KEY (the store deleted it:
+     * left deleted), or apply_definition's failures. NULL: apply_definition
+     * does it (the backend keeps no trace of deletions). */
+    rl_status (*restore_definition)(rl_backend *backend, const rl_limit_def *def);
 } rl_backend_ops;
 
 struct rl_backend {
@@ -192,6 +217,21 @@ static inline rl_status rl_backend_get_definition(rl_backend *b, const char *key
 static inline rl_status rl_backend_count_definitions(rl_backend *b, size_t *count) {
     if (b->ops->count_definitions == NULL) return RL_INVALID_REQUEST;
     return b->ops->count_definitions(b, count);
+}
+
+/* The ABI 8 ops: delete_definition, RL_INVALID_REQUEST (nothing changes)
+ * from a backend without it; restore_definition, apply_definition's put
+ * from a backend without it. */
+static inline rl_status rl_backend_delete_definition(rl_backend *b, const char *key) {
+    if (b->ops->delete_definition == NULL) return RL_INVALID_REQUEST;
+    return b->ops->delete_definition(b, key);
+}
+static inline rl_status rl_backend_restore_definition(rl_backend *b, const rl_limit_def *def) {
+    if (b->ops->restore_definition == NULL) {
+        rl_limit_status ignored;
+        return b->ops->apply_definition(b, def, &ignored);
+    }
+    return b->ops->restore_definition(b, def);
 }
 
 /* The audit op, or for a backend without it an empty page (next since =

@@ -103,6 +103,20 @@ RL_API rl_status rl_limiter_local_open(const char *limits_path, const rl_memory_
  * Thread-safe. */
 RL_API rl_status rl_limiter_local_define(rl_limiter *limiter, const rl_limit_def *def, rl_limit_status *out_status);
 
+/* Deletes a limit of a local limiter at run time, as DELETE
+ * /v1/admin/limits/{key} does for the daemon: its open reservations and
+ * holds are dropped, nothing charged or audited; a lease that held some
+ * keeps its other keys (its Complete still charges them); a reserve naming
+ * key is then answered RL_UNKNOWN_LIMIT_KEY until it is defined again, as
+ * a new limit that starts empty. With a journal the delete survives a
+ * restart; the limits file is not rewritten, so a key it holds is defined
+ * again by the next rl_limiter_local_open, as rl_limiter_local_define's
+ * changes are. Returns RL_OK, RL_UNKNOWN_LIMIT_KEY (no such limit),
+ * RL_INVALID_REQUEST (not a valid key, or not a local limiter;
+ * rl_limiter_last_error says which), RL_NO_MEMORY or RL_IO_ERROR (the
+ * journal could not take it). Thread-safe. */
+RL_API rl_status rl_limiter_local_delete(rl_limiter *limiter, const char *key);
+
 /* ---- http: a ratelimiterd ---- */
 
 typedef struct rl_http_limiter_options {

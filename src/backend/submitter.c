@@ -84,6 +84,14 @@ static rl_status count_definitions(rl_backend *base, size_t *count) {
     return rl_backend_count_definitions(inner, count);
 }
 
+static rl_status delete_definition(rl_backend *base, const char *key) {
+    return rl_backend_delete_definition(from_base(base)->inner, key);
+}
+
+static rl_status restore_definition(rl_backend *base, const rl_limit_def *def) {
+    return rl_backend_restore_definition(from_base(base)->inner, def);
+}
+
 static rl_status audit_query(rl_backend *base, const rl_audit_query *query, rl_audit_page *page) {
     return from_base(base)->inner->ops->audit_query(from_base(base)->inner, query, page);
 }
@@ -117,6 +125,8 @@ rl_status rl_submitter_create(rl_backend *inner, const rl_submitter_options *opt
         .get_definition = inner->ops->get_definition != NULL ? get_definition : NULL,
         .count_definitions = inner->ops->count_definitions != NULL ? count_definitions : NULL,
         .audit_query = inner->ops->audit_query != NULL ? audit_query : NULL,
+        .delete_definition = inner->ops->delete_definition != NULL ? delete_definition : NULL,
+        .restore_definition = inner->ops->restore_definition != NULL ? restore_definition : NULL,
         /* Always: waiting for a flush is the submitter's, whatever inner is. */
         .reserve_batch_async = reserve_batch_async, .complete_batch_async = complete_batch_async,
     };

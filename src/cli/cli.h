@@ -33,6 +33,7 @@ typedef int (*rlctl_command_fn)(const rlctl_global *global, int argc, char **arg
 int rlctl_cmd_list(const rlctl_global *global, int argc, char **argv);
 int rlctl_cmd_get(const rlctl_global *global, int argc, char **argv);
 int rlctl_cmd_put(const rlctl_global *global, int argc, char **argv);
+int rlctl_cmd_delete(const rlctl_global *global, int argc, char **argv);
 int rlctl_cmd_health(const rlctl_global *global, int argc, char **argv);
 int rlctl_cmd_reserve(const rlctl_global *global, int argc, char **argv);
 int rlctl_cmd_complete(const rlctl_global *global, int argc, char **argv);

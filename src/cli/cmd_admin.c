@@ -1,4 +1,4 @@
-/* cmd_admin.c — rlctl list, get, put, health: the admin API of api.md. */
+/* cmd_admin.c — rlctl list, get, put, delete, health: the admin API of api.md. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +103,24 @@ int rlctl_cmd_list(const rlctl_global *global, int argc, char **argv) {
     return code;
 }
 
+/* method /v1/admin/limits/{key} (the key percent-encoded) into *r: RLCTL_EXIT_OK
+ * for a 200, else the exit code after saying on stderr what went wrong (a
+ * 404: no limit has the key). command names the command in what it says. */
+static int limit_call(const rlctl_global *global, const char *method, const char *command, const char *key,
+                      rlctl_response *r) {
+    char path[32 + 3 * RL_KEY_MAX_LEN], escaped[3 * RL_KEY_MAX_LEN + 1];
+    rlctl_path_escape(key, escaped, sizeof escaped);
+    snprintf(path, sizeof path, "/v1/admin/limits/%s", escaped);
+    if (rlctl_http(global, method, path, NULL, r) == 200) return RLCTL_EXIT_OK;
+    if (r->status == 404) {
+        fprintf(stderr, "rlctl: %s: no limit has the key \"%s\"\n", command, key);
+        return RLCTL_EXIT_REJECTED;
+    }
+    char what[64 + RL_KEY_MAX_LEN];
+    snprintf(what, sizeof what, "%s \"%s\"", command, key);
+    return rlctl_report_failure(what, r);
+}
+
 /* ---- get ----------------------------------------------------------------- */
 
 static const char get_usage[] =
@@ -144,23 +162,11 @@ int rlctl_cmd_get(const rlctl_global *global, int argc, char **argv) {
     const char *key = argv[optind];
     if (strlen(key) > RL_KEY_MAX_LEN) return rlctl_usage_error(get_usage, "get: the key is longer than %s bytes", "256");
 
-    char path[32 + 3 * RL_KEY_MAX_LEN], escaped[3 * RL_KEY_MAX_LEN + 1];
-    rlctl_path_escape(key, escaped, sizeof escaped);
-    snprintf(path, sizeof path, "/v1/admin/limits/%s", escaped);
     rlctl_response r;
-    int code = RLCTL_EXIT_OK;
-    if (rlctl_http(global, "GET", path, NULL, &r) != 200) {
-        char what[64 + RL_KEY_MAX_LEN];
-        snprintf(what, sizeof what, "get \"%s\"", key);
-        if (r.status == 404) {
-            fprintf(stderr, "rlctl: get: no limit has the key \"%s\"\n", key);
-            code = RLCTL_EXIT_REJECTED;
-        } else {
-            code = rlctl_report_failure(what, &r);
-        }
-    } else if (json) {
+    int code = limit_call(global, "GET", "get", key, &r);
+    if (code == RLCTL_EXIT_OK && json) {
         printf("%s\n", r.body);
-    } else {
+    } else if (code == RLCTL_EXIT_OK) {
         cJSON *root = cJSON_Parse(r.body);
         const cJSON *limit = at(root, "limit", NULL);
         if (cJSON_IsObject(limit)) {
@@ -171,6 +177,34 @@ int rlctl_cmd_get(const rlctl_global *global, int argc, char **argv) {
         }
         cJSON_Delete(root);
     }
+    rlctl_response_free(&r);
+    return code;
+}
+
+/* ---- delete -------------------------------------------------------------- */
+
+static const char delete_usage[] =
+    "usage: rlctl [global options] delete KEY\n"
+    "  Deletes a limit (DELETE /v1/admin/limits/KEY): its open reservations and\n"
+    "  holds are dropped, nothing is charged; a reserve naming KEY is then refused\n"
+    "  as an unknown key until it is defined again. Prints \"KEY deleted\".\n"
+    "  Exit 3 if no limit has this key.\n";
+
+int rlctl_cmd_delete(const rlctl_global *global, int argc, char **argv) {
+    static const struct option options[] = {{"help", no_argument, NULL, 'h'}, {0}};
+    int c;
+    while ((c = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
+        if (c == 'h') return fputs(delete_usage, stdout), RLCTL_EXIT_OK;
+        return fputs(delete_usage, stderr), RLCTL_EXIT_USAGE;
+    }
+    if (optind != argc - 1) return rlctl_usage_error(delete_usage, "delete: %s", "exactly one KEY is needed");
+    const char *key = argv[optind];
+    if (strlen(key) > RL_KEY_MAX_LEN)
+        return rlctl_usage_error(delete_usage, "delete: the key is longer than %s bytes", "256");
+
+    rlctl_response r;
+    int code = limit_call(global, "DELETE", "delete", key, &r);
+    if (code == RLCTL_EXIT_OK) printf("%s deleted\n", key);
     rlctl_response_free(&r);
     return code;
 }

@@ -9,6 +9,7 @@
 #include "client/call_check.h"
 #include "client/last_error.h"
 #include "core/error_text.h"
+#include "ratelimiter/keys.h"
 #include "ratelimiter/limiter.h"
 #include "ratelimiter/registry.h"
 
@@ -78,6 +79,19 @@ rl_status rl_limiter_local_define(rl_limiter *limiter, const rl_limit_def *def, 
         return rl__last_error_set(RL_INVALID_REQUEST, "%s", def == NULL ? "no definition" : err);
     rl_status status = rl_backend_apply_definition(backend_of(limiter), def, out_status);
     return status == RL_OK ? RL_OK : rl__last_error_set(status, "the memory backend refused \"%s\"", def->key);
+}
+
+rl_status rl_limiter_local_delete(rl_limiter *limiter, const char *key) {
+    rl__last_error_clear();
+    if (limiter == NULL || limiter->ops != &local_ops)
+        return rl__last_error_set(RL_INVALID_REQUEST, "not a local limiter: delete limits on the daemon (DELETE /v1/admin/limits/{key})");
+    if (key == NULL || !rl_key_is_valid(key, strnlen(key, RL_KEY_MAX_LEN + 1)))
+        return rl__last_error_set(RL_INVALID_REQUEST, "key must be 1..%d printable ASCII characters without spaces",
+                                  RL_KEY_MAX_LEN);
+    rl_status status = rl_backend_delete_definition(backend_of(limiter), key);
+    if (status == RL_OK) return RL_OK;
+    if (status == RL_UNKNOWN_LIMIT_KEY) return rl__last_error_set(status, "no limit has the key \"%s\"", key);
+    return rl__last_error_set(status, "the memory backend could not delete \"%s\"", key);
 }
 
 /* Gives the backend every definition of the file. */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ratelimiter/keys.h"
 #include "server/backend_table.h"
 #include "server/service_internal.h"
 
@@ -110,14 +111,45 @@ rl_status rl_service_put_limit(rl_service *service, const rl_limit_def *def,
     return put.status;
 }
 
-void rl_service_put_limits(rl_service *service, rl_service_put *puts, size_t count) {
-    for (size_t i = 0; i < count; i++) {
-        puts[i].err[0] = '\0';
-        puts[i].limit_status = RL_LIMIT_STATUS_ACTIVE;
-        puts[i].status = rl_limit_def_validate(&puts[i].def, puts[i].err, sizeof puts[i].err) ? RL_OK
-                                                                                               : RL_INVALID_REQUEST;
+rl_status rl_service_delete_limit(rl_service *service, const char *key, char *err, size_t err_size) {
+    rl_service_put put;
+    memset(&put, 0, sizeof put);
+    put.op = RL_SERVICE_DELETE;
+    snprintf(put.def.key, sizeof put.def.key, "%s", key != NULL ? key : "");
+    if (key != NULL && strlen(key) >= sizeof put.def.key) put.def.key[0] = '\0'; /* too long: refused as invalid */
+    rl_service_put_limits(service, &put, 1);
+    if (err != NULL && err_size > 0) snprintf(err, err_size, "%s", put.err);
+    return put.status;
+}
+
+/* Whether change is valid to do (else its answer says why). */
+static bool check_change(rl_service_put *change) {
+    change->err[0] = '\0';
+    change->limit_status = RL_LIMIT_STATUS_ACTIVE;
+    if (change->op == RL_SERVICE_DELETE) {
+        if (rl_key_is_valid(change->def.key, strlen(change->def.key))) return true;
+        snprintf(change->err, sizeof change->err, "key must be 1..%d printable ASCII characters without spaces",
+                 RL_KEY_MAX_LEN);
+        return false;
     }
-    service->mode->put_limits(service, puts, count);
+    return rl_limit_def_validate(&change->def, change->err, sizeof change->err);
+}
+
+/* In order: each run of puts as one group of the mode's (one registry
+ * write), each delete on its own. */
+void rl_service_put_limits(rl_service *service, rl_service_put *puts, size_t count) {
+    for (size_t i = 0; i < count; i++) puts[i].status = check_change(&puts[i]) ? RL_OK : RL_INVALID_REQUEST;
+    for (size_t i = 0; i < count;) {
+        if (puts[i].op == RL_SERVICE_DELETE) {
+            if (puts[i].status == RL_OK) service->mode->delete_limit(service, &puts[i]);
+            i++;
+            continue;
+        }
+        size_t run = 1;
+        while (i + run < count && puts[i + run].op != RL_SERVICE_DELETE) run++;
+        service->mode->put_limits(service, puts + i, run);
+        i += run;
+    }
 }
 
 rl_status rl_service_get_limit(rl_service *service, const char *key, rl_service_limit *out) {

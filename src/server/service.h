@@ -114,18 +114,45 @@ rl_status rl_service_health(rl_service *service, size_t *limits, char *detail, s
 rl_status rl_service_put_limit(rl_service *service, const rl_limit_def *def,
                                rl_limit_status *out_status, char *err, size_t err_size);
 
-/* The answer to one put of a group. */
+/* Deletes the limit of key with everything it holds: its open reservations
+ * and holds are dropped, nothing charged (backend.h, delete_definition).
+ *
+ * Local mode: the registry first (its file rewritten atomically), then the
+ * backend. If the registry cannot be written nothing changes; if the
+ * backend cannot take the delete the registry gets the definition back.
+ * A key the registry does not hold is deleted from the backend all the
+ * same (a delete a crash cut between the two), and answered unknown.
+ *
+ * Shared mode: the backend (the authority) first, then the registry, whose
+ * failure only logs a warning as for a put.
+ *
+ * Returns RL_OK; RL_UNKNOWN_LIMIT_KEY (no such limit: nothing changes);
+ * RL_INVALID_REQUEST (not a valid key) with a sentence in err;
+ * RL_BACKEND_ERROR (the store cannot be reached: nothing changed here, and
+ * in the store the delete may or may not have been applied), RL_IO_ERROR or
+ * RL_NO_MEMORY (the registry or the backend's journal could not be written).
+ * Thread-safe: serialised with puts by the admin mutex. */
+rl_status rl_service_delete_limit(rl_service *service, const char *key, char *err, size_t err_size);
+
+/* What one change of a group does. */
+typedef enum rl_service_op {
+    RL_SERVICE_PUT = 0, /* puts def (rl_service_put_limit) */
+    RL_SERVICE_DELETE,  /* deletes the limit of def.key (rl_service_delete_limit) */
+} rl_service_op;
+
+/* The answer to one change of a group: a put, or a delete. */
 typedef struct rl_service_put {
-    rl_limit_def def;             /* in: the definition */
-    rl_status status;             /* out: as rl_service_put_limit returns */
-    rl_limit_status limit_status; /* out: on RL_OK */
+    rl_limit_def def;             /* in: the definition (a delete: only its key) */
+    rl_service_op op;             /* in: RL_SERVICE_PUT (0) or RL_SERVICE_DELETE */
+    rl_status status;             /* out: as rl_service_put_limit (rl_service_delete_limit) returns */
+    rl_limit_status limit_status; /* out: on RL_OK of a put */
     char err[256];                /* out: why, when status is not RL_OK */
 } rl_service_put;
 
-/* Puts count definitions, in order, as count rl_service_put_limit calls
- * would, each with its own answer, but with one registry write for all of
- * them (two when the backend refuses one that was written first): the
- * admin writer's group. Thread-safe. */
+/* Does count changes, in order, as count rl_service_put_limit and
+ * rl_service_delete_limit calls would, each with its own answer, but with
+ * one registry write for each run of puts (two when the backend refuses
+ * one that was written first): the admin writer's group. Thread-safe. */
 void rl_service_put_limits(rl_service *service, rl_service_put *puts, size_t count);
 
 /* The definition of key and its live usage. Returns RL_OK,

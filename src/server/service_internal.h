@@ -25,13 +25,16 @@ struct rl_service {
 
 /* The service's two modes (service.h), one interface: the registry is the
  * authority (local, service_local.c) or the backend is (shared,
- * service_shared.c). Each call as the service.h call of the same name; put
- * _limits does the puts whose status is RL_OK (the valid ones); count says
- * why in err when it fails. */
+ * service_shared.c). Each call as the service.h call of the same name;
+ * put_limits does the puts whose status is RL_OK (the valid ones), all of
+ * them RL_SERVICE_PUT (service.c cuts a group into runs of puts), and
+ * delete_limit one valid delete, its answer in put; count says why in err
+ * when it fails. */
 typedef struct rl_service_mode {
     const char *name;
     rl_status (*open)(rl_service *service, char *err, size_t err_size);
     void (*put_limits)(rl_service *service, rl_service_put *puts, size_t count);
+    void (*delete_limit)(rl_service *service, rl_service_put *put);
     rl_status (*get)(rl_service *service, const char *key, rl_service_limit *out);
     rl_status (*list)(rl_service *service, rl_service_limit **out, size_t *count);
     rl_status (*count)(rl_service *service, size_t *count, char *err, size_t err_size);

@@ -1,13 +1,38 @@
 /* service_local.c — the local mode (service.h): the registry is the
  * authority on which limits exist, the backend (memory) is given every
- * definition at start and each put after the registry has written it. */
+ * definition at start and each put or delete after the registry has
+ * written it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "server/service_internal.h"
 
-/* Gives the backend every definition the registry holds. */
+static int by_key(const void *a, const void *b) {
+    return strcmp(((const rl_limit_def *)a)->key, ((const rl_limit_def *)b)->key);
+}
+
+/* Deletes from a memory backend the limits its journal brought back that
+ * the registry (defs, sorted) no longer holds: a delete that a crash cut
+ * between the registry and the backend is finished here. */
+static rl_status delete_unregistered(rl_service *service, const rl_limit_def *defs, size_t count, char *err,
+                                     size_t err_size) {
+    rl_limit_def *held = NULL;
+    size_t held_count = 0;
+    if (rl_memory_backend_definitions(service->backend, &held, &held_count) != RL_OK) return RL_OK; /* another kind */
+    rl_status status = RL_OK;
+    for (size_t i = 0; i < held_count && status == RL_OK; i++) {
+        if (count > 0 && bsearch(&held[i], defs, count, sizeof *defs, by_key) != NULL) continue;
+        status = rl_backend_delete_definition(service->backend, held[i].key);
+        if (status != RL_OK)
+            snprintf(err, err_size, "the %s backend could not delete limit \"%s\", which the registry no longer holds: %s",
+                     service->backend_name, held[i].key, rl_status_name(status));
+    }
+    free(held);
+    return status;
+}
+
+/* Gives the backend every definition the registry holds, and only those. */
 static rl_status local_open(rl_service *service, char *err, size_t err_size) {
     rl_limit_def *defs = NULL;
     size_t count = 0;
@@ -23,6 +48,7 @@ static rl_status local_open(rl_service *service, char *err, size_t err_size) {
             snprintf(err, err_size, "the %s backend refused limit \"%s\": %s", service->backend_name,
                      defs[i].key, rl_status_name(status));
     }
+    if (status == RL_OK) status = delete_unregistered(service, defs, count, err, err_size);
     free(defs);
     return status;
 }
@@ -30,8 +56,8 @@ static rl_status local_open(rl_service *service, char *err, size_t err_size) {
 /* What the registry must hold for the key of puts[last] (the last put of
  * that key in the group, refused by the backend) to agree with the backend:
  * the last earlier put of the key it took, else what the registry held
- * before the group. False: nothing to put back (a new key cannot be taken
- * back: the registry has no delete, and the next start applies it). */
+ * before the group. False: nothing to put back (a new key the backend
+ * refused stays in the registry, which the next start applies again). */
 static bool held_by_backend(const rl_service_put *puts, size_t last, const rl_limit_def *before, bool had_before,
                             rl_limit_def *out) {
     for (size_t j = last; j-- > 0;) {
@@ -99,6 +125,44 @@ done:
     free(index_of);
 }
 
+/* The registry first (durable), then the backend. A backend that cannot
+ * take the delete gets nothing changed: the registry has the definition
+ * back. */
+static void local_delete_limit(rl_service *service, rl_service_put *put) {
+    const char *key = put->def.key;
+    pthread_mutex_lock(&service->admin_mutex);
+    rl_limit_def before;
+    bool had = rl_registry_get(service->registry, key, &before);
+    rl_status status = rl_registry_delete(service->registry, key, put->err, sizeof put->err);
+    /* Gone from the file (RL_IO_ERROR may still say so, when only its
+     * directory's fsync failed), or never there: the backend follows. A
+     * key the registry does not hold may still be in the backend, left by
+     * a delete that a crash cut between the two: it goes too. */
+    rl_limit_def still;
+    if (!rl_registry_get(service->registry, key, &still)) {
+        rl_status deleted = rl_backend_delete_definition(service->backend, key);
+        if (had && deleted != RL_OK && deleted != RL_UNKNOWN_LIMIT_KEY && deleted != RL_IO_ERROR) {
+            /* Refused, nothing changed there: nor here. (RL_IO_ERROR: done
+             * in memory, not durable: the journal says why.) */
+            char why[256];
+            if (rl_registry_put(service->registry, &before, why, sizeof why) != RL_OK)
+                fprintf(stderr, "ratelimiterd: limit \"%s\" is deleted from the registry %s but not from the %s backend: %s\n",
+                        before.key, service->registry_path, service->backend_name, why);
+            if (service->backend->ops->delete_definition == NULL)
+                snprintf(put->err, sizeof put->err, "the %s backend cannot delete limits", service->backend_name);
+            else
+                snprintf(put->err, sizeof put->err, "the %s backend could not delete it: %s", service->backend_name,
+                         rl_status_name(deleted));
+            status = deleted;
+        } else if (status == RL_OK && deleted == RL_IO_ERROR) {
+            snprintf(put->err, sizeof put->err, "the %s backend's journal could not be written", service->backend_name);
+            status = deleted;
+        }
+    }
+    put->status = status;
+    pthread_mutex_unlock(&service->admin_mutex);
+}
+
 static rl_status local_get(rl_service *service, const char *key, rl_service_limit *out) {
     pthread_mutex_lock(&service->admin_mutex);
     rl_status status = RL_UNKNOWN_LIMIT_KEY;
@@ -144,6 +208,7 @@ const rl_service_mode rl__service_local_mode = {
     .name = "local",
     .open = local_open,
     .put_limits = local_put_limits,
+    .delete_limit = local_delete_limit,
     .get = local_get,
     .list = local_list,
     .count = local_count,

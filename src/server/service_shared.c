@@ -46,7 +46,7 @@ static rl_status list_backend(rl_service *service, rl_limit_def **out, size_t *c
  * changed ones are put in one group (one durable write, however many), and
  * nothing is written when the two agree. Keys only the registry holds stay
  * in it as a backup: a store that lost a key gets it back at the next
- * start. */
+ * start, and one the store deleted leaves the file then (shared_open). */
 static rl_status refresh_registry(rl_service *service, const rl_limit_def *remote,
                                   size_t remote_count, char *err, size_t err_size) {
     rl_limit_def *changed = remote_count > 0 ? malloc(remote_count * sizeof *changed) : NULL;
@@ -98,18 +98,30 @@ static rl_status shared_open(rl_service *service, char *err, size_t err_size) {
      * when limits.json says otherwise, since the file may be stale (another
      * daemon changed the limit since this one last ran) while the backend
      * holds what every daemon enforces now. Only keys the backend does not
-     * hold yet are taken from the file: the first daemon seeds the store, and
-     * a store that lost its data gets the limits back. (Two daemons starting
-     * at once may both seed a key; the last write wins, as with two PUTs.) */
-    size_t applied = 0;
+     * hold yet are taken from the file, as restores: the first daemon seeds
+     * the store, and a store that lost its data gets the limits back, but a
+     * key the store deleted (through another daemon, while this one was
+     * away) stays deleted and leaves the file. (Two daemons starting at once
+     * may both seed a key; the first one's stays.) */
+    size_t applied = 0, deleted = 0;
     for (size_t i = 0; i < local_count && status == RL_OK; i++) {
         if (find_def(remote, remote_count, local[i].key) != NULL) continue;
-        rl_limit_status limit_status;
-        status = rl_backend_apply_definition(service->backend, &local[i], &limit_status);
+        status = rl_backend_restore_definition(service->backend, &local[i]);
+        if (status == RL_UNKNOWN_LIMIT_KEY) {
+            local[deleted++] = local[i]; /* i >= deleted: the deleted ones, packed at the front */
+            status = RL_OK;
+            continue;
+        }
         if (status != RL_OK)
             snprintf(err, err_size, "the %s backend refused limit \"%s\" of the registry: %s",
                      service->backend_name, local[i].key, rl_status_name(status));
         applied++;
+    }
+    for (size_t i = 0; i < deleted && status == RL_OK; i++) {
+        char why[256];
+        if (rl_registry_delete(service->registry, local[i].key, why, sizeof why) != RL_OK)
+            fprintf(stderr, "ratelimiterd: warning: limit \"%s\" was deleted but stays in the registry %s: %s\n",
+                    local[i].key, service->registry_path, why);
     }
     free(local);
     if (status == RL_OK && applied > 0) {
@@ -171,6 +183,30 @@ static void shared_put_limits(rl_service *service, rl_service_put *puts, size_t 
                 changed == NULL ? "out of memory" : why);
     pthread_mutex_unlock(&service->admin_mutex);
     free(changed);
+}
+
+/* The backend (the authority) first: once it has deleted the key, the
+ * delete has happened for every daemon, so the local copy follows
+ * best-effort, as for a put. A key the backend does not hold leaves the
+ * file too (deleted through another daemon). */
+static void shared_delete_limit(rl_service *service, rl_service_put *put) {
+    const char *key = put->def.key;
+    pthread_mutex_lock(&service->admin_mutex);
+    rl_status status = rl_backend_delete_definition(service->backend, key);
+    if (status == RL_OK || status == RL_UNKNOWN_LIMIT_KEY) {
+        char why[256];
+        rl_status removed = rl_registry_delete(service->registry, key, why, sizeof why);
+        if (removed != RL_OK && removed != RL_UNKNOWN_LIMIT_KEY)
+            fprintf(stderr, "ratelimiterd: warning: limit \"%s\" is deleted in the %s backend but not in the registry %s: %s\n",
+                    key, service->backend_name, service->registry_path, why);
+    } else if (service->backend->ops->delete_definition == NULL) {
+        snprintf(put->err, sizeof put->err, "the %s backend cannot delete limits", service->backend_name);
+    } else {
+        snprintf(put->err, sizeof put->err, "the %s backend could not delete it: %s", service->backend_name,
+                 rl_status_name(status));
+    }
+    put->status = status;
+    pthread_mutex_unlock(&service->admin_mutex);
 }
 
 /* The backend's definition of key: one lookup where the backend has
@@ -259,6 +295,7 @@ const rl_service_mode rl__service_shared_mode = {
     .name = "shared",
     .open = shared_open,
     .put_limits = shared_put_limits,
+    .delete_limit = shared_delete_limit,
     .get = shared_get,
     .list = shared_list,
     .count = shared_count,

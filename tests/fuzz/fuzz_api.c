@@ -10,8 +10,8 @@
  * key's path, or the query string, instead.
  * Checked: every request gets an answer at once (a synchronous backend),
  * in a JSON object, with a status the API knows; a refused body is a 400
- * that says invalid_request; the lease endpoints answer in their own shape;
- * and the daemon is still healthy afterwards.
+ * that says invalid_request; the lease endpoints and a limit's delete
+ * answer in their own shape; and the daemon is still healthy afterwards.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -105,6 +105,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         FUZZ_CHECK(body_is(&res, path_index == 0 ? "{\"allowed\":" : "{\"ok\":"));
     if (post && (path_index == 2 || path_index == 3) && s == 200) FUZZ_CHECK(body_is(&res, "{\"results\":["));
     if (path_index == 7 && s == 200) FUZZ_CHECK(body_is(&res, "{\"entries\":["));
+    if (path_index == 6 && strcmp(method, "DELETE") == 0 && s == 200) FUZZ_CHECK(body_is(&res, "{\"ok\":true}"));
+    if (path_index == 6 && strcmp(method, "DELETE") == 0 && s == 404)
+        FUZZ_CHECK(body_is(&res, "{\"ok\":false,\"error\":\"unknown_limit_key:"));
     rl_api_call_end(&call);
     rl_handler_ctx_trim(&ctx);
 

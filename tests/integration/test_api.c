@@ -976,6 +976,66 @@ static void test_key_path_encoding(void **state) {
     expect("GET", "/v1/admin/limits/a%20b", NULL, 400, NULL);
 }
 
+/* DELETE /v1/admin/limits/{key}: answered once durable; the limit and its
+ * reservations go (nothing charged or audited); a lease that held it keeps
+ * its other keys and its first outcome; the key is then unknown until put
+ * again, as a new, empty limit. */
+static void test_admin_delete(void **state) {
+    (void)state;
+    put_rolling("t9:tpm", 100, 60);
+    put_concurrency("t9:conc", 1);
+    put_rolling("t9:keep", 100, 60);
+    char a[27], b[27], body[1024];
+    snprintf(body, sizeof body,
+             "{\"lease_id\":\"%s\",\"requirements\":[{\"key\":\"t9:tpm\",\"amount\":60},"
+             "{\"key\":\"t9:conc\",\"amount\":1},{\"key\":\"t9:keep\",\"amount\":10}]}",
+             rl_test_ulid_new(a));
+    expect("POST", "/v1/reserve", body, 200, NULL);
+    double reserved_at = jnum("reserved_at_unix_ms");
+
+    expect("DELETE", "/v1/admin/limits/t9%3Atpm", NULL, 200, "{\"ok\":true}");
+    expect("DELETE", "/v1/admin/limits/t9:conc", NULL, 200, "{\"ok\":true}");
+    expect("GET", "/v1/admin/limits/t9:tpm", NULL, 404, "{\"error\":\"unknown_limit_key:t9:tpm\"}");
+    expect("DELETE", "/v1/admin/limits/t9:tpm", NULL, 404, "{\"ok\":false,\"error\":\"unknown_limit_key:t9:tpm\"}");
+    expect("GET", "/v1/admin/limits", NULL, 200, NULL);
+    assert_null(strstr(last.body, "\"t9:tpm\""));
+    assert_non_null(strstr(last.body, "\"t9:keep\""));
+    expect("POST", "/v1/reserve", reserve_body(rl_test_ulid_new(b), "t9:tpm", 1), 404,
+           "{\"allowed\":false,\"retry_after_ms\":0,\"reserved_at_unix_ms\":0,\"error\":\"unknown_limit_key:t9:tpm\"}");
+    expect("POST", "/v1/reserve", body, 200, NULL); /* a retry: its first outcome */
+    assert_true(jnum("reserved_at_unix_ms") == reserved_at);
+    snprintf(body, sizeof body,
+             "{\"lease_id\":\"%s\",\"actuals\":[{\"key\":\"t9:tpm\",\"actual_amount\":10},"
+             "{\"key\":\"t9:keep\",\"actual_amount\":5}]}",
+             a);
+    expect("POST", "/v1/complete", body, 200, "{\"ok\":true,\"error\":\"\"}");
+    assert_int_equal(usage_of("t9:keep", "used"), 5);
+    rl_test_sleep_ms(2); /* entries are listed once their millisecond is over */
+    cJSON *root;
+    double next;
+    assert_int_equal(cJSON_GetArraySize(audit_entries("t9:tpm", 0, &root, &next)), 0);
+    cJSON_Delete(root);
+    assert_int_equal(cJSON_GetArraySize(audit_entries("t9:keep", 0, &root, &next)), 1);
+    cJSON_Delete(root);
+
+    put_rolling("t9:tpm", 100, 60); /* a new limit: empty */
+    assert_int_equal(usage_of("t9:tpm", "used"), 0);
+    put_concurrency("t9:conc", 1);
+    assert_int_equal(usage_of("t9:conc", "active"), 0);
+
+    expect("DELETE", "/v1/admin/limits/", NULL, 400, NULL);
+    assert_true(starts_with(last.body, "{\"ok\":false,\"error\":\"invalid_request\",\"detail\":\"the key in the path"));
+    expect("DELETE", "/v1/admin/limits/a%20b", NULL, 400, NULL);
+    expect("DELETE", "/v1/admin/limits/bad%2", NULL, 400, NULL);
+    /* the key's path takes GET and DELETE, the list's GET and PUT */
+    const char wrong[] = "POST /v1/admin/limits/t9:tpm HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n"
+                         "Connection: close\r\n\r\n";
+    char out[4096];
+    rl_test_raw_exchange(daemon_.port, wrong, sizeof wrong - 1, 5000, out, sizeof out);
+    assert_true(starts_with(out, "HTTP/1.1 405"));
+    assert_non_null(strstr(out, "allow: GET, DELETE\r\n"));
+}
+
 static void test_keep_alive(void **state) {
     (void)state;
     /* HTTP/1.1 keeps the connection: many requests, and h2o says keep-alive. */
@@ -1084,6 +1144,7 @@ int main(void) {
         cmocka_unit_test(test_key_path_encoding),
         cmocka_unit_test(test_keep_alive),
         cmocka_unit_test(test_optional_and_dry_run),
+        cmocka_unit_test(test_admin_delete),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -183,7 +183,7 @@ static void test_an_allowed_origin_gets_cors(void **state) {
              NULL);
     expect_status("HTTP/1.1 204 ");
     expect_in_answer("access-control-allow-origin: " ALLOWED "\r\n");
-    expect_in_answer("access-control-allow-methods: GET, POST, PUT\r\n");
+    expect_in_answer("access-control-allow-methods: GET, POST, PUT, DELETE\r\n");
     expect_in_answer("access-control-allow-headers: content-type\r\n");
     expect_in_answer("vary: Origin\r\n");
     long before = used_of("g:rpm");

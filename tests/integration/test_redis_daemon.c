@@ -7,6 +7,8 @@
  * daemon that only reserved; a Redis that may evict keys is refused at
  * start; /healthz tells a full one; a stopped Redis costs a request one
  * deadline. Issue 11: a budget is counted in Redis for every daemon.
+ * Issue 13: a limit deleted through A is unknown to B at once and never put
+ * back by B, not even when Redis comes back empty; with allotments too.
  * Skipped when redis-server is not installed. */
 #include <pthread.h>
 #include <setjmp.h>
@@ -58,14 +60,16 @@ static int teardown(void **state) {
     return 0;
 }
 
-static void start(cluster *c, rl_test_daemon *d) {
-    const char *args[] = {"--backend", "redis", "--redis", c->redis_address, NULL};
+static void start_with(cluster *c, rl_test_daemon *d, bool allotments) {
+    const char *args[] = {"--backend", "redis", "--redis", c->redis_address, allotments ? "--allotments" : NULL, NULL};
     if (!rl_test_daemon_start(d, args)) {
         char text[8192];
         rl_test_daemon_read_stderr(d, text, sizeof text);
         fail_msg("ratelimiterd did not start: %s", text);
     }
 }
+
+static void start(cluster *c, rl_test_daemon *d) { start_with(c, d, false); }
 
 static long call(cluster *c, rl_test_daemon *d, const char *method, const char *path,
                  const char *body) {
@@ -368,6 +372,64 @@ static void test_lost_store_gets_definitions_back_from_a_daemon_that_reserved(vo
     assert_int_equal(rl_test_daemon_stop(&c->b), 0);
 }
 
+/* Issue 13: tpm is PUT through A, reserved through B (B follows it: it
+ * would put it back in a Redis that lost it), then DELETEd through A. B
+ * answers unknown_limit_key at once (with allotments: within a second, its
+ * mirror gone) and stays so; B never puts it back, also when Redis comes
+ * back empty, while it does put back what was not deleted. */
+static void delete_on_a_is_never_put_back_by_b(cluster *c, bool allotments) {
+    start_with(c, &c->a, allotments);
+    start_with(c, &c->b, allotments);
+    char json[256];
+    snprintf(json, sizeof json, TPM, 1000);
+    expect(c, &c->a, "PUT", "/v1/admin/limits", json, 200, NULL);
+    expect(c, &c->a, "PUT", "/v1/admin/limits",
+           "{\"key\":\"keep\",\"kind\":\"rolling\",\"capacity\":1000,\"window_seconds\":60}", 200, NULL);
+    for (int i = 0; i < 20; i++) { /* with allotments, B comes to hold some of tpm */
+        assert_int_equal(reserve(c, &c->b, "tpm", 1), 200);
+        assert_int_equal(reserve(c, &c->b, "keep", 1), 200);
+        rl_test_redis_sleep_ms(100);
+    }
+    rl_test_redis_sleep_ms(1500); /* B follows the definitions: a script call a second */
+
+    expect(c, &c->a, "DELETE", "/v1/admin/limits/tpm", NULL, 200, "{\"ok\":true}");
+    long deleted_at = rl_test_now_ms(), unknown_after = -1;
+    while (rl_test_now_ms() - deleted_at < 3000) {
+        long status = reserve(c, &c->b, "tpm", 1);
+        if (status == 404 && unknown_after < 0) unknown_after = rl_test_now_ms() - deleted_at;
+        if (status != 404 && unknown_after >= 0) fail_msg("B answered %ld after a 404: %s", status, c->body);
+        rl_test_redis_sleep_ms(20);
+    }
+    fprintf(stderr, "B answered unknown_limit_key %ld ms after the delete\n", unknown_after);
+    assert_true(unknown_after >= 0 && unknown_after <= 1000);
+    assert_non_null(strstr(c->body, "\"error\":\"unknown_limit_key:tpm\""));
+    expect(c, &c->b, "GET", "/v1/admin/limits/tpm", NULL, 404, NULL);
+    expect(c, &c->b, "DELETE", "/v1/admin/limits/tpm", NULL, 404, "unknown_limit_key:tpm");
+
+    /* Redis comes back empty: B puts back keep, not tpm */
+    rl_test_redis_kill(&c->redis);
+    assert_true(rl_test_redis_restart(&c->redis));
+    long restarted_at = rl_test_now_ms();
+    while (reserve(c, &c->b, "keep", 1) != 200) {
+        if (rl_test_now_ms() - restarted_at > 5000) fail_msg("keep never came back: %s", c->body);
+        rl_test_redis_sleep_ms(100);
+    }
+    for (int i = 0; i < 15; i++) { /* past B's next follow */
+        assert_int_equal(reserve(c, &c->b, "tpm", 1), 404);
+        rl_test_redis_sleep_ms(100);
+    }
+    expect(c, &c->b, "GET", "/v1/admin/limits", NULL, 200, "\"key\":\"keep\"");
+    assert_null(strstr(c->body, "\"key\":\"tpm\""));
+    assert_int_equal(rl_test_daemon_stop(&c->a), 0);
+    assert_int_equal(rl_test_daemon_stop(&c->b), 0);
+}
+
+static void test_delete_on_a_is_never_put_back_by_b(void **state) { delete_on_a_is_never_put_back_by_b(*state, false); }
+
+static void test_delete_on_a_is_never_put_back_by_b_with_allotments(void **state) {
+    delete_on_a_is_never_put_back_by_b(*state, true);
+}
+
 /* Issue 9 (3): under an evicting maxmemory-policy a daemon does not start
  * (evicted lease records admit retries twice), unless allow_eviction. */
 static void test_evicting_redis_is_refused_at_start(void **state) {
@@ -521,6 +583,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_healthz_tells_a_full_redis, setup, teardown),
         cmocka_unit_test_setup_teardown(test_budget_shared_by_two_daemons, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stopped_redis_costs_a_request_one_deadline, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_delete_on_a_is_never_put_back_by_b, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_delete_on_a_is_never_put_back_by_b_with_allotments, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

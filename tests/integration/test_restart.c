@@ -94,6 +94,43 @@ static void test_limits_survive_restart(void **state) {
     rl_test_daemon_cleanup(&d);
 }
 
+/* A DELETE, once answered, survives a kill -9: the registry no longer has
+ * the limit, and the journal's replay brings back neither it nor what it
+ * held (a key put again starts empty); the other limits keep their usage. */
+static void test_a_delete_survives_kill(void **state) {
+    (void)state;
+    rl_test_daemon d;
+    rl_test_daemon_init(&d);
+    char body[8192];
+    assert_true(rl_test_daemon_start(&d, NULL));
+    assert_int_equal(call(&d, "PUT", "/v1/admin/limits", tpm_def, body, sizeof body), 200);
+    assert_int_equal(call(&d, "PUT", "/v1/admin/limits", concurrency_def, body, sizeof body), 200);
+    const char *reserve =
+        "{\"lease_id\":\"01JD5Z8Q6X4W8N1V0M9R7T3K2A\",\"requirements\":["
+        "{\"key\":\"global:llm:openai:gpt-4o:tpm\",\"amount\":1800},"
+        "{\"key\":\"global:llm:openai:gpt-4o:concurrency\",\"amount\":1}]}";
+    assert_int_equal(call(&d, "POST", "/v1/reserve", reserve, body, sizeof body), 200);
+    assert_int_equal(call(&d, "DELETE", "/v1/admin/limits/global:llm:openai:gpt-4o:tpm", NULL, body, sizeof body),
+                     200);
+    assert_int_equal(rl_test_daemon_stop_with(&d, SIGKILL), 128 + SIGKILL);
+
+    assert_true(rl_test_daemon_start(&d, NULL));
+    assert_int_equal(call(&d, "GET", "/healthz", NULL, body, sizeof body), 200);
+    assert_string_equal(body, "{\"ok\":true,\"backend\":\"memory\",\"limits\":1}");
+    assert_int_equal(call(&d, "GET", "/v1/admin/limits/global:llm:openai:gpt-4o:tpm", NULL, body, sizeof body), 404);
+    assert_int_equal(call(&d, "GET", "/v1/admin/limits/global:llm:openai:gpt-4o:concurrency", NULL, body,
+                          sizeof body),
+                     200);
+    assert_non_null(strstr(body, "\"active\":1"));
+    assert_int_equal(call(&d, "POST", "/v1/reserve", reserve, body, sizeof body), 200); /* its first outcome */
+    assert_non_null(strstr(body, "\"allowed\":true"));
+    assert_int_equal(call(&d, "PUT", "/v1/admin/limits", tpm_def, body, sizeof body), 200);
+    assert_int_equal(call(&d, "GET", "/v1/admin/limits/global:llm:openai:gpt-4o:tpm", NULL, body, sizeof body), 200);
+    assert_non_null(strstr(body, "\"used\":0"));
+    assert_int_equal(rl_test_daemon_stop(&d), 0);
+    rl_test_daemon_cleanup(&d);
+}
+
 /* The daemon refuses to start on reg, with a message naming the file. */
 static void expect_refused_registry(const char *registry, const char *fragment) {
     rl_test_daemon d;
@@ -382,6 +419,7 @@ int main(void) {
         cmocka_unit_test(test_journal_and_audit_beside_the_registry),
         cmocka_unit_test(test_journal_and_audit_flags),
         cmocka_unit_test(test_connection_bound),
+        cmocka_unit_test(test_a_delete_survives_kill),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -137,7 +137,7 @@ static void test_help_and_version(void **state) {
     RLCTL_NO_URL("--version");
     expect_code(0);
     expect_contains(ran.out, "rlctl " RL_VERSION);
-    static const char *const commands[] = {"list", "get", "put", "reserve", "complete", "health", "audit"};
+    static const char *const commands[] = {"list", "get", "put", "delete", "reserve", "complete", "health", "audit"};
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
         RLCTL_NO_URL(commands[i], "--help");
         expect_code(0);
@@ -548,6 +548,36 @@ static void test_audit_errors(void **state) {
     expect_code(2);
 }
 
+/* rlctl delete KEY: 0 and "KEY deleted"; 3 for a key with no limit (or a
+ * bad one); 2 for a usage error; the limit is gone (get: 3). */
+static void test_delete(void **state) {
+    (void)state;
+    RLCTL("put", "--key", "cli:d/x:tpm", "--kind", "rolling", "--capacity", "10", "--window-seconds", "60");
+    expect_code(0);
+    RLCTL("reserve", "--req", "cli:d/x:tpm=4");
+    expect_code(0);
+    RLCTL("delete", "cli:d/x:tpm");
+    expect_code(0);
+    expect_contains(ran.out, "cli:d/x:tpm deleted");
+    RLCTL("get", "cli:d/x:tpm");
+    expect_code(3);
+    RLCTL("delete", "cli:d/x:tpm");
+    expect_code(3);
+    expect_contains(ran.err, "rlctl: delete: no limit has the key \"cli:d/x:tpm\"");
+    RLCTL("reserve", "--req", "cli:d/x:tpm=1");
+    expect_code(3);
+    expect_contains(ran.err, "unknown_limit_key cli:d/x:tpm");
+    RLCTL("delete", "a b");
+    expect_code(3);
+    expect_contains(ran.err, "invalid_request");
+    RLCTL("delete");
+    expect_code(2);
+    RLCTL("delete", "x", "y");
+    expect_code(2);
+    RLCTL("delete", "--nope", "x");
+    expect_code(2);
+}
+
 static void test_unreachable(void **state) {
     (void)state;
     /* Nothing listens on port 1: 4, and stderr says so. */
@@ -568,6 +598,9 @@ static void test_unreachable(void **state) {
     char lease[27];
     DEAD("complete", "--lease-id", rl_test_ulid_new(lease));
     expect_code(4);
+    DEAD("delete", "k");
+    expect_code(4);
+    expect_contains(ran.err, "rlctl: delete \"k\"");
     DEAD("audit", "k");
     expect_code(4);
     expect_contains(ran.err, "rlctl: audit \"k\": no answer from /v1/admin/audit?key=k");
@@ -582,6 +615,7 @@ int main(void) {
         cmocka_unit_test(test_budget),           cmocka_unit_test(test_audit),
         cmocka_unit_test(test_audit_errors),     cmocka_unit_test(test_unreachable),
         cmocka_unit_test(test_reserve_optional_and_dry_run),
+        cmocka_unit_test(test_delete),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -106,6 +106,18 @@ static rl_status rl_test_fleet_apply_definition(rl_backend *base, const rl_limit
     return status;
 }
 
+/* Deleted through the first daemon, which drops its mirror at once; the
+ * others learn it as their followers would within a second (taken as
+ * instant, as a definition's reaching them), then every keeper looks. */
+static rl_status rl_test_fleet_delete_definition(rl_backend *base, const char *key) {
+    rl_test_fleet *fleet = rl_test_fleet_of(base);
+    rl_status status = rl_backend_delete_definition(fleet->daemons[0], key);
+    for (size_t i = 1; i < fleet->count && (status == RL_OK || status == RL_UNKNOWN_LIMIT_KEY); i++)
+        rl__allot_key_deleted(rl__allotted_of(fleet->daemons[i]), key);
+    rl_test_fleet_step_looking(base, true);
+    return status;
+}
+
 /* Every keeper tells Redis what it holds live first (a look at every key),
  * so that usage is exact; in a running fleet it lags by up to a look. */
 static rl_status rl_test_fleet_limit_usage(rl_backend *base, const char *key, rl_limit_usage *out) {
@@ -150,6 +162,7 @@ static const rl_backend_ops rl_test_fleet_ops = {
     .destroy = rl_test_fleet_destroy,
     .list_definitions = rl_test_fleet_list_definitions,
     .audit_query = rl_test_fleet_audit_query,
+    .delete_definition = rl_test_fleet_delete_definition,
 };
 
 /* count daemons (1..RL_TEST_FLEET_MAX) on redis (its clock drives them all;

@@ -81,6 +81,7 @@ typedef struct key_state {
     uint64_t last_demand_ms;
     uint64_t largest_now, largest_before, largest_since_ms;
     uint64_t last_op_ms;
+    bool deleted; /* Redis may have deleted it: looked at this step, whatever the mode */
     op_kind op; /* this step's */
 } key_state;
 
@@ -118,27 +119,48 @@ void rl__allot_want_key(allotted_backend *backend, const char *key, uint64_t amo
     pthread_mutex_unlock(&backend->inbox_lock);
 }
 
+void rl__allot_key_deleted(void *context, const char *key) {
+    allotted_backend *backend = context;
+    pthread_mutex_lock(&backend->inbox_lock);
+    GHashTable *deleted = backend->deleted;
+    if (deleted != NULL && g_hash_table_size(deleted) < RL__ALLOT_INBOX_MAX)
+        g_hash_table_add(deleted, g_strdup(key));
+    pthread_mutex_unlock(&backend->inbox_lock);
+    rl__allot_keeper_recheck(backend);
+}
+
+/* key's state, made (holding nothing, asked nothing yet) if it has none. */
+static key_state *state_of(allot_keeper *keeper, const char *key, uint64_t now) {
+    key_state *s = g_hash_table_lookup(keeper->keys, key);
+    if (s == NULL) {
+        s = g_new0(key_state, 1);
+        snprintf(s->key, sizeof s->key, "%s", key);
+        s->mode = MODE_NONE;
+        s->largest_since_ms = now;
+        g_hash_table_insert(keeper->keys, s->key, s);
+    }
+    return s;
+}
+
 static void take_inbox(allotted_backend *backend, allot_keeper *keeper, uint64_t now) {
     pthread_mutex_lock(&backend->inbox_lock);
-    GHashTable *taken = backend->inbox;
+    GHashTable *taken = backend->inbox, *deleted = backend->deleted;
     backend->inbox = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    backend->deleted = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     pthread_mutex_unlock(&backend->inbox_lock);
     GHashTableIter it;
     gpointer key, largest;
     g_hash_table_iter_init(&it, taken);
     while (g_hash_table_iter_next(&it, &key, &largest)) {
-        key_state *s = g_hash_table_lookup(keeper->keys, key);
-        if (s == NULL) {
-            s = g_new0(key_state, 1);
-            snprintf(s->key, sizeof s->key, "%s", (const char *)key);
-            s->mode = MODE_NONE;
-            s->largest_since_ms = now;
-            g_hash_table_insert(keeper->keys, s->key, s);
-        }
+        key_state *s = state_of(keeper, key, now);
         s->last_demand_ms = now; /* a lease asked for it just now */
         if (*(uint64_t *)largest > s->largest_now) s->largest_now = *(uint64_t *)largest;
     }
     g_hash_table_destroy(taken);
+    /* A key deleted may have a mirror the keeper forgot the state of (idle). */
+    g_hash_table_iter_init(&it, deleted);
+    while (g_hash_table_iter_next(&it, &key, NULL)) state_of(keeper, key, now)->deleted = true;
+    g_hash_table_destroy(deleted);
 }
 
 /* ---- deciding what to ask ---- */
@@ -228,6 +250,9 @@ static void choose(allotted_backend *backend, key_state *s, const rl__local_stat
         if (recent && now - s->last_op_ms >= IDLE_PROBE_MS) s->op = OP_DRAIN; /* asks nothing: a look */
         break;
     }
+    /* Redis may have deleted it: a look now (a held key carves: the probe
+     * is due), whose answer drops the mirror if the limit is gone. */
+    if (s->op == OP_NONE && s->deleted) s->op = OP_DRAIN;
     if (s->op == OP_NONE) return;
     uint64_t generation = s->in_doubt ? s->generation_sent : s->generation + 1;
     s->generation_sent = generation;
@@ -257,13 +282,25 @@ static void apply_definition(allotted_backend *backend, key_state *s, const rl__
 
 static void apply(allotted_backend *backend, key_state *s, const rl__allot_result *r, uint64_t sent_ms) {
     s->in_doubt = false;
+    s->deleted = false; /* Redis has said what the key is now */
     s->generation = r->generation;
     s->last_op_ms = sent_ms;
     apply_definition(backend, s, r);
     rl__local_state state;
     bool mirrored = rl__memory_local_state(backend->local, s->key, &state);
-    if (r->status == RL__ALLOT_UNKNOWN || r->status == RL__ALLOT_KIND) {
-        s->mode = r->status == RL__ALLOT_UNKNOWN ? MODE_UNKNOWN : MODE_KIND;
+    if (r->status == RL__ALLOT_UNKNOWN) {
+        /* Deleted (or never defined): the mirror goes with what it holds,
+         * as Redis dropped the allotments; a key defined again is mirrored
+         * anew from its definition. */
+        s->mode = MODE_UNKNOWN;
+        s->amount = 0;
+        s->admit_until_ms = 0;
+        s->version = 0;
+        if (mirrored) (void)rl__memory_local_forget(backend->local, s->key);
+        return;
+    }
+    if (r->status == RL__ALLOT_KIND) {
+        s->mode = MODE_KIND;
         s->amount = r->amount;
         s->admit_until_ms = 0;
         if (mirrored) rl__memory_local_allow(backend->local, s->key, 0, 0);
@@ -373,7 +410,8 @@ void rl__allot_keeper_step(allotted_backend *backend) {
         choose(backend, s, &state, now, &p.ops[p.count]);
         if (s->op != OP_NONE) {
             p.states[p.count++] = s;
-        } else if (s->amount == 0 && !s->in_doubt && s->mode != MODE_HELD && now - s->last_demand_ms >= FORGET_AFTER_MS) {
+        } else if (s->amount == 0 && !s->in_doubt && !s->deleted && s->mode != MODE_HELD &&
+                   now - s->last_demand_ms >= FORGET_AFTER_MS) {
             rl__memory_local_unwant(backend->local, s->key); /* a lease that names it brings it back */
             g_hash_table_iter_remove(&it);
         }
@@ -439,6 +477,7 @@ rl_status rl__allot_keeper_start(allotted_backend *backend) {
     pthread_condattr_destroy(&attr);
     pthread_mutex_lock(&backend->inbox_lock);
     backend->inbox = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    backend->deleted = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     pthread_mutex_unlock(&backend->inbox_lock);
     backend->keeper = keeper;
     if (backend->options.tick_ms > 0) {
@@ -498,7 +537,8 @@ void rl__allot_keeper_stop(allotted_backend *backend) {
     g_hash_table_destroy(keeper->keys);
     pthread_mutex_lock(&backend->inbox_lock);
     g_hash_table_destroy(backend->inbox);
-    backend->inbox = NULL;
+    g_hash_table_destroy(backend->deleted);
+    backend->inbox = backend->deleted = NULL;
     pthread_mutex_unlock(&backend->inbox_lock);
     pthread_cond_destroy(&keeper->wake);
     pthread_mutex_destroy(&keeper->lock);

@@ -252,6 +252,18 @@ static rl_status apply_definition(rl_backend *base, const rl_limit_def *def, rl_
     return status;
 }
 
+/* Deleted in Redis, with every daemon's allotment of it; the mirror here
+ * goes at the keeper's next step (the hook, rl__allot_key_deleted), the
+ * other daemons' when they learn it (their followers, or their keepers
+ * finding it unknown). */
+static rl_status delete_definition(rl_backend *base, const char *key) {
+    return rl_backend_delete_definition(rl__allotted_of(base)->redis, key);
+}
+
+static rl_status restore_definition(rl_backend *base, const rl_limit_def *def) {
+    return rl_backend_restore_definition(rl__allotted_of(base)->redis, def);
+}
+
 static rl_status limit_usage(rl_backend *base, const char *key, rl_limit_usage *out) {
     return rl_backend_limit_usage(rl__allotted_of(base)->redis, key, out);
 }
@@ -310,6 +322,7 @@ static rl_status health(rl_backend *base, char *detail, size_t detail_size) {
 
 static void destroy(rl_backend *base) {
     allotted_backend *backend = rl__allotted_of(base);
+    rl__redis_on_deleted(backend->redis, NULL, NULL); /* before what the hook touches goes */
     if (backend->keeper != NULL) rl__allot_keeper_stop(backend); /* gives back what it holds */
     uint64_t local = atomic_load(&backend->leases_local), forwarded = atomic_load(&backend->leases_forwarded);
     if (local + forwarded > 0)
@@ -338,6 +351,8 @@ static const rl_backend_ops allotted_ops = {
     .get_definition = get_definition,
     .count_definitions = count_definitions,
     .audit_query = audit_query,
+    .delete_definition = delete_definition,
+    .restore_definition = restore_definition,
 };
 
 rl_status rl_allotted_backend_create(const rl_redis_options *redis_options, const rl_submitter_options *submitter,
@@ -393,6 +408,7 @@ rl_status rl_allotted_backend_create(const rl_redis_options *redis_options, cons
         destroy(&backend->base);
         return status;
     }
+    rl__redis_on_deleted(backend->redis, rl__allot_key_deleted, backend); /* the mirror and keeper exist */
     *out = &backend->base;
     return RL_OK;
 }

@@ -37,6 +37,9 @@ typedef struct allotted_backend {
      * (bounded: a flood of unknown keys costs one lock each, no memory). */
     pthread_mutex_t inbox_lock;
     void *inbox; /* a GHashTable of keys (allot_keeper.c), created by the keeper's start */
+    /* Keys Redis may have deleted, for the keeper to look at (as bounded),
+     * under inbox_lock. */
+    void *deleted;
 
     allot_keeper *keeper;
 
@@ -80,6 +83,16 @@ void rl__allot_keeper_recheck(allotted_backend *backend);
 /* Asks the keeper for an allotment of key: a lease asked amount of it and
  * found none to be decided from. Thread-safe, never blocks for long. */
 void rl__allot_want_key(allotted_backend *backend, const char *key, uint64_t amount);
+
+/* A key Redis deleted (the redis backend's hook, rl__redis_on_deleted,
+ * context the backend: this daemon's delete, or another's it learned of):
+ * the keeper looks at it in Redis at its next step, whatever its mode, and
+ * if Redis has no such limit then drops its mirror with what it holds, so
+ * that no lease is decided from it and no Complete spends on it. (Not at
+ * once: the news may be older than a definition of the key made since,
+ * whose mirror must keep what it admitted; allot.lua's answer is current.)
+ * Thread-safe, never blocks for long. */
+void rl__allot_key_deleted(void *backend, const char *key);
 
 /* ---- allot_settle.c ---- */
 

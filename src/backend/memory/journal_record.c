@@ -114,6 +114,10 @@ size_t rl__jrec_encode(const rl__jrec *record, unsigned char *out) {
         put_u64(&w, record->cursor.audit_seq);
         put_u64(&w, record->cursor.audit_at_unix_ms);
         break;
+    case RL__JREC_DELETE:
+        put_u64(&w, record->deleted.at_unix_ms);
+        put_str(&w, record->deleted.key);
+        break;
     }
     return (size_t)(w.at - out);
 }
@@ -277,6 +281,10 @@ bool rl__jrec_decode(const unsigned char *data, size_t len, rl__jrec *out, char 
     case RL__JREC_CURSOR:
         out->cursor.audit_seq = get_u64(&r, "cursor sequence");
         out->cursor.audit_at_unix_ms = get_u64(&r, "cursor time");
+        break;
+    case RL__JREC_DELETE:
+        out->deleted.at_unix_ms = get_u64(&r, "delete time");
+        get_key(&r, out->deleted.key, false, "delete key");
         break;
     default:
         fail(&r, "type");

@@ -17,7 +17,10 @@
  *             so that every refund is in the audit log exactly once;
  *   LIMIT     a snapshot's counters of one limit (capacity enforced, a
  *             pending decrease, a budget's period and committed, totals);
- *   CURSOR    a snapshot's audit sequence and time (first in a snapshot).
+ *   CURSOR    a snapshot's audit sequence and time (first in a snapshot);
+ *   DELETE    a limit deleted (DELETE /v1/admin/limits/{key}): replayed
+ *             through the same removal, so that neither the limit nor what
+ *             it held comes back (a snapshot has no limit that is gone).
  *
  * Every integer is little-endian, every string a 2-byte length and its
  * bytes. Each record starts with its type and the format version (1).
@@ -46,6 +49,7 @@ typedef enum rl__jrec_type {
     RL__JREC_EXPIRE = 4,
     RL__JREC_LIMIT = 5,
     RL__JREC_CURSOR = 6,
+    RL__JREC_DELETE = 7,
 } rl__jrec_type;
 
 typedef struct rl__jrec_entry {
@@ -105,6 +109,11 @@ typedef struct rl__jrec_define {
     rl_limit_def def;
 } rl__jrec_define;
 
+typedef struct rl__jrec_delete {
+    uint64_t at_unix_ms;
+    char key[RL_KEY_MAX_LEN + 1];
+} rl__jrec_delete;
+
 /* One decoded record: type says which member. */
 typedef struct rl__jrec {
     rl__jrec_type type;
@@ -115,6 +124,7 @@ typedef struct rl__jrec {
         rl__jrec_expire expire;
         rl__jrec_limit limit;
         rl__jrec_cursor cursor;
+        rl__jrec_delete deleted;
     };
 } rl__jrec;
 

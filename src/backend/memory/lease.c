@@ -17,7 +17,7 @@ static rl_mem_lease *lease_alloc(rl_mem_lease_table *table, uint16_t entry_count
     rl_mem_lease_recycler *recycler = &table->recycler;
     rl_mem_lease *lease = recycler->lists[entry_count];
     if (lease != NULL) {
-        recycler->lists[entry_count] = (rl_mem_lease *)(uintptr_t)lease->status_key;
+        recycler->lists[entry_count] = (rl_mem_lease *)(void *)lease->status_limit;
         recycler->lengths[entry_count]--;
         return lease;
     }
@@ -30,7 +30,7 @@ static void lease_free(rl_mem_lease_table *table, rl_mem_lease *lease) {
     rl_mem_lease_recycler *recycler = &table->recycler;
     uint16_t entry_count = lease->entry_count;
     if (entry_count <= RL_MAX_REQUIREMENTS && recycler->lengths[entry_count] < RL_MEM_LEASE_RECYCLE_MAX) {
-        lease->status_key = (const char *)(uintptr_t)recycler->lists[entry_count];
+        lease->status_limit = (rl_mem_limit *)(void *)recycler->lists[entry_count];
         recycler->lists[entry_count] = lease;
         recycler->lengths[entry_count]++;
     } else {
@@ -58,7 +58,7 @@ void rl__mem_lease_table_free(rl_mem_lease_table *table) {
     table->slots = NULL;
     for (uint32_t n = 0; n <= RL_MAX_REQUIREMENTS; n++) {
         while (table->recycler.lists[n] != NULL) {
-            rl_mem_lease *next = (rl_mem_lease *)(uintptr_t)table->recycler.lists[n]->status_key;
+            rl_mem_lease *next = (rl_mem_lease *)(void *)table->recycler.lists[n]->status_limit;
             free(table->recycler.lists[n]);
             table->recycler.lists[n] = next;
         }
@@ -143,7 +143,7 @@ rl_mem_lease *rl__mem_lease_add(rl_mem_lease_table *table, uint64_t id_hi, uint6
     lease->forwarded = false;
     lease->entry_count = entry_count;
     lease->status = RL_OK;
-    lease->status_key = NULL;
+    lease->status_limit = NULL;
     lease->retry_after_ms = 0;
     lease->reserved_at_unix_ms = 0;
     lease->at_unix_ms = 0;
@@ -185,7 +185,15 @@ static void forget(rl_mem_lease_table *table, const rl_due_slot *due, int front)
         __builtin_prefetch(next->item, 1);
         __builtin_prefetch(&table->slots[next->hash & table->mask], 1);
     }
-    for (uint16_t i = 0; i < lease->entry_count; i++) rl__mem_limit_time_out(&lease->entries[i]);
+    for (uint16_t i = 0; i < lease->entry_count; i++) {
+        rl_mem_entry *entry = &lease->entries[i];
+        /* A live entry times out (and lets go of its limit); an expired
+         * rolling one still points at its limit: let go of it. Most are
+         * expired by now: no call for them. */
+        if (rl_mem_entry_is_live(entry)) rl__mem_limit_time_out(entry);
+        else rl_mem_entry_let_go(entry);
+    }
+    if (lease->status_limit != NULL) rl_mem_limit_let_go(lease->status_limit);
     remove_slot(table, hash, lease);
     table->count--;
     /* Shrink after a burst so that memory follows the live load. */

@@ -24,10 +24,11 @@ typedef struct rl_mem_lease {
     bool forwarded;
     uint16_t entry_count;        /* 0 for a denied lease */
     rl_status status;            /* why it was denied (or RL_OK) */
-    /* The key that denied it, for status and denied_by alike (a plain
-     * denial's status names none), or NULL; a limit's key (limits are never
-     * freed). */
-    const char *status_key;
+    /* The limit that denied it, whose key status and denied_by name alike
+     * (a plain denial's status names none), or NULL. It holds the limit
+     * (rl_mem_limit.holders) until forgotten, so that a retry gets the
+     * first outcome also once the limit is removed. */
+    struct rl_mem_limit *status_limit;
     uint64_t retry_after_ms;
     union {
         uint64_t reserved_at_unix_ms; /* admitted */
@@ -57,7 +58,7 @@ typedef struct rl_mem_lease_slot {
 #define RL_MEM_LEASE_RECYCLE_MAX 1024u
 
 typedef struct rl_mem_lease_recycler {
-    rl_mem_lease *lists[RL_MAX_REQUIREMENTS + 1]; /* linked through status_key */
+    rl_mem_lease *lists[RL_MAX_REQUIREMENTS + 1]; /* linked through status_limit */
     uint32_t lengths[RL_MAX_REQUIREMENTS + 1];
 } rl_mem_lease_recycler;
 
@@ -96,7 +97,8 @@ rl_mem_lease *rl__mem_lease_add(rl_mem_lease_table *table, uint64_t id_hi, uint6
                                 uint16_t entry_count, uint64_t now_ms, uint64_t lifetime_ms);
 
 /* Forgets leases due at or before now_ms, at most max_count (0: all); each
- * releases whatever it still holds. Returns how many were forgotten. */
+ * releases whatever it still holds and lets go of every limit it points at.
+ * Returns how many were forgotten. */
 size_t rl__mem_lease_forget_due(rl_mem_lease_table *table, uint64_t now_ms, size_t max_count);
 
 /* Makes room for one more lease under max_leases by forgetting early a

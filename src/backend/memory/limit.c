@@ -2,6 +2,7 @@
 #include "backend/memory/limit.h"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,6 +41,7 @@ void rl__mem_limit_hold(rl_mem_limit *limit, rl_mem_entry *entry, uint64_t amoun
         rl__heap_push(&limit->holds, &entry->expiry);
     }
     limit->used += amount;
+    limit->holders++;
 }
 
 void rl__mem_limit_restore(rl_mem_limit *limit, rl_mem_entry *entry, uint64_t amount, uint64_t at_ms,
@@ -60,7 +62,7 @@ static bool counted_now(const rl_mem_entry *entry) {
 
 void rl__mem_limit_release(rl_mem_entry *entry) {
     if (!rl_mem_entry_is_live(entry)) {
-        entry->limit = NULL;
+        rl_mem_entry_let_go(entry);
         return;
     }
     rl_mem_limit *limit = entry->limit;
@@ -69,7 +71,7 @@ void rl__mem_limit_release(rl_mem_entry *entry) {
         rl__expiry_ring_remove(&limit->reservations, entry->ring_seq);
     else
         rl__heap_remove(&limit->holds, &entry->expiry);
-    entry->limit = NULL;
+    rl_mem_entry_let_go(entry);
 }
 
 void rl__mem_limit_time_out(rl_mem_entry *entry) {
@@ -129,6 +131,7 @@ void rl__mem_limit_charge(rl_mem_entry *entry, uint64_t actual) {
 }
 
 void rl__mem_limit_expire(rl_mem_limit *limit, uint64_t now_ms, uint64_t now_unix_ms) {
+    if (limit->removed) return; /* nothing counts in it, and a budget's calendar is gone */
     if (limit->def.kind == RL_KIND_BUDGET && now_unix_ms >= limit->period_end_unix_ms) roll_period(limit, now_unix_ms);
     const rl_expiry_slot *slot;
     while ((slot = rl_expiry_ring_front(&limit->reservations)) != NULL && slot->at_ms <= now_ms) {
@@ -324,8 +327,16 @@ static bool same_text(const char *a, const char *b, size_t size) {
 bool rl__mem_limit_table_init(rl_mem_limit_table *table) {
     table->bucket_count = 64;
     table->count = 0;
+    table->removed = NULL;
     table->buckets = calloc(table->bucket_count, sizeof *table->buckets);
     return table->buckets != NULL;
+}
+
+static void limit_free(rl_mem_limit *limit) {
+    rl__expiry_ring_free(&limit->reservations);
+    rl__heap_free(&limit->holds);
+    rl__calendar_close(limit->calendar);
+    free(limit);
 }
 
 void rl__mem_limit_table_free(rl_mem_limit_table *table) {
@@ -334,12 +345,14 @@ void rl__mem_limit_table_free(rl_mem_limit_table *table) {
         rl_mem_limit *limit = table->buckets[b];
         while (limit != NULL) {
             rl_mem_limit *next = limit->next_in_bucket;
-            rl__expiry_ring_free(&limit->reservations);
-            rl__heap_free(&limit->holds);
-            rl__calendar_close(limit->calendar);
-            free(limit);
+            limit_free(limit);
             limit = next;
         }
+    }
+    while (table->removed != NULL) {
+        rl_mem_limit *next = table->removed->next_in_bucket;
+        limit_free(table->removed);
+        table->removed = next;
     }
     free(table->buckets);
     table->buckets = NULL;
@@ -395,5 +408,58 @@ rl_mem_limit *rl__mem_limit_table_add(rl_mem_limit_table *table, const rl_limit_
     limit->next_in_bucket = table->buckets[at];
     table->buckets[at] = limit;
     table->count++;
+    return limit;
+}
+
+/* Keeps a removed limit that is still held in the table's list of them. */
+static void keep_removed(rl_mem_limit_table *table, rl_mem_limit *limit) {
+    limit->removed = true;
+    limit->next_in_bucket = table->removed;
+    if (table->removed != NULL) table->removed->pprev_removed = &limit->next_in_bucket;
+    limit->pprev_removed = &table->removed;
+    table->removed = limit;
+}
+
+void rl__mem_limit_free_removed(rl_mem_limit *limit) {
+    *limit->pprev_removed = limit->next_in_bucket;
+    if (limit->next_in_bucket != NULL) limit->next_in_bucket->pprev_removed = limit->pprev_removed;
+    limit_free(limit);
+}
+
+void rl__mem_limit_table_remove(rl_mem_limit_table *table, rl_mem_limit *limit) {
+    rl_mem_limit **link = &table->buckets[limit->key_hash & (table->bucket_count - 1)];
+    while (*link != limit) link = &(*link)->next_in_bucket;
+    *link = limit->next_in_bucket;
+    table->count--;
+    /* Holds and budget reservations: let go of, nothing charged or told. */
+    for (uint32_t i = 0; i < limit->holds.count; i++) {
+        rl_mem_entry *entry = ENTRY_OF(limit->holds.nodes[i]);
+        entry->expiry.index = RL_HEAP_NOT_QUEUED;
+        entry->limit = NULL;
+        limit->holders--;
+    }
+    rl__heap_free(&limit->holds);
+    rl__heap_init(&limit->holds);
+    /* Rolling reservations: with the ring gone none is live any more. */
+    rl__expiry_ring_free(&limit->reservations);
+    rl__calendar_close(limit->calendar);
+    limit->calendar = NULL;
+    limit->used = limit->committed = limit->capacity_enforced = limit->pending_decrease_to = 0;
+    if (limit->holders == 0) {
+        limit_free(limit);
+        return;
+    }
+    keep_removed(table, limit);
+}
+
+rl_mem_limit *rl__mem_limit_table_add_removed(rl_mem_limit_table *table, const char *key) {
+    rl_mem_limit *limit = calloc(1, sizeof *limit);
+    if (limit == NULL) return NULL;
+    snprintf(limit->def.key, sizeof limit->def.key, "%s", key);
+    limit->key_hash = hash_key(limit->def.key, strlen(limit->def.key));
+    limit->key_fingerprint = rl__lease_fingerprint_key(limit->def.key);
+    rl__expiry_ring_init(&limit->reservations);
+    rl__heap_init(&limit->holds);
+    keep_removed(table, limit);
     return limit;
 }

@@ -5,6 +5,12 @@
  * lags the definition while a decrease waits for usage to fall), and its
  * live entries in expiry order: rolling reservations in a ring, concurrency
  * holds in a min-heap. `used` is always the sum of the live entries' amounts.
+ *
+ * A limit may leave the table (rl__mem_limit_table_remove: a deleted limit,
+ * and any limit its owner wants forgotten). Pointers to it stay valid as
+ * long as their holders need them: each lease entry that points at it and
+ * each remembered denial that names it counts as a holder, and a removed
+ * limit is freed when the last one lets go (rl_mem_limit_let_go).
  * Not thread-safe: the backend's mutex guards everything here.
  */
 #ifndef RL_MEMORY_LIMIT_H
@@ -25,7 +31,10 @@ typedef struct rl_mem_entry {
         uint64_t ring_seq;              /* rolling: place in the ring */
         uint64_t period_start_unix_ms;  /* budget: the period it belongs to */
     };
-    struct rl_mem_limit *limit;  /* NULL once released (a hold also when it expires) */
+    /* NULL once released (a hold also when it expires); else it holds the
+     * limit (rl_mem_limit.holders), also once an expired rolling entry no
+     * longer counts in it, until let go of (rl_mem_entry_let_go). */
+    struct rl_mem_limit *limit;
     uint64_t amount;             /* holds only: a reservation's amount is in its ring slot */
     rl_kind kind;                /* the kind when reserved: Complete follows it */
     uint8_t index;               /* its place in its lease's entries (rl_mem_entry_lease) */
@@ -43,7 +52,11 @@ typedef struct rl_mem_observer {
 } rl_mem_observer;
 
 typedef struct rl_mem_limit {
+    /* The next limit in its bucket's chain; once removed, the next in the
+     * table's list of removed limits still held (pprev_removed: the link
+     * that points at this one there, so that it leaves in O(1)). */
     struct rl_mem_limit *next_in_bucket;
+    struct rl_mem_limit **pprev_removed;
     uint64_t key_hash;
     /* rl__lease_fingerprint_key(def.key): a lease's fingerprint from its
      * limits without hashing each key's text again (its key never changes). */
@@ -52,6 +65,10 @@ typedef struct rl_mem_limit {
     uint64_t capacity_enforced;
     uint64_t pending_decrease_to; /* 0: not decreasing */
     uint64_t used;
+    /* Lease entries pointing at it plus remembered denials naming it: a
+     * removed limit is freed when this falls to 0. */
+    uint64_t holders;
+    bool removed; /* out of the table: no entry counts in it any more */
     uint64_t debt_total;
     uint64_t overage_denied_total;
     rl_expiry_ring reservations; /* rolling entries, in expiry order */
@@ -131,8 +148,25 @@ static inline bool rl_mem_entry_is_live(const rl_mem_entry *entry) {
 }
 
 /* Takes an entry out of its limit now, if still live (Complete, or
- * forgetting a lease). */
+ * forgetting a lease), and lets go of the limit. */
 void rl__mem_limit_release(rl_mem_entry *entry);
+
+/* Frees a removed limit that nothing holds any more. */
+void rl__mem_limit_free_removed(rl_mem_limit *limit);
+
+/* One holder (an entry, a remembered denial) is done with limit. */
+static inline void rl_mem_limit_let_go(rl_mem_limit *limit) {
+    if (--limit->holders == 0 && limit->removed) rl__mem_limit_free_removed(limit);
+}
+
+/* Lets go of the limit an entry that is not live (expired, released, or of
+ * a removed limit) still points at, if any. */
+static inline void rl_mem_entry_let_go(rl_mem_entry *entry) {
+    struct rl_mem_limit *limit = entry->limit;
+    if (limit == NULL) return;
+    entry->limit = NULL;
+    rl_mem_limit_let_go(limit);
+}
 
 /* Releases a live entry whose time is up: a budget's through the observer
  * first (a refund the audit log must see). */
@@ -183,21 +217,48 @@ rl_status rl__mem_limit_apply(rl_mem_limit *limit, const rl_limit_def *def, uint
 
 void rl__mem_limit_usage(const rl_mem_limit *limit, rl_limit_usage *out);
 
-/* key -> limit. Limits are never removed, so pointers stay valid for the
- * table's life. */
+/* key -> limit. A limit found here stays valid while something holds it
+ * (rl_mem_limit.holders), however it leaves the table. */
 typedef struct rl_mem_limit_table {
     rl_mem_observer *observer; /* given to every limit added; may be NULL */
     rl_mem_limit **buckets;
     size_t bucket_count; /* a power of two */
     size_t count;
+    /* Removed limits that entries or denials still hold, freed with the
+     * table if they are still held then. */
+    rl_mem_limit *removed;
 } rl_mem_limit_table;
 
 bool rl__mem_limit_table_init(rl_mem_limit_table *table);
-void rl__mem_limit_table_free(rl_mem_limit_table *table); /* frees the limits too */
+/* Frees the limits too, removed ones included (whoever held them is freed
+ * first, without letting go). */
+void rl__mem_limit_table_free(rl_mem_limit_table *table);
 rl_mem_limit *rl__mem_limit_table_find(const rl_mem_limit_table *table, const char *key);
 /* Creates the limit for def->key (which must not exist yet). NULL on OOM
  * (or a budget's zone that cannot be read: validated definitions have one). */
 rl_mem_limit *rl__mem_limit_table_add(rl_mem_limit_table *table, const rl_limit_def *def);
+
+/* Takes limit (found in table) out of it, with everything it counts:
+ *   - its rolling reservations: the ring is dropped, so every entry that
+ *     points at the limit is no longer live (rl_mem_entry_is_live), an
+ *     expired one as well as one whose window runs on;
+ *   - its concurrency holds and budget reservations: each entry in its heap
+ *     is let go of (its limit NULL), as a release would, but nothing is
+ *     charged, refunded or told to the observer (no audit entry);
+ *   - its counters and its calendar.
+ * A key found again later is a new limit, starting empty. The leases that
+ * held entries of it keep their other entries; a Complete skips an entry
+ * of a removed limit (lets go of it, charges nothing). Entries and
+ * remembered denials that point at it keep it as a removed limit
+ * (limit->removed) until the last lets go, then it is freed; if nothing
+ * holds it, it is freed now. Any limit may be removed so: a deleted one,
+ * and one its owner forgets because it holds nothing. O(entries it holds). */
+void rl__mem_limit_table_remove(rl_mem_limit_table *table, rl_mem_limit *limit);
+
+/* A removed limit holding only key, for a replayed denial whose limit no
+ * longer exists (its key must live as long as the denial is remembered).
+ * It is freed once let go of: the caller holds it. NULL on OOM. */
+rl_mem_limit *rl__mem_limit_table_add_removed(rl_mem_limit_table *table, const char *key);
 
 #define RL_MEM_FOR_EACH_LIMIT(table, var)                               \
     for (size_t var##_bucket = 0; var##_bucket < (table)->bucket_count; var##_bucket++) \

@@ -44,6 +44,13 @@ rl_status rl__mem_apply_locked(memory_backend *backend, const rl_limit_def *def,
     return rl__mem_limit_apply(limit, def, now_ms, now_unix_ms, out_status);
 }
 
+rl_status rl__mem_delete_locked(memory_backend *backend, const char *key) {
+    rl_mem_limit *limit = rl__mem_limit_table_find(&backend->limits, key);
+    if (limit == NULL) return RL_UNKNOWN_LIMIT_KEY;
+    rl__mem_limit_table_remove(&backend->limits, limit);
+    return RL_OK;
+}
+
 /* Waits until the changes up to ticket are as durable as promised: false
  * if the journal could not write them. */
 static bool durable(memory_backend *backend, uint64_t ticket) {
@@ -66,6 +73,22 @@ static rl_status apply_definition(rl_backend *base, const rl_limit_def *def,
     return result;
 }
 
+/* Journaled before it is done: a delete the journal cannot take changes
+ * nothing. */
+static rl_status delete_definition(rl_backend *base, const char *key) {
+    memory_backend *backend = from_base(base);
+    pthread_mutex_lock(&backend->lock);
+    rl_status result = RL_UNKNOWN_LIMIT_KEY;
+    if (rl__mem_limit_table_find(&backend->limits, key) != NULL)
+        result = rl__mem_journal_delete(backend, key, backend->clock->unix_ms(backend->clock))
+                     ? rl__mem_delete_locked(backend, key)
+                     : RL_NO_MEMORY;
+    uint64_t ticket = rl_mem_journal_ticket(backend);
+    pthread_mutex_unlock(&backend->lock);
+    if (result == RL_OK && !durable(backend, ticket)) result = RL_IO_ERROR;
+    return result;
+}
+
 static void deny(rl_reserve_result *result, rl_status status, const char *key, uint64_t retry_after_ms) {
     result->allowed = false;
     result->retry_after_ms = retry_after_ms;
@@ -82,40 +105,45 @@ static rl_denial_reason reason_of(rl_status status) {
                                            : RL_DENIAL_CAPACITY;
 }
 
-/* A denial for want of room on limit: the status names the key unless it
- * is a plain one (RL_OK), denied_by always does. */
-static void deny_on(rl_reserve_result *result, rl_status status, const rl_mem_limit *limit, uint64_t requested,
-                    uint64_t retry_after_ms) {
-    deny(result, status, status == RL_OK ? NULL : limit->def.key, retry_after_ms);
+/* A denial for want of room on the limit of requirement: the status names
+ * its key unless it is a plain one (RL_OK), denied_by always does. The key
+ * is the request's own text, never the limit's: an answer outlives the
+ * backend's lock, and a limit may be removed meanwhile. */
+static void deny_on(rl_reserve_result *result, rl_status status, const rl_mem_limit *limit,
+                    const rl_requirement *requirement, uint64_t retry_after_ms) {
+    deny(result, status, status == RL_OK ? NULL : requirement->key, retry_after_ms);
     rl_denial *d = &result->denied_by;
-    d->key = limit->def.key;
+    d->key = requirement->key;
     d->reason = reason_of(status);
-    d->requested = requested;
+    d->requested = requirement->amount;
     d->capacity = status == RL_LIMIT_DECREASING ? limit->pending_decrease_to : limit->capacity_enforced;
     d->available = limit->used < d->capacity ? d->capacity - limit->used : 0;
     d->period_end_unix_ms = limit->def.kind == RL_KIND_BUDGET ? limit->period_end_unix_ms : 0;
 }
 
-/* The lease's amount on key (a retry matched its fingerprint: it is there). */
-static uint64_t amount_on(const rl_reserve_request *request, const char *key) {
+/* The lease's requirement on key (a retry matched its fingerprint: it is
+ * there), or NULL. */
+static const rl_requirement *requirement_on(const rl_reserve_request *request, const char *key) {
     for (size_t i = 0; i < request->requirement_count; i++)
-        if (strcmp(request->requirements[i].key, key) == 0) return request->requirements[i].amount;
-    return 0;
+        if (strcmp(request->requirements[i].key, key) == 0) return &request->requirements[i];
+    return NULL;
 }
 
-/* Its first outcome, denied_by included. */
+/* Its first outcome, denied_by included (naming the request's own key). */
 static void replay(const rl_mem_lease *lease, const rl_reserve_request *request, rl_reserve_result *result) {
+    const rl_requirement *denied_on =
+        lease->allowed || lease->status_limit == NULL ? NULL : requirement_on(request, lease->status_limit->def.key);
     result->allowed = lease->allowed;
     result->retry_after_ms = lease->retry_after_ms;
     result->reserved_at_unix_ms = lease->allowed ? lease->reserved_at_unix_ms : 0;
     result->status = lease->status;
-    result->status_key = lease->status == RL_OK ? NULL : lease->status_key;
+    result->status_key = lease->status == RL_OK || denied_on == NULL ? NULL : denied_on->key;
     memset(&result->denied_by, 0, sizeof result->denied_by);
-    if (lease->allowed || lease->status_key == NULL) return;
+    if (denied_on == NULL) return;
     rl_denial *d = &result->denied_by;
-    d->key = lease->status_key;
+    d->key = denied_on->key;
     d->reason = reason_of(lease->status);
-    d->requested = amount_on(request, lease->status_key);
+    d->requested = denied_on->amount;
     d->available = lease->denied_available;
     d->capacity = lease->denied_capacity;
     d->period_end_unix_ms = lease->denied_period_end_unix_ms;
@@ -133,7 +161,7 @@ static void decide(memory_backend *backend, const rl_reserve_request *request, r
         const rl_mem_limit *limit = limits[i];
         uint64_t amount = request->requirements[i].amount;
         if (amount > limit->capacity_enforced) {
-            deny_on(result, RL_EXCEEDS_CAPACITY, limit, amount, 0);
+            deny_on(result, RL_EXCEEDS_CAPACITY, limit, &request->requirements[i], 0);
             return;
         }
         if (limit->pending_decrease_to != 0) {
@@ -150,10 +178,10 @@ static void decide(memory_backend *backend, const rl_reserve_request *request, r
         }
     }
     if (decreasing != SIZE_MAX) {
-        deny_on(result, RL_LIMIT_DECREASING, limits[decreasing], request->requirements[decreasing].amount,
+        deny_on(result, RL_LIMIT_DECREASING, limits[decreasing], &request->requirements[decreasing],
                 RL_DECREASING_RETRY_AFTER_MS);
     } else if (full != SIZE_MAX) {
-        deny_on(result, RL_OK, limits[full], request->requirements[full].amount, retry_after_ms);
+        deny_on(result, RL_OK, limits[full], &request->requirements[full], retry_after_ms);
     } else {
         result->allowed = true;
         result->retry_after_ms = 0;
@@ -219,7 +247,15 @@ rl_mem_lease *rl__mem_record(memory_backend *backend, const rl_reserve_request *
     }
     lease->allowed = result->allowed;
     lease->status = result->status;
-    lease->status_key = result->allowed ? NULL : result->denied_by.key;
+    /* The limit that denied it (denied_by names the request's key), held
+     * while the lease is remembered. */
+    lease->status_limit = NULL;
+    for (size_t i = 0; !result->allowed && limits != NULL && i < count; i++) {
+        if (result->denied_by.key != request->requirements[i].key) continue;
+        lease->status_limit = limits[i];
+        limits[i]->holders++;
+        break;
+    }
     lease->retry_after_ms = result->retry_after_ms;
     if (result->allowed) {
         lease->reserved_at_unix_ms = result->reserved_at_unix_ms;
@@ -423,6 +459,10 @@ rl_status rl__mem_complete_one(memory_backend *backend, const rl_complete_reques
         rl_mem_entry *entry = &lease->entries[i];
         rl_mem_limit *limit = entry->limit;
         if (limit == NULL) continue;
+        if (limit->removed) { /* deleted since: nothing to charge, nothing audited */
+            rl_mem_entry_let_go(entry);
+            continue;
+        }
         touched[touched_count++] = limit;
         rl_mem_limit_expire(limit, now_ms, now_unix_ms);
         if (entry->limit == NULL) continue; /* a budget's reservation just timed out: refunded */
@@ -617,7 +657,32 @@ static const rl_backend_ops memory_ops = {
     .limit_usage = limit_usage,
     .sweep = sweep,
     .destroy = destroy,
+    .delete_definition = delete_definition,
 };
+
+static int by_key(const void *a, const void *b) {
+    return strcmp(((const rl_limit_def *)a)->key, ((const rl_limit_def *)b)->key);
+}
+
+rl_status rl_memory_backend_definitions(rl_backend *base, rl_limit_def **out, size_t *count) {
+    *out = NULL;
+    *count = 0;
+    if (base == NULL || base->ops->destroy != destroy) return RL_INVALID_REQUEST; /* not ours */
+    memory_backend *backend = from_base(base);
+    pthread_mutex_lock(&backend->lock);
+    size_t n = backend->limits.count;
+    rl_limit_def *defs = n > 0 ? malloc(n * sizeof *defs) : NULL;
+    if (defs != NULL) {
+        size_t at = 0;
+        RL_MEM_FOR_EACH_LIMIT(&backend->limits, limit) defs[at++] = limit->def;
+    }
+    pthread_mutex_unlock(&backend->lock);
+    if (n > 0 && defs == NULL) return RL_NO_MEMORY;
+    if (n > 1) qsort(defs, n, sizeof *defs, by_key);
+    *out = defs;
+    *count = n;
+    return RL_OK;
+}
 
 rl_status rl_memory_backend_create(const rl_memory_options *options, rl_backend **out) {
     rl_memory_options plain;

@@ -97,6 +97,9 @@ rl_status rl__mem_complete_one(memory_backend *backend, const rl_complete_reques
 /* Applies a definition at now (under lock, or while replaying). */
 rl_status rl__mem_apply_locked(memory_backend *backend, const rl_limit_def *def, uint64_t now_ms,
                                uint64_t now_unix_ms, rl_limit_status *out_status);
+/* Deletes the limit of key and everything it holds (under lock, or while
+ * replaying): rl__mem_limit_table_remove. RL_OK or RL_UNKNOWN_LIMIT_KEY. */
+rl_status rl__mem_delete_locked(memory_backend *backend, const char *key);
 
 /* ---- memory_journal.c: all under lock ---- */
 
@@ -113,6 +116,7 @@ void rl__mem_journal_close(memory_backend *backend);
  * caller on the hot path asks backend->journal / backend->audit first and
  * spares the plain backend a call per lease and per entry. */
 bool rl__mem_journal_define(memory_backend *backend, const rl_limit_def *def, uint64_t now_unix_ms);
+bool rl__mem_journal_delete(memory_backend *backend, const char *key, uint64_t now_unix_ms);
 bool rl__mem_journal_lease(memory_backend *backend, const rl_mem_lease *lease, uint64_t now_ms, uint64_t now_unix_ms);
 /* A Complete's record, after its audit entries (rl__mem_audit). */
 bool rl__mem_journal_complete(memory_backend *backend, const rl_mem_lease *lease,

@@ -51,6 +51,15 @@ bool rl__mem_journal_define(memory_backend *backend, const rl_limit_def *def, ui
     return rl__journal_add(backend->journal, record);
 }
 
+bool rl__mem_journal_delete(memory_backend *backend, const char *key, uint64_t now_unix_ms) {
+    if (backend->journal == NULL) return true;
+    rl__jrec *record = &backend->scratch_record;
+    record->type = RL__JREC_DELETE;
+    record->deleted.at_unix_ms = now_unix_ms;
+    copy_text(record->deleted.key, sizeof record->deleted.key, key);
+    return rl__journal_add(backend->journal, record);
+}
+
 /* The record of lease as it stands (a snapshot: live or not) or as it was
  * just decided. */
 static void lease_record(const memory_backend *backend, const rl_mem_lease *lease, uint64_t now_ms,
@@ -62,7 +71,7 @@ static void lease_record(const memory_backend *backend, const rl_mem_lease *leas
     out->allowed = lease->allowed;
     out->completed = lease->completed;
     out->status = lease->status;
-    copy_text(out->status_key, sizeof out->status_key, lease->status_key != NULL ? lease->status_key : "");
+    copy_text(out->status_key, sizeof out->status_key, lease->status_limit != NULL ? lease->status_limit->def.key : "");
     out->retry_after_ms = lease->retry_after_ms;
     out->denied_available = lease->allowed ? 0 : lease->denied_available;
     out->denied_capacity = lease->allowed ? 0 : lease->denied_capacity;
@@ -77,7 +86,9 @@ static void lease_record(const memory_backend *backend, const rl_mem_lease *leas
         rl__jrec_entry *e = &out->entries[i];
         if (entry->expiry.at_ms > last_ms) last_ms = entry->expiry.at_ms;
         bool live = entry->limit != NULL && rl_mem_entry_is_live(entry);
-        /* A released entry keeps its key for its place: the lease's own. */
+        /* A released entry keeps its key for its place: the lease's own (an
+         * entry of a removed limit names it: the replay finds none, or a
+         * new limit of that key, which it holds nothing of). */
         copy_text(e->key, sizeof e->key, entry->limit != NULL ? entry->limit->def.key : "-");
         e->kind = entry->kind;
         e->live = live;
@@ -240,9 +251,19 @@ static bool replay_lease(replay *r, const rl__jrec_lease *l) {
     lease->allowed = l->allowed;
     lease->completed = l->completed;
     lease->status = l->status;
-    const rl_mem_limit *status_limit =
-        l->status_key[0] != '\0' ? rl__mem_limit_table_find(&backend->limits, l->status_key) : NULL;
-    lease->status_key = status_limit != NULL ? status_limit->def.key : NULL;
+    /* The limit that denied it; one deleted since is kept, removed, for
+     * its key (a retry still gets the first outcome, denied_by and all). */
+    rl_mem_limit *status_limit = NULL;
+    if (l->status_key[0] != '\0') {
+        status_limit = rl__mem_limit_table_find(&backend->limits, l->status_key);
+        if (status_limit == NULL) status_limit = rl__mem_limit_table_add_removed(&backend->limits, l->status_key);
+        if (status_limit == NULL) {
+            snprintf(r->why, sizeof r->why, "out of memory");
+            return false;
+        }
+        status_limit->holders++;
+    }
+    lease->status_limit = status_limit;
     lease->retry_after_ms = l->retry_after_ms;
     lease->at_unix_ms = l->at_unix_ms;
     if (l->allowed) {
@@ -310,6 +331,14 @@ static bool replay_expire(replay *r, const rl__jrec_expire *e) {
     return true;
 }
 
+/* The same removal as the live delete: the limit and what it held go, the
+ * leases that held it keep it removed until they are forgotten. */
+static bool replay_delete(replay *r, const rl__jrec_delete *d) {
+    (void)replay_at(r->backend, d->at_unix_ms);
+    (void)rl__mem_delete_locked(r->backend, d->key); /* absent: nothing to do */
+    return true;
+}
+
 static bool replay_limit(replay *r, const rl__jrec_limit *l) {
     rl_mem_limit *limit = rl__mem_limit_table_find(&r->backend->limits, l->key);
     if (limit == NULL || limit->reservations.live + limit->holds.count > 0) {
@@ -340,6 +369,7 @@ static bool replay_record(const unsigned char *data, size_t len, uint64_t offset
     case RL__JREC_COMPLETE: return replay_complete(r, &record->complete);
     case RL__JREC_EXPIRE: return replay_expire(r, &record->expire);
     case RL__JREC_LIMIT: return replay_limit(r, &record->limit);
+    case RL__JREC_DELETE: return replay_delete(r, &record->deleted);
     case RL__JREC_CURSOR:
         r->backend->audit_seq = record->cursor.audit_seq;
         r->backend->audit_at_unix_ms = record->cursor.audit_at_unix_ms;

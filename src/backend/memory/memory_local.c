@@ -86,7 +86,7 @@ static void reserve_one(memory_backend *backend, const rl_reserve_request *reque
     uint64_t expires_at_ms[RL_MAX_REQUIREMENTS];
     uint64_t forget_at_ms = now_ms, longest_ms = 0;
     const char *missing = NULL;
-    rl_mem_limit *wanted = NULL;
+    size_t wanted = SIZE_MAX;
     bool all_fit = true, skipped = false;
     for (size_t i = 0; i < count; i++) {
         const char *key = request->requirements[i].key;
@@ -115,7 +115,7 @@ static void reserve_one(memory_backend *backend, const rl_reserve_request *reque
         if (!fits(limit, amount, now_ms)) {
             all_fit = false;
             /* No allotment to admit from: tell the keeper, once. */
-            if (wanted == NULL && !limit->wanted && limit->admit_until_ms <= now_ms) wanted = limit;
+            if (wanted == SIZE_MAX && !limit->wanted && limit->admit_until_ms <= now_ms) wanted = i;
         }
         expires_at_ms[i] = rl__mem_limit_next_expiry_ms(limit, now_ms);
         if (expires_at_ms[i] > forget_at_ms) forget_at_ms = expires_at_ms[i];
@@ -156,9 +156,9 @@ static void reserve_one(memory_backend *backend, const rl_reserve_request *reque
     if (missing != NULL) {
         result->status = RL_UNKNOWN_LIMIT_KEY;
         result->status_key = missing;
-    } else if (wanted != NULL) {
-        wanted->wanted = true; /* named only now: a hint not given is not used up */
-        result->status_key = wanted->def.key;
+    } else if (wanted != SIZE_MAX) {
+        limits[wanted]->wanted = true; /* named only now: a hint not given is not used up */
+        result->status_key = request->requirements[wanted].key; /* the request's: outlives the lock */
     }
 }
 
@@ -218,12 +218,16 @@ static size_t complete_one(memory_backend *backend, const rl_complete_request *r
         rl_mem_entry *entry = &lease->entries[i];
         rl_mem_limit *limit = entry->limit;
         if (limit == NULL) continue;
+        if (limit->removed) { /* deleted since: nothing to spend */
+            rl_mem_entry_let_go(entry);
+            continue;
+        }
         rl_mem_limit_expire(limit, now_ms, now_unix_ms);
         if (entry->kind != RL_KIND_ROLLING) {
             rl__mem_limit_release(entry); /* a hold (budgets are not decided here) */
         } else {
             rl__local_spend *spend = &spends[written++];
-            spend->key = limit->def.key;
+            memcpy(spend->key, limit->def.key, strlen(limit->def.key) + 1);
             rl__ulid_text(lease->id_hi, lease->id_lo, spend->lease_id);
             snprintf(spend->job_id, sizeof spend->job_id, "%s", lease->job_id != NULL ? lease->job_id : "");
             charge_rolling(entry, actual_for(request, limit->def.key, entry->amount), now_ms, spend);
@@ -405,6 +409,14 @@ void rl__memory_local_absent(rl_backend *local, const char *key, uint64_t until_
     }
     if (absent != NULL) absent->admit_until_ms = until_ms;
     pthread_mutex_unlock(&backend->lock);
+}
+
+bool rl__memory_local_forget(rl_backend *local, const char *key) {
+    memory_backend *backend = from_base(local);
+    pthread_mutex_lock(&backend->lock);
+    bool found = rl__mem_delete_locked(backend, key) == RL_OK;
+    pthread_mutex_unlock(&backend->lock);
+    return found;
 }
 
 void rl__memory_local_unwant(rl_backend *local, const char *key) {

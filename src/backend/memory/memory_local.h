@@ -33,7 +33,7 @@
 
 /* What the store must learn of one key of a local Complete. */
 typedef struct rl__local_spend {
-    const char *key;                    /* the limit's key: lives as long as the backend */
+    char key[RL_KEY_MAX_LEN + 1];       /* the limit's (a copy: the mirror may be deleted meanwhile) */
     char lease_id[RL_ULID_LEN + 1];     /* upper case */
     char job_id[RL_JOB_ID_MAX_LEN + 1]; /* the reserve's, "" if none */
     uint64_t reserved, actual;          /* for the audit entry: what it held, what the call cost */
@@ -117,6 +117,12 @@ size_t rl__memory_local_live(rl_backend *local, const char *key, uint64_t *remai
  * forwarded). */
 #define RL__LOCAL_ABSENT_MAX 1024u
 void rl__memory_local_absent(rl_backend *local, const char *key, uint64_t until_ms);
+
+/* Drops the mirror of key and everything it holds (the shared limit was
+ * deleted): rl__mem_limit_table_remove. The leases decided from it keep
+ * their other entries; their Completes spend nothing on key. False if key
+ * has no mirror. */
+bool rl__memory_local_forget(rl_backend *local, const char *key);
 
 /* Lets the next forwarded lease that names key name it again in its
  * result (the keeper forgot about key). */

@@ -91,6 +91,13 @@ bool rl__budget_periods_learn(rl_budget_periods *periods, const rl_limit_def *de
     return ok;
 }
 
+void rl__budget_periods_forget(rl_budget_periods *periods, const char *key) {
+    pthread_mutex_lock(&periods->lock);
+    g_hash_table_remove(periods->by_key, key);
+    atomic_store(&periods->count, g_hash_table_size(periods->by_key));
+    pthread_mutex_unlock(&periods->lock);
+}
+
 bool rl__budget_periods_any(rl_budget_periods *periods) { return atomic_load(&periods->count) > 0; }
 
 bool rl__budget_periods_bounds(rl_budget_periods *periods, const char *key, uint64_t unix_ms,

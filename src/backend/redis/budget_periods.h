@@ -44,6 +44,9 @@ void rl__budget_periods_destroy(rl_budget_periods *periods);
  * forgotten, and the scripts ask again. */
 bool rl__budget_periods_learn(rl_budget_periods *periods, const rl_limit_def *def);
 
+/* Forgets key (a limit deleted). */
+void rl__budget_periods_forget(rl_budget_periods *periods, const char *key);
+
 /* True while some budget is known: callers skip the lookups otherwise. */
 bool rl__budget_periods_any(rl_budget_periods *periods);
 

@@ -84,6 +84,19 @@ bool rl_definition_cache_put(rl_definition_cache *cache, const char *key, const 
     return ok;
 }
 
+void rl_definition_cache_remove(rl_definition_cache *cache, const char *key) {
+    pthread_mutex_lock(&cache->lock);
+    bool found;
+    size_t at = find(cache, key, &found);
+    if (found) {
+        free(cache->entries[at].key);
+        free(cache->entries[at].json);
+        memmove(&cache->entries[at], &cache->entries[at + 1], (cache->count - at - 1) * sizeof *cache->entries);
+        cache->count--;
+    }
+    pthread_mutex_unlock(&cache->lock);
+}
+
 char *rl_definition_cache_get(rl_definition_cache *cache, const char *key) {
     pthread_mutex_lock(&cache->lock);
     bool found;

@@ -2,7 +2,8 @@
  * JSON that Redis stores, kept so that the backend can define them again in
  * a Redis that lost them (restarted without persistence, flushed): reserves
  * then heal instead of answering unknown_limit_key until an admin notices.
- * Sorted by key; thread-safe. */
+ * A deleted one is forgotten, never to be defined again from here. Sorted
+ * by key; thread-safe. */
 #ifndef RL_REDIS_DEFINITION_CACHE_H
 #define RL_REDIS_DEFINITION_CACHE_H
 
@@ -16,6 +17,9 @@ void rl_definition_cache_destroy(rl_definition_cache *cache);
 
 /* Remembers (or replaces) key's definition JSON. False on allocation failure. */
 bool rl_definition_cache_put(rl_definition_cache *cache, const char *key, const char *json, size_t json_len);
+
+/* Forgets key (a limit deleted: never to be defined again from here). */
+void rl_definition_cache_remove(rl_definition_cache *cache, const char *key);
 
 /* A malloc'd copy of key's JSON (the caller frees it), or NULL if unknown. */
 char *rl_definition_cache_get(rl_definition_cache *cache, const char *key);

@@ -18,5 +18,6 @@ extern const char rl_lua_changes[];
 extern const char rl_lua_audit_page[];
 extern const char rl_lua_allot[];
 extern const char rl_lua_settle[];
+extern const char rl_lua_delete[];
 
 #endif

@@ -112,6 +112,14 @@ long rl__redis_relay_read(rl_backend *redis, char last_id[64], rl__relayed *out,
  * read. Pure. */
 size_t rl__redis_relay_answer_read(const redisReply *reply, char last_id[64], rl__relayed *out, size_t max);
 
+/* From now on hook(context, key) is called for every key the backend
+ * learns was deleted: by this daemon (its delete_definition), or by
+ * another (the follower reads the deletion within a second; a reserve or a
+ * restore meets it first). Called from the thread that learned it, one
+ * call at a time: it must be quick and call nothing of this backend's.
+ * hook NULL: no more calls (one under way is finished when this returns). */
+void rl__redis_on_deleted(rl_backend *redis, void (*hook)(void *context, const char *key), void *context);
+
 /* How many definitions this daemon has seen (its definition cache): what
  * a daemon deciding from allotments says while Redis cannot tell. */
 size_t rl__redis_known_definitions(rl_backend *redis);

@@ -48,6 +48,7 @@ static void destroy(rl_backend *base) {
     for (size_t i = 0; i < backend->interned_count; i++) free(backend->interned[i]);
     free(backend->interned);
     pthread_mutex_destroy(&backend->interned_lock);
+    pthread_mutex_destroy(&backend->hook_lock);
     free(backend->prefix);
     free(backend);
 }
@@ -66,6 +67,8 @@ static const rl_backend_ops redis_ops = {
     .get_definition = rl_redis_get_definition,
     .count_definitions = rl_redis_count_definitions,
     .audit_query = rl__redis_audit_query,
+    .delete_definition = rl_redis_delete_definition,
+    .restore_definition = rl_redis_restore_definition,
 };
 
 rl_status rl_redis_backend_create(const rl_redis_options *options, rl_backend **out, char *err, size_t err_size) {
@@ -84,6 +87,7 @@ rl_status rl_redis_backend_create(const rl_redis_options *options, rl_backend **
     if (backend == NULL) return RL_NO_MEMORY;
     backend->base.ops = &redis_ops;
     pthread_mutex_init(&backend->interned_lock, NULL);
+    pthread_mutex_init(&backend->hook_lock, NULL);
     backend->prefix = strdup(options->key_prefix != NULL ? options->key_prefix : "rl:");
     backend->lease_memory_ms = options->lease_memory_ms;
     backend->sweep_interval_ms = options->sweep_interval_ms;

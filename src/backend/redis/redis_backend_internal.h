@@ -39,11 +39,19 @@ typedef struct redis_backend {
     char followed_epoch[64];
     uint64_t followed_version;
     /* Limit keys named by replayed outcomes that are not in the request at
-     * hand: kept for the backend's life (limits are few and never deleted),
-     * so that a result's status_key stays valid as rl_reserve_result says. */
+     * hand: kept for the backend's life (limits are few, and a deleted one
+     * is kept too), so that a result's status_key stays valid as
+     * rl_reserve_result says. */
     pthread_mutex_t interned_lock;
     char **interned;
     size_t interned_count, interned_capacity;
+    /* Told of every key this daemon learns was deleted (its own delete, or
+     * another daemon's, followed): set by a backend with allotments, whose
+     * mirror of the key must go (redis_allot.h). Under hook_lock, held
+     * while the hook runs. */
+    pthread_mutex_t hook_lock;
+    void (*deleted_hook)(void *context, const char *key);
+    void *deleted_context;
 } redis_backend;
 
 static inline redis_backend *rl_redis_backend_of(rl_backend *base) { return (redis_backend *)base; }
@@ -106,6 +114,8 @@ rl_status rl_redis_eval_page(redis_backend *backend, rl_redis_script script, con
 
 /* The vtable's definition operations. */
 rl_status rl_redis_apply_definition(rl_backend *base, const rl_limit_def *def, rl_limit_status *out_status);
+rl_status rl_redis_restore_definition(rl_backend *base, const rl_limit_def *def);
+rl_status rl_redis_delete_definition(rl_backend *base, const char *key);
 rl_status rl_redis_get_definition(rl_backend *base, const char *key, rl_limit_def *out);
 rl_status rl_redis_count_definitions(rl_backend *base, size_t *count);
 rl_status rl_redis_list_definitions(rl_backend *base, rl_limit_def **out, size_t *count);

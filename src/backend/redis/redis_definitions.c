@@ -1,7 +1,8 @@
-/* redis_definitions.c — the redis backend's definitions: defining limits
- * (define.lua), reading them (one, how many, all), and following them so
- * that a store that lost them gets them back (changes.lua + the definition
- * cache). See redis_backend_internal.h.
+/* redis_definitions.c — the redis backend's definitions: defining and
+ * deleting limits (define.lua, delete.lua), reading them (one, how many,
+ * all), and following them so that a store that lost them gets them back
+ * (changes.lua + the definition cache), and a deleted one never does. See
+ * redis_backend_internal.h.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #define RESTORE_PER_CALL 100       /* limits put back per script call after a loss */
 #define CHANGES_PER_CALL 500       /* changed definitions read per script call */
 #define CHANGES_CALLS_PER_SYNC 20  /* then the next step goes on */
+#define DEFINE_DELETED 4           /* define.lua's code for a restore of a key the store deleted */
 
 /* A definition's JSON as this daemon keeps it in its cache: only JSON that
  * decoded, or that it encoded itself, so this cannot fail but for memory. */
@@ -48,6 +50,16 @@ static rl_status decode_stored(redis_backend *backend, const char *json, size_t 
     return RL_OK;
 }
 
+/* What this daemon knew of a deleted key goes: nothing defines it again
+ * from here, and a backend with allotments drops its mirror of it. */
+static void forget_deleted(redis_backend *backend, const char *key) {
+    rl_definition_cache_remove(backend->definitions, key);
+    rl__budget_periods_forget(backend->budgets, key);
+    pthread_mutex_lock(&backend->hook_lock); /* held: the hook's owner may take it away meanwhile */
+    if (backend->deleted_hook != NULL) backend->deleted_hook(backend->deleted_context, key);
+    pthread_mutex_unlock(&backend->hook_lock);
+}
+
 static const char *kind_letter(rl_kind kind) {
     return kind == RL_KIND_ROLLING ? "r" : kind == RL_KIND_CONCURRENCY ? "c" : "b";
 }
@@ -74,8 +86,9 @@ static void push_definition(rl_redis_args *a, const rl_limit_def *def, const cha
 
 /* One define.lua call for count limits (mode "put" or "restore"); codes[i]
  * gets limit i's answer (0 active, 1 decreasing, 2 in use: a change of kind
- * refused, 3 left as it was). A budget's bounds are around clock's now
- * (NULL: the system's), as the script's is Redis's (or clock's). */
+ * refused, 3 left as it was, 4 left deleted: DEFINE_DELETED). A budget's
+ * bounds are around clock's now (NULL: the system's), as the script's is
+ * Redis's (or clock's). */
 static rl_status define(redis_backend *backend, const rl_clock *clock, const char *mode, const rl_limit_def *defs,
                         const char *const *jsons, size_t count, uint64_t deadline_ms, long long *codes) {
     rl_budget_bounds *bounds = calloc(count, sizeof *bounds);
@@ -112,8 +125,9 @@ static rl_status define(redis_backend *backend, const rl_clock *clock, const cha
     return status;
 }
 
-rl_status rl_redis_apply_definition(rl_backend *base, const rl_limit_def *def, rl_limit_status *out_status) {
-    redis_backend *backend = rl_redis_backend_of(base);
+/* One definition in mode "put" (an admin change) or "restore" (putting
+ * back a copy: apply_definition's and restore_definition's, below). */
+static rl_status define_one(redis_backend *backend, const char *mode, const rl_limit_def *def, long long *code) {
     rl_buf json;
     rl__buf_init(&json);
     rl__wire_encode_limit_def(&json, def);
@@ -122,17 +136,54 @@ rl_status rl_redis_apply_definition(rl_backend *base, const rl_limit_def *def, r
         return RL_NO_MEMORY;
     }
     const char *jsons[] = {json.data};
-    long long code = 0;
     rl_status status =
-        define(backend, backend->clock, "put", def, jsons, 1, rl_redis_operation_deadline_ms(backend), &code);
-    if (status == RL_OK && code == 2) status = RL_LIMIT_IN_USE; /* nothing was written */
-    if (status == RL_OK) {
+        define(backend, backend->clock, mode, def, jsons, 1, rl_redis_operation_deadline_ms(backend), code);
+    if (status == RL_OK && *code == 2) status = RL_LIMIT_IN_USE; /* nothing was written */
+    if (status == RL_OK && *code == DEFINE_DELETED) {
+        forget_deleted(backend, def->key);
+        status = RL_UNKNOWN_LIMIT_KEY;
+    }
+    if (status == RL_OK && *code != 3) {
         rl_definition_cache_put(backend->definitions, def->key, json.data, json.len);
         (void)rl__budget_periods_learn(backend->budgets, def); /* its zone was just read: this cannot fail but for memory */
     }
     rl__buf_free(&json);
+    return status;
+}
+
+rl_status rl_redis_apply_definition(rl_backend *base, const rl_limit_def *def, rl_limit_status *out_status) {
+    long long code = 0;
+    rl_status status = define_one(rl_redis_backend_of(base), "put", def, &code);
     if (status == RL_OK && out_status != NULL)
         *out_status = code == 1 ? RL_LIMIT_STATUS_DECREASING : RL_LIMIT_STATUS_ACTIVE;
+    return status;
+}
+
+rl_status rl_redis_restore_definition(rl_backend *base, const rl_limit_def *def) {
+    long long code = 0;
+    return define_one(rl_redis_backend_of(base), "restore", def, &code);
+}
+
+/* delete.lua: 1 deleted, 0 no such limit. */
+rl_status rl_redis_delete_definition(rl_backend *base, const char *key) {
+    redis_backend *backend = rl_redis_backend_of(base);
+    rl_redis_args a;
+    rl_status status = RL_NO_MEMORY;
+    redisReply *reply = NULL;
+    if (rl_redis_args_init(&a, 6)) {
+        rl__redis_push_header(&a, backend, backend->clock);
+        rl_redis_args_push_str(&a, key);
+        char err[ERR_SIZE];
+        status = rl_redis_eval(backend->pool, rl_redis_operation_deadline_ms(backend), RL_SCRIPT_DELETE, a.count,
+                               a.argv, a.len, &reply, err, sizeof err);
+    }
+    rl_redis_args_free(&a);
+    if (status == RL_OK && reply->type != REDIS_REPLY_INTEGER) status = RL_BACKEND_ERROR;
+    if (status == RL_OK && reply->integer == 0) status = RL_UNKNOWN_LIMIT_KEY;
+    if (reply != NULL) freeReplyObject(reply);
+    /* Deleted now or before (another daemon's, not yet followed): either way
+     * nothing of it is to be defined again from here. */
+    if (status == RL_OK || status == RL_UNKNOWN_LIMIT_KEY) forget_deleted(backend, key);
     return status;
 }
 
@@ -145,6 +196,10 @@ bool rl_redis_define_again(redis_backend *backend, const char *key, uint64_t dea
     bool defined = decode_cached(json, &def) &&
                    define(backend, backend->clock, "restore", &def, jsons, 1, deadline_ms, &code) == RL_OK;
     free(json);
+    if (defined && code == DEFINE_DELETED) { /* deleted by another daemon, not yet followed */
+        forget_deleted(backend, key);
+        return false;
+    }
     return defined;
 }
 
@@ -166,8 +221,10 @@ static void restore_all(redis_backend *backend) {
             failed += n;
             continue;
         }
-        for (size_t i = 0; i < n; i++)
-            if (codes[i] != 3) restored++;
+        for (size_t i = 0; i < n; i++) {
+            if (codes[i] == DEFINE_DELETED) forget_deleted(backend, defs[i].key);
+            else if (codes[i] != 3) restored++;
+        }
     }
     if (restored > 0 || failed > 0)
         fprintf(stderr,
@@ -227,8 +284,9 @@ void rl_redis_definitions_sync(redis_backend *backend) {
         for (size_t i = 3; i + 1 < reply->elements; i += 2) {
             const redisReply *key = reply->element[i], *json = reply->element[i + 1];
             rl_limit_def def; /* one that does not decode is said on stderr and not kept */
-            if (key->type == REDIS_REPLY_STRING && json->type == REDIS_REPLY_STRING)
-                (void)decode_stored(backend, json->str, json->len, &def);
+            if (key->type != REDIS_REPLY_STRING || json->type != REDIS_REPLY_STRING) continue;
+            if (json->len == 0) forget_deleted(backend, key->str); /* deleted: its tombstone */
+            else (void)decode_stored(backend, json->str, json->len, &def);
         }
         const char *epoch = reply->element[0]->str;
         /* Another epoch than the one followed: the store was replaced (Redis

@@ -58,6 +58,7 @@ static const char *script_source(rl_redis_script script) {
         [RL_SCRIPT_SWEEP] = rl_lua_sweep,             [RL_SCRIPT_DEFINITIONS] = rl_lua_definitions,
         [RL_SCRIPT_CHANGES] = rl_lua_changes,         [RL_SCRIPT_AUDIT_PAGE] = rl_lua_audit_page,
         [RL_SCRIPT_ALLOT] = rl_lua_allot,             [RL_SCRIPT_SETTLE] = rl_lua_settle,
+        [RL_SCRIPT_DELETE] = rl_lua_delete,
     };
     return sources[script];
 }
@@ -304,6 +305,7 @@ static const char *const script_names[RL_SCRIPT_COUNT] = {
     [RL_SCRIPT_SWEEP] = "sweep.lua",     [RL_SCRIPT_DEFINITIONS] = "definitions.lua",
     [RL_SCRIPT_CHANGES] = "changes.lua",   [RL_SCRIPT_AUDIT_PAGE] = "audit_page.lua",
     [RL_SCRIPT_ALLOT] = "allot.lua",     [RL_SCRIPT_SETTLE] = "settle.lua",
+    [RL_SCRIPT_DELETE] = "delete.lua",
 };
 
 /* Why a script call failed, for the operator: the callers answer their

@@ -14,6 +14,14 @@
 
 void rl__redis_relay_on(rl_backend *base) { atomic_store(&rl_redis_backend_of(base)->relay_completes, true); }
 
+void rl__redis_on_deleted(rl_backend *base, void (*hook)(void *context, const char *key), void *context) {
+    redis_backend *backend = rl_redis_backend_of(base);
+    pthread_mutex_lock(&backend->hook_lock);
+    backend->deleted_hook = hook;
+    backend->deleted_context = context;
+    pthread_mutex_unlock(&backend->hook_lock);
+}
+
 size_t rl__redis_known_definitions(rl_backend *base) {
     return rl_definition_cache_count(rl_redis_backend_of(base)->definitions);
 }

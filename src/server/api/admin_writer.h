@@ -1,15 +1,17 @@
-/* server/api/admin_writer.h — admin puts done off the event loops, many at once.
+/* server/api/admin_writer.h — admin puts and deletes done off the event
+ * loops, many at once.
  *
  * A PUT /v1/admin/limits rewrites and fsyncs the whole registry file: ~1 ms
- * at 2,000 limits, ~8 ms at 10,000, more at max_limits. Done on an event
- * loop it stalls every reserve and complete of that loop meanwhile. So the
- * loop only decodes and checks the body, hands the definition to this
- * writer and goes on; the writer thread takes every put waiting, does them
- * as one group (the group function: rl_service_put_limits in the daemon,
- * one registry write for the group) and only then tells each put, through
- * its `done`, which hands it back to its loop for the answer. An answer is
- * therefore sent only once the definition is durable, and a flood of puts
- * costs one file write per group, not one per put.
+ * at 2,000 limits, ~8 ms at 10,000, more at max_limits; a DELETE
+ * /v1/admin/limits/{key} too. Done on an event loop it stalls every reserve
+ * and complete of that loop meanwhile. So the loop only decodes and checks
+ * the body (or the key), hands the change to this writer and goes on; the
+ * writer thread takes every change waiting, does them in submit order as
+ * one group (the group function: rl_service_put_limits in the daemon, one
+ * registry write for each run of puts) and only then tells each change,
+ * through its `done`, which hands it back to its loop for the answer. An
+ * answer is therefore sent only once the change is durable, and a flood of
+ * puts costs one file write per group, not one per put.
  *
  * Threading: submit from any thread; `done` runs on the writer thread, one
  * job after another, after the group function returned. stop drains: every
@@ -25,18 +27,19 @@
 
 #include "server/service.h"
 
-/* The most puts done as one group: bounds what one group holds up. */
+/* The most changes done as one group: bounds what one group holds up. */
 #define RL_ADMIN_WRITER_MAX_GROUP 1024u
 
 typedef struct rl_admin_job rl_admin_job;
 struct rl_admin_job {
-    rl_service_put put; /* in: put.def; out: the rest, when done is called */
+    rl_service_put put; /* in: put.def and put.op (a put or a delete); out: the rest, when done is called */
     void (*done)(rl_admin_job *job);
     void *context;      /* the caller's */
     rl_admin_job *next; /* the writer's */
 };
 
-/* Does puts[0..count) (count >= 1), filling each one's answer. */
+/* Does puts[0..count) (count >= 1, puts and deletes) in order, filling
+ * each one's answer. */
 typedef void (*rl_admin_group_fn)(void *context, rl_service_put *puts, size_t count);
 
 typedef struct rl_admin_writer rl_admin_writer;

@@ -3,7 +3,7 @@
  *
  * An endpoint either answers at once (`answer`: the admin GETs, /healthz)
  * or is started (`start`, then `finish` and `end`: the lease endpoints and
- * the admin put, whose answer may come later). Adding an endpoint is one
+ * the admin put and delete, whose answer may come later). Adding an endpoint is one
  * row in router.c and its functions in a file of its own.
  *
  * Threading: every function runs on the request's thread (the ctx's),
@@ -79,6 +79,10 @@ bool rl__admin_put_start(rl_handler_ctx *ctx, const rl_api_route *route, const r
 void rl__admin_put_finish(rl_handler_ctx *ctx, rl_api_call *call, rl_http_response *res);
 void rl__admin_list(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http_request *req,
                     rl_http_response *res);
+/* DELETE /v1/admin/limits/{key}, answered as a put is (the admin writer). */
+bool rl__admin_delete_start(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http_request *req,
+                            rl_api_call *call, rl_http_response *res);
+void rl__admin_delete_finish(rl_handler_ctx *ctx, rl_api_call *call, rl_http_response *res);
 /* GET /v1/admin/limits/{key}: the key is the rest of the path after the row's prefix. */
 void rl__admin_get(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http_request *req,
                    rl_http_response *res);

@@ -95,7 +95,7 @@ struct rl_api_call {
     /* Each endpoint's state (not a union: the lease arrays are kept
      * between requests, whichever endpoint comes next). */
     rl_lease_call lease;    /* the four lease endpoints */
-    rl_admin_job admin_put; /* PUT /v1/admin/limits */
+    rl_admin_job admin_put; /* PUT /v1/admin/limits, DELETE /v1/admin/limits/{key} */
 };
 
 /* A new call: nothing held. */

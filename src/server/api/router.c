@@ -42,8 +42,10 @@ static const rl_api_route routes[] = {
     {"PUT", 3, ADMIN_LIMITS_PATH, sizeof(ADMIN_LIMITS_PATH) - 1, false, "GET, PUT", NULL, rl__admin_put_start,
      rl__admin_put_finish, NULL, NULL},
     /* The key may itself hold '/' and ':'. */
-    {"GET", 3, ADMIN_LIMITS_PATH "/", sizeof(ADMIN_LIMITS_PATH "/") - 1, true, "GET", rl__admin_get, NULL, NULL,
-     NULL, NULL},
+    {"GET", 3, ADMIN_LIMITS_PATH "/", sizeof(ADMIN_LIMITS_PATH "/") - 1, true, "GET, DELETE", rl__admin_get, NULL,
+     NULL, NULL, NULL},
+    {"DELETE", 6, ADMIN_LIMITS_PATH "/", sizeof(ADMIN_LIMITS_PATH "/") - 1, true, "GET, DELETE", NULL,
+     rl__admin_delete_start, rl__admin_delete_finish, NULL, NULL},
     ANSWER("GET", "/v1/admin/audit", "GET", rl__admin_audit),
     ANSWER("GET", "/healthz", "GET", rl__healthz),
 };

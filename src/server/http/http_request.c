@@ -145,7 +145,7 @@ static bool guard_answered(rl_http_thread *thread, h2o_req_t *req) {
     if (decision.verdict != RL_GUARD_PREFLIGHT) return false;
     static h2o_generator_t generator = {NULL, NULL};
     h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("access-control-allow-methods"), 0, NULL,
-                          H2O_STRLIT("GET, POST, PUT"));
+                          H2O_STRLIT("GET, POST, PUT, DELETE"));
     h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("access-control-allow-headers"), 0, NULL,
                           H2O_STRLIT("content-type"));
     h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("access-control-max-age"), 0, NULL,

@@ -1307,6 +1307,156 @@ static void a_dry_run_changes_nothing(void **state) {
 }
 
 /* The case list, the same for every backend. */
+/* ---- deleting a limit -------------------------------------------------------- */
+
+static rl_status delete_limit(fixture *f, const char *key) { return rl_backend_delete_definition(f->backend, key); }
+
+static void expect_unknown(fixture *f, const char *key) {
+    rl_limit_usage u;
+    assert_int_equal(rl_backend_limit_usage(f->backend, key, &u), RL_UNKNOWN_LIMIT_KEY);
+}
+
+/* A delete drops the limit and all it holds (rolling reservations, holds, a
+ * budget's open reservations), charging and auditing nothing. A reserve
+ * naming the key is unknown (and holds nothing elsewhere); a lease that held
+ * it keeps its other keys, which its Complete still charges; a retried lease
+ * id gets its first outcome. */
+static void delete_drops_a_limit_and_what_it_holds(void **state) {
+    fixture *f = *state;
+    define(f, "d:tpm", RL_KIND_ROLLING, 1000, 60, RL_OVERAGE_DEBT);
+    define(f, "d:conc", RL_KIND_CONCURRENCY, 2, 300, RL_OVERAGE_DEBT);
+    define_budget(f, "d:usd", 5000, RL_PERIOD_DAY, "UTC", 600, RL_OVERAGE_DEBT);
+    define(f, "d:keep", RL_KIND_ROLLING, 1000, 60, RL_OVERAGE_DEBT);
+    rl_requirement all[] = {{"d:tpm", 300, false}, {"d:conc", 1, false}, {"d:usd", 2000, false}, {"d:keep", 300, false}};
+    assert_true(reserve_n(f, 1, all, 4).allowed);
+    assert_true(reserve_n(f, 2, all, 4).allowed);
+    assert_int_equal(usage_of(f, "d:conc").active, 2);
+
+    assert_int_equal(delete_limit(f, "d:tpm"), RL_OK);
+    assert_int_equal(delete_limit(f, "d:conc"), RL_OK);
+    assert_int_equal(delete_limit(f, "d:usd"), RL_OK);
+    expect_unknown(f, "d:tpm");
+    expect_unknown(f, "d:conc");
+    expect_unknown(f, "d:usd");
+    assert_int_equal(usage_of(f, "d:keep").used, 600);
+
+    rl_reserve_result r = reserve_n(f, 3, all, 4);
+    assert_false(r.allowed);
+    assert_int_equal(r.status, RL_UNKNOWN_LIMIT_KEY);
+    assert_string_equal(r.status_key, "d:tpm");
+    assert_int_equal(usage_of(f, "d:keep").used, 600);
+    r = reserve_n(f, 1, all, 4); /* a retry: its first outcome */
+    assert_true(r.allowed);
+    assert_int_equal(r.reserved_at_unix_ms, T0_UNIX_MS);
+    assert_int_equal(usage_of(f, "d:keep").used, 600);
+
+    rl_manual_clock_advance(&f->clock, 1000);
+    rl_actual actuals[] = {{"d:tpm", 100}, {"d:usd", 1000}, {"d:conc", 1}, {"d:keep", 100}};
+    complete_n(f, 1, actuals, 4);
+    assert_int_equal(usage_of(f, "d:keep").used, 400);
+    complete_n(f, 2, NULL, 0); /* keeps its 300 on d:keep, names nothing */
+    assert_int_equal(usage_of(f, "d:keep").used, 400);
+    if (has_audit(f)) {
+        rl_manual_clock_advance(&f->clock, 1); /* entries are listed once their millisecond is over */
+        rl_audit_entry entries[4];
+        uint64_t next;
+        assert_int_equal(audit_page(f, "d:keep", 0, 4, entries, &next), 2);
+        expect_entry(&entries[0], T0_UNIX_MS + 1000, 1, "", "d:keep", 300, 100, 0, false);
+        expect_entry(&entries[1], T0_UNIX_MS + 1000, 2, "", "d:keep", 300, 300, 0, false);
+        assert_int_equal(audit_page(f, "d:tpm", 0, 4, entries, &next), 0);
+        assert_int_equal(audit_page(f, "d:usd", 0, 4, entries, &next), 0);
+    }
+    /* its window over, d:keep is empty again; nothing of the rest comes back */
+    rl_manual_clock_advance(&f->clock, 600000);
+    rl_backend_sweep(f->backend);
+    assert_int_equal(usage_of(f, "d:keep").used, 0);
+    expect_unknown(f, "d:usd");
+}
+
+/* A key defined again after a delete is a new limit that starts empty; the
+ * leases of the old one touch nothing of it, also when they complete (in
+ * Redis their entries may share a bucket with the new limit's: the same
+ * millisecond and window). */
+static void a_limit_defined_again_after_a_delete_starts_empty(void **state) {
+    fixture *f = *state;
+    define(f, "d:tpm", RL_KIND_ROLLING, 100, 60, RL_OVERAGE_DEBT);
+    define(f, "d:conc", RL_KIND_CONCURRENCY, 1, 300, RL_OVERAGE_DEBT);
+    define_budget(f, "d:usd", 100, RL_PERIOD_DAY, "UTC", 600, RL_OVERAGE_DEBT);
+    rl_requirement reqs[] = {{"d:tpm", 80, false}, {"d:conc", 1, false}, {"d:usd", 70, false}};
+    assert_true(reserve_n(f, 1, reqs, 3).allowed);
+    assert_true(reserve1(f, 2, "d:tpm", 10).allowed);
+    complete1(f, 2, "d:tpm", 30); /* 10 of debt */
+    assert_int_equal(usage_of(f, "d:tpm").debt_total, 10);
+    assert_int_equal(delete_limit(f, "d:tpm"), RL_OK);
+    assert_int_equal(delete_limit(f, "d:conc"), RL_OK);
+    assert_int_equal(delete_limit(f, "d:usd"), RL_OK);
+    assert_int_equal(define(f, "d:tpm", RL_KIND_ROLLING, 100, 60, RL_OVERAGE_DEBT), RL_LIMIT_STATUS_ACTIVE);
+    define(f, "d:conc", RL_KIND_CONCURRENCY, 1, 300, RL_OVERAGE_DEBT);
+    define_budget(f, "d:usd", 100, RL_PERIOD_DAY, "UTC", 600, RL_OVERAGE_DEBT);
+    rl_limit_usage u = usage_of(f, "d:tpm");
+    assert_int_equal(u.used, 0);
+    assert_int_equal(u.active, 0);
+    assert_int_equal(u.debt_total, 0);
+    assert_int_equal(usage_of(f, "d:conc").active, 0);
+    assert_int_equal(budget_usage(f, "d:usd").used, 0);
+
+    assert_true(reserve_n(f, 3, reqs, 3).allowed); /* the old holds are gone: it fits */
+    rl_actual old[] = {{"d:tpm", 10}, {"d:usd", 20}, {"d:conc", 1}};
+    complete_n(f, 1, old, 3); /* the old lease: nothing of the new limits moves */
+    u = usage_of(f, "d:tpm");
+    assert_int_equal(u.used, 80);
+    assert_int_equal(u.active, 1);
+    assert_int_equal(usage_of(f, "d:conc").active, 1);
+    assert_int_equal(budget_usage(f, "d:usd").reserved, 70);
+    assert_int_equal(budget_usage(f, "d:usd").committed, 0);
+    rl_manual_clock_advance(&f->clock, 1000);
+    rl_actual actuals[] = {{"d:tpm", 30}, {"d:usd", 50}};
+    complete_n(f, 3, actuals, 2);
+    u = usage_of(f, "d:tpm");
+    assert_int_equal(u.used, 30);
+    assert_int_equal(u.active, 1);
+    assert_int_equal(usage_of(f, "d:conc").active, 0);
+    assert_int_equal(budget_usage(f, "d:usd").committed, 50);
+    if (has_audit(f)) { /* the old lease's Complete charged nothing: no entry */
+        rl_manual_clock_advance(&f->clock, 1);
+        rl_audit_entry entries[4];
+        uint64_t next;
+        assert_int_equal(audit_page(f, "d:tpm", 0, 4, entries, &next), 2);
+        expect_entry(&entries[0], T0_UNIX_MS, 2, "", "d:tpm", 10, 30, 0, false);
+        expect_entry(&entries[1], T0_UNIX_MS + 1000, 3, "", "d:tpm", 80, 30, 0, false);
+    }
+    rl_manual_clock_advance(&f->clock, 59000);
+    assert_int_equal(usage_of(f, "d:tpm").used, 0);
+}
+
+/* A key with no limit answers unknown and changes nothing, a second delete
+ * too; a denial the deleted limit gave is still its lease's first outcome. */
+static void deleting_an_unknown_key_changes_nothing(void **state) {
+    fixture *f = *state;
+    assert_int_equal(delete_limit(f, "d:never"), RL_UNKNOWN_LIMIT_KEY);
+    define(f, "d:tpm", RL_KIND_ROLLING, 100, 60, RL_OVERAGE_DEBT);
+    define(f, "d:other", RL_KIND_ROLLING, 100, 60, RL_OVERAGE_DEBT);
+    assert_true(reserve1(f, 1, "d:tpm", 100).allowed);
+    rl_reserve_result denied = reserve1(f, 2, "d:tpm", 50);
+    assert_false(denied.allowed);
+    assert_string_equal(denied.denied_by.key, "d:tpm");
+    assert_int_equal(delete_limit(f, "d:tpm"), RL_OK);
+    assert_int_equal(delete_limit(f, "d:tpm"), RL_UNKNOWN_LIMIT_KEY);
+    assert_int_equal(delete_limit(f, "d:never"), RL_UNKNOWN_LIMIT_KEY);
+    assert_true(reserve1(f, 3, "d:other", 100).allowed);
+    rl_reserve_result again = reserve1(f, 2, "d:tpm", 50);
+    assert_false(again.allowed);
+    assert_int_equal(again.status, RL_OK);
+    assert_int_equal(again.retry_after_ms, denied.retry_after_ms);
+    assert_string_equal(again.denied_by.key, "d:tpm");
+    assert_int_equal(again.denied_by.requested, 50);
+    assert_int_equal(again.denied_by.available, 0);
+    assert_int_equal(again.denied_by.capacity, 100);
+    rl_reserve_result fresh = reserve1(f, 4, "d:tpm", 1);
+    assert_int_equal(fresh.status, RL_UNKNOWN_LIMIT_KEY);
+    assert_string_equal(fresh.status_key, "d:tpm");
+}
+
 #define CONFORMANCE_CASES(setup, teardown)                                                                \
     cmocka_unit_test_setup_teardown(example1_rolling_reconcile_frees_early, setup, teardown),             \
     cmocka_unit_test_setup_teardown(example2_concurrency_released_on_complete, setup, teardown),          \
@@ -1344,7 +1494,10 @@ static void a_dry_run_changes_nothing(void **state) {
     cmocka_unit_test_setup_teardown(optional_known_keys_are_reserved_and_deny, setup, teardown),          \
     cmocka_unit_test_setup_teardown(a_lease_of_skipped_requirements_holds_nothing, setup, teardown),      \
     cmocka_unit_test_setup_teardown(a_dry_run_answers_what_a_reserve_would, setup, teardown),             \
-    cmocka_unit_test_setup_teardown(a_dry_run_changes_nothing, setup, teardown)
+    cmocka_unit_test_setup_teardown(a_dry_run_changes_nothing, setup, teardown),                          \
+    cmocka_unit_test_setup_teardown(delete_drops_a_limit_and_what_it_holds, setup, teardown),            \
+    cmocka_unit_test_setup_teardown(a_limit_defined_again_after_a_delete_starts_empty, setup, teardown),  \
+    cmocka_unit_test_setup_teardown(deleting_an_unknown_key_changes_nothing, setup, teardown)
 
 static void redis_server_missing(void **state) {
     (void)state;

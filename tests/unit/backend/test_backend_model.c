@@ -17,8 +17,12 @@
  * once, decrease pending until usage allows), overage policy (debt | deny),
  * window or timeout, kind (rolling <-> concurrency), a budget's calendar
  * (an hour in UTC or in Asia/Kolkata, +05:30, or a day in UTC: its period
- * moves and keeps what it counted), and the first definition of a key
- * reserves have been meeting as unknown. Budgets: a reservation belongs to
+ * moves and keeps what it counted), the first definition of a key
+ * reserves have been meeting as unknown, and deletes: of a limit (its
+ * entries dropped, charged and audited nothing; a lease that held some
+ * keeps its others, and its retries their first outcome; the key unknown
+ * until defined again, as a new limit that starts empty, which the old
+ * leases' Completes never touch) and of a key with no limit. Budgets: a reservation belongs to
  * the period it was made in (completed after the boundary it is charged
  * there: nothing now), its timeout refunds it in full, its actual (or
  * without one what it reserved) is charged under the overage policy.
@@ -136,7 +140,7 @@ static struct coverage {
     unsigned long admin_increase, admin_decrease, admin_decrease_pending, admin_other, kind_in_use, clamped;
     unsigned long edge_advances;
     unsigned long periods, period_edges, refunds, budget_charges, late_completes, calendars, audit_entries;
-    unsigned long restarts;
+    unsigned long restarts, deletes, deletes_unknown, deleted_entries;
     unsigned long dry_runs, skipped;
     unsigned long fleet_denials, fleet_later_retries, fleet_decreases_waiting; /* answers allotments make differ */
 } cov;
@@ -151,7 +155,8 @@ static void print_coverage(const char *what) {
                   "clamped; %lu advances to an expiry edge; budgets: %lu periods started, %lu advances to a period's "
                   "edge, %lu reservations refunded by timeout, %lu charged, %lu completed after their period, %lu "
                   "calendar changes; %lu audit entries compared; %lu restarts from the journal; %lu dry runs, %lu "
-                  "optional keys skipped; fleet: %lu denials the "
+                  "optional keys skipped; %lu deletes (%lu live entries dropped), %lu of an unknown key; fleet: %lu "
+                  "denials the "
                   "model would not give, %lu longer retry_after_ms, %lu decreases answered pending\n",
                   what, cov.steps, cov.allowed, cov.denied_full, cov.exceeds, cov.decreasing, cov.unknown, cov.replays, cov.conflicts,
                   cov.batches, cov.completes - cov.drained, cov.drained, cov.shrinks, cov.overage_debt,
@@ -159,7 +164,8 @@ static void print_coverage(const char *what) {
                   cov.releases_by_complete, cov.admin_increase, cov.admin_decrease, cov.admin_decrease_pending,
                   cov.admin_other, cov.kind_in_use, cov.clamped, cov.edge_advances, cov.periods, cov.period_edges,
                   cov.refunds, cov.budget_charges, cov.late_completes, cov.calendars, cov.audit_entries, cov.restarts,
-                  cov.dry_runs, cov.skipped, cov.fleet_denials, cov.fleet_later_retries, cov.fleet_decreases_waiting);
+                  cov.dry_runs, cov.skipped, cov.deletes, cov.deleted_entries, cov.deletes_unknown,
+                  cov.fleet_denials, cov.fleet_later_retries, cov.fleet_decreases_waiting);
     memset(&cov, 0, sizeof cov);
 }
 
@@ -172,6 +178,7 @@ typedef struct model_entry {
     rl_kind kind; /* the limit's kind when reserved: Complete follows it */
     uint64_t period_start; /* a budget's: the period it was made in */
     bool live;
+    bool deleted; /* its limit was deleted: a Complete passes it by */
 } model_entry;
 
 typedef struct model_limit {
@@ -441,6 +448,9 @@ decided:
     return r;
 }
 
+/* How many lease numbers the sequence has used (operations, below). */
+static int next_lease_model(void);
+
 /* A rolling entry's Complete with an actual: the rest frees now, overage
  * as the limit's policy says now. */
 static void reconcile(model_entry *e, uint64_t actual) {
@@ -508,6 +518,7 @@ static void model_complete(int lease, const int *keys, const uint64_t *actuals, 
     /* each entry by its kind when reserved; the lease names each limit once */
     for (int i = 0; i < m->entry_count; i++) {
         model_entry *e = &m->entries[i];
+        if (e->deleted) continue; /* charged nothing, audited nothing */
         const uint64_t *actual = NULL;
         for (int a = 0; a < n; a++)
             if (keys[a] == e->limit) actual = &actuals[a];
@@ -563,6 +574,35 @@ static rl_limit_status model_apply(int l, const rl_limit_def *def) {
         if (lim->pending_decrease_to != 0) cov.admin_decrease_pending++;
     }
     return lim->pending_decrease_to != 0 ? RL_LIMIT_STATUS_DECREASING : RL_LIMIT_STATUS_ACTIVE;
+}
+
+/* An admin DELETE of limit l (defined): its live entries go, charged and
+ * audited nothing, and every lease's entry of it is passed by from now on;
+ * the limit is unknown until defined again, as a new one that starts empty
+ * (its audit log stays: the log outlives a definition). */
+static void model_delete(int l) {
+    for (int lease = 1; lease < next_lease_model(); lease++) {
+        model_lease *m = &leases[lease];
+        for (int i = 0; i < m->entry_count; i++) {
+            model_entry *e = &m->entries[i];
+            if (e->limit != l || e->deleted) continue;
+            if (e->live) cov.deleted_entries++;
+            e->live = false;
+            e->deleted = true;
+        }
+    }
+    int kept = 0;
+    for (int i = 0; i < live_count; i++)
+        if (live[i]->live) live[kept++] = live[i];
+    live_count = kept;
+    model_limit *lim = &limits[l];
+    rl_limit_def def = lim->def;
+    rl_audit_entry *audit = lim->audit;
+    int audit_count = lim->audit_count;
+    memset(lim, 0, sizeof *lim);
+    lim->def = def;
+    lim->audit = audit;
+    lim->audit_count = audit_count;
 }
 
 /* ---- the ledger: what the backend's own answers imply, no model ---- */
@@ -792,7 +832,7 @@ static void check_audit(rl_backend *backend) {
     static rl_audit_entry page_entries[RL_AUDIT_QUERY_MAX];
     for (int l = 0; l < LIMITS; l++) {
         const model_limit *lim = &limits[l];
-        if (!lim->defined) continue;
+        if (!lim->defined && lim->audit_count == 0) continue; /* a deleted one's log stays: checked */
         int matched = 0;
         uint64_t since = 0;
         uint32_t page_limit = 1 + (uint32_t)pick(7);
@@ -836,6 +876,8 @@ typedef struct request_record {
 
 static request_record requested[MAX_LEASES];
 static int next_lease;
+
+static int next_lease_model(void) { return next_lease < MAX_LEASES ? next_lease : MAX_LEASES; }
 /* Admitted leases not completed yet (as far as the test knows: some are
  * completed later, and dropped when picked). */
 static int open_leases[MAX_LEASES], open_count;
@@ -1197,7 +1239,10 @@ static void advance(rl_manual_clock *clock, uint64_t delta) {
 static void op_time(rl_manual_clock *clock) {
     uint64_t delta = pick(1500);
     int budget = FIRST_BUDGET + (int)pick(UNDEFINED - FIRST_BUDGET);
-    if (chance(12) && limits[budget].def.kind == RL_KIND_BUDGET) { /* a budget's period ends (or nearly) */
+    /* (a run stays within the lease memory, LEASE_MEMORY_MS from its start:
+     * every lease it decided is remembered, as the model does) */
+    bool room = unix_now_ms - T0_UNIX + 2 * 86400000u < LEASE_MEMORY_MS;
+    if (chance(12) && room && limits[budget].defined && limits[budget].def.kind == RL_KIND_BUDGET) { /* a budget's period ends (or nearly) */
         delta = limits[budget].period_end - unix_now_ms - (chance(30) ? 1 : 0);
         cov.period_edges++;
     } else if (live_count > 0 && chance(40)) {
@@ -1226,13 +1271,40 @@ static void set_calendar(rl_limit_def *d) {
     snprintf(d->timezone, sizeof d->timezone, "%s", calendars[c].zone);
 }
 
+/* DELETE of limit l: the backend answers as the model says, and the ledger
+ * forgets what admitted leases held of it. */
+static void op_delete(rl_backend *backend, int l) {
+    const char *key = limits[l].def.key;
+    note("t=%llu admin delete %s%s", (unsigned long long)now_ms, key, limits[l].defined ? "" : " (unknown)");
+    rl_status status = rl_backend_delete_definition(backend, key);
+    rl_status want = limits[l].defined ? RL_OK : RL_UNKNOWN_LIMIT_KEY;
+    if (status != want) fail_step("delete %s: %s, model %s", key, rl_status_name(status), rl_status_name(want));
+    if (!limits[l].defined) {
+        cov.deletes_unknown++;
+        return;
+    }
+    cov.deletes++;
+    model_delete(l);
+    for (int i = 0; i < ledger_live_count; i++)
+        if (ledger_live[i]->limit == l) ledger_live[i]->amount = 0;
+    admin_capacity[l] = 0;
+    kind_changed[l] = false;
+    last_debt_total[l] = last_denied_total[l] = 0;
+}
+
 static void op_admin(rl_backend *backend) {
     int l = (int)pick(LIMITS);
     rl_limit_def d = limits[l].def;
     const char *what;
     unsigned roll = (unsigned)pick(100);
-    if (!limits[l].defined) {
+    if (!limits[l].defined && chance(20)) {
+        op_delete(backend, l);
+        return;
+    } else if (!limits[l].defined) {
         what = "define";
+    } else if (roll < 7) {
+        op_delete(backend, l);
+        return;
     } else if (roll < 50) {
         what = "capacity";
         uint64_t used = used_of(l);

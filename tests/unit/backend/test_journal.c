@@ -5,7 +5,8 @@
  * while it was closed is applied; a torn tail is cut and damage refused
  * without touching the file; compaction keeps the state; the audit log has
  * one entry per key a Complete charged and per budget refund, also across
- * restarts and when it got ahead of the journal. */
+ * restarts and when it got ahead of the journal; a deleted limit stays
+ * deleted. */
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,6 +25,7 @@
 #include "ratelimiter/clock.h"
 #include "ratelimiter/memory.h"
 #include "support/civil_time.h"
+#include "support/file_bytes.h"
 #include "support/lease_ids.h"
 
 #define HOUR_MS 3600000u
@@ -391,6 +393,99 @@ static void test_other_fsync_modes(void **state) {
     }
 }
 
+static void expect_unknown(fixture *f, const char *key) {
+    rl_limit_usage u;
+    assert_int_equal(rl_backend_limit_usage(f->backend, key, &u), RL_UNKNOWN_LIMIT_KEY);
+}
+
+/* A delete is journaled: replayed after a kill -9 (the journal as it stood
+ * when the delete was answered) or through a compaction's snapshot, neither
+ * the limit nor what it held comes back. A lease that held it keeps its
+ * other keys and its retries their first outcome (a denial it gave keeps
+ * its denied_by); its Complete charges and audits nothing on it; the key
+ * defined again starts empty. */
+static void test_a_delete_survives_restart(void **state) {
+    fixture *f = *state;
+    open_ok(f);
+    define(f, "tpm", RL_KIND_ROLLING, 1000, 60);
+    define(f, "conc", RL_KIND_CONCURRENCY, 2, 300);
+    define(f, "spend", RL_KIND_BUDGET, 5000, 600);
+    define(f, "keep", RL_KIND_ROLLING, 100000, 60);
+    rl_requirement all[] = {{"tpm", 400, false}, {"conc", 1, false}, {"spend", 1000, false}, {"keep", 100, false}};
+    rl_reserve_result first = reserve(f, 1, "job-1", all, 4);
+    assert_true(first.allowed);
+    rl_requirement too_much[] = {{"spend", 4500, false}};
+    assert_false(reserve(f, 2, NULL, too_much, 1).allowed);
+    assert_int_equal(rl_backend_delete_definition(f->backend, "tpm"), RL_OK);
+    assert_int_equal(rl_backend_delete_definition(f->backend, "conc"), RL_OK);
+    assert_int_equal(rl_backend_delete_definition(f->backend, "spend"), RL_OK);
+
+    /* kill -9 now: the journal as it is, nothing written at close */
+    size_t len;
+    unsigned char *journal = rl_test_file_bytes(f->journal, &len);
+    rl_backend_destroy(f->backend);
+    f->backend = NULL;
+    rl_test_file_write(f->journal, journal, len, "wb");
+    free(journal);
+    uint64_t unix_ms = f->clock.base.unix_ms(&f->clock.base) + 1000;
+    rl_manual_clock_init(&f->clock, 5000, unix_ms);
+    open_ok(f);
+    expect_unknown(f, "tpm");
+    expect_unknown(f, "conc");
+    expect_unknown(f, "spend");
+    assert_int_equal(usage(f, "keep").used, 100);
+    rl_requirement one[] = {{"tpm", 1, false}};
+    assert_int_equal(reserve(f, 3, NULL, one, 1).status, RL_UNKNOWN_LIMIT_KEY);
+    rl_reserve_result again = reserve(f, 1, "job-1", all, 4);
+    assert_true(again.allowed);
+    assert_int_equal(again.reserved_at_unix_ms, first.reserved_at_unix_ms);
+
+    /* the key defined again starts empty; the old lease's Complete charges
+     * only its other keys */
+    define(f, "tpm", RL_KIND_ROLLING, 1000, 60);
+    assert_int_equal(usage(f, "tpm").used, 0);
+    rl_requirement full[] = {{"tpm", 1000, false}};
+    assert_true(reserve(f, 4, NULL, full, 1).allowed);
+    rl_actual actuals[] = {{"tpm", 10}, {"spend", 10}, {"keep", 50}};
+    complete(f, 1, actuals, 3);
+    assert_int_equal(usage(f, "tpm").used, 1000);
+    assert_int_equal(usage(f, "keep").used, 50);
+    rl_audit_entry entries[8];
+    assert_int_equal(audit_of(f, "spend", entries, 8), 0);
+    assert_int_equal(audit_of(f, "tpm", entries, 8), 0);
+    assert_int_equal(audit_of(f, "keep", entries, 8), 1);
+
+    /* a compaction's snapshot has no deleted limit, and the leases that
+     * held one hold nothing of it */
+    rl_backend_destroy(f->backend);
+    f->backend = NULL;
+    f->compact_bytes = 4096;
+    open_ok(f);
+    rl_requirement small[] = {{"keep", 1, false}};
+    bool compacted = false;
+    for (uint64_t i = 100; i < 400; i++) {
+        assert_true(reserve(f, i, "job", small, 1).allowed);
+        if (i % 100 == 99) {
+            long before = file_size(f->journal);
+            usleep(300 * 1000); /* the flusher compacts on its own tick */
+            compacted |= file_size(f->journal) < before;
+        }
+    }
+    assert_true(compacted);
+    restart(f, 10);
+    expect_unknown(f, "conc");
+    expect_unknown(f, "spend");
+    assert_int_equal(usage(f, "tpm").used, 1000);
+    assert_int_equal(usage(f, "keep").used, 50 + 300);
+    rl_reserve_result denied = reserve(f, 2, NULL, too_much, 1);
+    assert_false(denied.allowed);
+    assert_string_equal(denied.denied_by.key, "spend"); /* its limit gone, its first outcome kept */
+    assert_int_equal(denied.denied_by.requested, 4500);
+    define(f, "spend", RL_KIND_BUDGET, 5000, 600);
+    assert_int_equal(usage(f, "spend").used, 0);
+    assert_int_equal(usage(f, "spend").committed, 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_state_survives_restart, setup, teardown),
@@ -401,6 +496,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_damage_is_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_compaction_keeps_state, setup, teardown),
         cmocka_unit_test_setup_teardown(test_other_fsync_modes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_delete_survives_restart, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

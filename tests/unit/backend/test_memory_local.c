@@ -974,6 +974,44 @@ static void an_optional_key_the_store_lacks_is_skipped_here_for_a_while(void **s
     assert_forwarded(reserve_n(f, 6, reqs, 2), RL_OK, "rpd"); /* its mirror admits nothing yet */
 }
 
+/* A mirror forgotten (its limit deleted): what it held goes; a lease
+ * decided from it keeps its other keys, whose Complete still reports
+ * spend, and spends nothing on the forgotten key; a lease naming it is
+ * forwarded, naming it as a key without a mirror. */
+static void a_forgotten_mirror_drops_what_it_holds(void **state) {
+    fixture *f = *state;
+    mirror_allowed(f, rolling("rpm", 100, 60), 10);
+    mirror_allowed(f, concurrency("conc", 100, 30), 2);
+    mirror_allowed(f, rolling("tpm", 1000, 60), 100);
+    rl_requirement reqs[] = {{"rpm", 6, false}, {"conc", 1, false}, {"tpm", 50, false}};
+    assert_admitted(reserve_n(f, 1, reqs, 3));
+    assert_true(rl__memory_local_forget(f->local, "tpm"));
+    assert_true(rl__memory_local_forget(f->local, "conc"));
+    assert_false(rl__memory_local_forget(f->local, "tpm"));
+    rl__local_state none;
+    assert_false(rl__memory_local_state(f->local, "tpm", &none));
+    assert_forwarded(reserve1(f, 2, "tpm", 1), RL_UNKNOWN_LIMIT_KEY, "tpm");
+    assert_admitted(reserve_n(f, 1, reqs, 3)); /* a retry: its first outcome */
+
+    char id[27];
+    rl_actual actuals[] = {{"tpm", 70}, {"rpm", 2}};
+    rl_complete_request request = {rl_test_lease_id(1, id), NULL, actuals, 2};
+    rl_status status = RL_BACKEND_ERROR;
+    bool forwarded = true;
+    rl__local_spend spends[RL_MAX_REQUIREMENTS];
+    assert_int_equal(rl__memory_local_complete(f->local, &request, 1, &status, &forwarded, spends), 1);
+    assert_int_equal(status, RL_OK);
+    assert_false(forwarded);
+    assert_string_equal(spends[0].key, "rpm");
+    assert_int_equal(spends[0].actual, 2);
+    assert_int_equal(used_of(f, "rpm"), 2);
+
+    /* mirrored again: a new mirror, empty */
+    mirror_allowed(f, rolling("tpm", 1000, 60), 100);
+    assert_int_equal(used_of(f, "tpm"), 0);
+    assert_admitted(reserve1(f, 3, "tpm", 100));
+}
+
 int main(void) {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
     const struct CMUnitTest tests[] = {
@@ -1002,6 +1040,7 @@ int main(void) {
         T(holds_time_out),
         T(a_dry_run_is_decided_here_or_forwarded_and_leaves_nothing),
         T(an_optional_key_the_store_lacks_is_skipped_here_for_a_while),
+        T(a_forgotten_mirror_drops_what_it_holds),
     };
 #undef T
     return cmocka_run_group_tests_name("memory local", tests, NULL, NULL);

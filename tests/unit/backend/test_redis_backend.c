@@ -243,7 +243,8 @@ static size_t state_keys(const char *prefix) {
                 continue;
             redisReply *ttl = redisCommand(ctx, "PTTL %s", key);
             assert_non_null(ttl);
-            if (ttl->type != REDIS_REPLY_INTEGER || (ttl->integer <= 0 && ttl->integer != -2))
+            /* -1: no TTL; -2: gone since the scan; 0: due within the millisecond */
+            if (ttl->type != REDIS_REPLY_INTEGER || ttl->integer == -1)
                 fail_msg("%s has no TTL (PTTL %lld)", key, ttl->integer);
             freeReplyObject(ttl);
             count++;

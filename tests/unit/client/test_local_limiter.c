@@ -156,6 +156,66 @@ static void audit_lists_what_was_charged(void **state) {
     rl_limiter_destroy(limiter);
 }
 
+/* rl_limiter_local_delete: the limit and what it holds go; a lease that
+ * held it keeps its other keys; the key is unknown until defined again,
+ * empty; with a journal the delete outlives the limiter (the limits file
+ * is not rewritten: one that lists the key defines it again at open). */
+static void deletes_a_limit_at_run_time(void **state) {
+    (void)state;
+    const char *path = write_file("deletes.json",
+                                  "[{\"key\":\"d:rpm\",\"kind\":\"rolling\",\"capacity\":2,\"window_seconds\":60},"
+                                  " {\"key\":\"d:conc\",\"kind\":\"concurrency\",\"capacity\":1,\"timeout_seconds\":30}]");
+    char journal[300], err[RL_LIMITER_ERR_SIZE];
+    snprintf(journal, sizeof journal, "%s/deletes.journal", dir);
+    rl_memory_options options;
+    rl_memory_options_default(&options);
+    options.journal_path = journal;
+    rl_limiter *limiter;
+    if (rl_limiter_local_open(path, &options, &limiter, err) != RL_OK) fail_msg("%s", err);
+    rl_limit_def extra = {.key = "d:extra", .kind = RL_KIND_ROLLING, .capacity = 5, .window_seconds = 60};
+    assert_int_equal(rl_limiter_local_define(limiter, &extra, NULL), RL_OK);
+    char id[27], id2[27];
+    rl_requirement reqs[] = {{"d:rpm", 1, false}, {"d:conc", 1, false}, {"d:extra", 5, false}};
+    rl_reserve_request first = {rl_test_lease_id(1, id), NULL, reqs, 3, false};
+    rl_reserve_result result;
+    assert_int_equal(rl_limiter_reserve(limiter, &first, &result), RL_OK);
+    assert_true(result.allowed);
+
+    assert_int_equal(rl_limiter_local_delete(limiter, "d:conc"), RL_OK);
+    assert_int_equal(rl_limiter_local_delete(limiter, "d:extra"), RL_OK);
+    assert_int_equal(rl_limiter_local_delete(limiter, "d:conc"), RL_UNKNOWN_LIMIT_KEY);
+    assert_non_null(strstr(rl_limiter_last_error(), "d:conc"));
+    assert_int_equal(rl_limiter_local_delete(limiter, "bad key"), RL_INVALID_REQUEST);
+    assert_int_equal(rl_limiter_local_delete(limiter, NULL), RL_INVALID_REQUEST);
+    rl_reserve_request second = {rl_test_lease_id(2, id2), NULL, reqs, 3, false};
+    assert_int_equal(rl_limiter_reserve(limiter, &second, &result), RL_OK);
+    assert_false(result.allowed);
+    assert_int_equal(result.status, RL_UNKNOWN_LIMIT_KEY);
+    assert_int_equal(rl_limiter_reserve(limiter, &first, &result), RL_OK);
+    assert_true(result.allowed); /* its first outcome */
+    rl_complete_request done = {id, NULL, NULL, 0};
+    assert_int_equal(rl_limiter_complete(limiter, &done), RL_OK);
+    assert_int_equal(rl_limiter_local_define(limiter, &extra, NULL), RL_OK); /* again: empty */
+    rl_requirement all_of_extra[] = {{"d:extra", 5, false}};
+    rl_reserve_request third = {rl_test_lease_id(3, id2), NULL, all_of_extra, 1, false};
+    assert_int_equal(rl_limiter_reserve(limiter, &third, &result), RL_OK);
+    assert_true(result.allowed);
+    assert_int_equal(rl_limiter_local_delete(limiter, "d:extra"), RL_OK);
+    rl_limiter_destroy(limiter);
+
+    /* reopened on its journal: d:extra stays deleted; the file defines d:conc again */
+    if (rl_limiter_local_open(path, &options, &limiter, err) != RL_OK) fail_msg("%s", err);
+    rl_requirement extra_only[] = {{"d:extra", 1, false}};
+    rl_reserve_request fourth = {rl_test_lease_id(4, id2), NULL, extra_only, 1, false};
+    assert_int_equal(rl_limiter_reserve(limiter, &fourth, &result), RL_OK);
+    assert_int_equal(result.status, RL_UNKNOWN_LIMIT_KEY);
+    rl_requirement conc_only[] = {{"d:conc", 1, false}};
+    rl_reserve_request fifth = {rl_test_lease_id(5, id2), NULL, conc_only, 1, false};
+    assert_int_equal(rl_limiter_reserve(limiter, &fifth, &result), RL_OK);
+    assert_true(result.allowed); /* defined again, empty */
+    rl_limiter_destroy(limiter);
+}
+
 static int setup(void **state) {
     (void)state;
     return mkdtemp(dir) == NULL ? -1 : 0;
@@ -174,6 +234,7 @@ int main(void) {
         cmocka_unit_test(refuses_a_missing_or_corrupt_file),
         cmocka_unit_test(audit_refuses_bad_queries),
         cmocka_unit_test(audit_lists_what_was_charged),
+        cmocka_unit_test(deletes_a_limit_at_run_time),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -31,6 +31,10 @@
 typedef struct fake_store {
     rl_limit_def defs[STORE_MAX]; /* sorted by key */
     size_t count;
+    /* Keys deleted (and not defined since): the tombstones a restore
+     * respects, as Redis's (lua/delete.lua). */
+    char deleted[STORE_MAX][RL_KEY_MAX_LEN + 1];
+    size_t deleted_count;
     bool down; /* every call fails as with Redis unreachable */
     int applies, lists;
 } fake_store;
@@ -48,7 +52,19 @@ static const rl_limit_def *store_find(const fake_store *s, const char *key) {
     return NULL;
 }
 
+static bool store_deleted(const fake_store *s, const char *key) {
+    for (size_t i = 0; i < s->deleted_count; i++)
+        if (strcmp(s->deleted[i], key) == 0) return true;
+    return false;
+}
+
 static void store_put(fake_store *s, const rl_limit_def *def) {
+    for (size_t i = 0; i < s->deleted_count; i++) { /* defined again: no tombstone */
+        if (strcmp(s->deleted[i], def->key) != 0) continue;
+        memmove(&s->deleted[i], &s->deleted[i + 1], (s->deleted_count - i - 1) * sizeof s->deleted[0]);
+        s->deleted_count--;
+        break;
+    }
     size_t i = 0;
     while (i < s->count && strcmp(s->defs[i].key, def->key) < 0) i++;
     if (i < s->count && strcmp(s->defs[i].key, def->key) == 0) {
@@ -67,6 +83,29 @@ static rl_status fake_apply(rl_backend *b, const rl_limit_def *def, rl_limit_sta
     s->applies++;
     store_put(s, def);
     *out_status = RL_LIMIT_STATUS_ACTIVE;
+    return RL_OK;
+}
+
+static rl_status fake_delete(rl_backend *b, const char *key) {
+    fake_store *s = store_of(b);
+    if (s->down) return RL_BACKEND_ERROR;
+    for (size_t i = 0; i < s->count; i++) {
+        if (strcmp(s->defs[i].key, key) != 0) continue;
+        memmove(&s->defs[i], &s->defs[i + 1], (s->count - i - 1) * sizeof s->defs[0]);
+        s->count--;
+        if (!store_deleted(s, key)) snprintf(s->deleted[s->deleted_count++], sizeof s->deleted[0], "%s", key);
+        return RL_OK;
+    }
+    return RL_UNKNOWN_LIMIT_KEY;
+}
+
+static rl_status fake_restore(rl_backend *b, const rl_limit_def *def) {
+    fake_store *s = store_of(b);
+    if (s->down) return RL_BACKEND_ERROR;
+    if (store_find(s, def->key) != NULL) return RL_OK;
+    if (store_deleted(s, def->key)) return RL_UNKNOWN_LIMIT_KEY;
+    s->applies++;
+    store_put(s, def);
     return RL_OK;
 }
 
@@ -154,6 +193,8 @@ static const rl_backend_ops fake_ops = {
     .destroy = fake_destroy,
     .health = fake_health,
     .list_definitions = fake_list,
+    .delete_definition = fake_delete,
+    .restore_definition = fake_restore,
 };
 
 static rl_backend *fake_backend_new(fake_store *store) {
@@ -208,6 +249,14 @@ static rl_status daemon_open(instance *d, fake_store *store, size_t max_limits, 
 static void daemon_start(instance *d, fake_store *store) {
     char err[256];
     if (daemon_open(d, store, 0, err, sizeof err) != RL_OK) fail_msg("%s", err);
+}
+
+/* Two daemons on one store. */
+static void daemons_start(instance *a, instance *b, fake_store *store) {
+    daemon_dirs(a);
+    daemon_dirs(b);
+    daemon_start(a, store);
+    daemon_start(b, store);
 }
 
 static void daemon_stop(instance *d) {
@@ -322,10 +371,7 @@ static void test_put_on_a_seen_by_b(void **state) {
     (void)state;
     fake_store store = {0};
     instance a = {0}, b = {0};
-    daemon_dirs(&a);
-    daemon_dirs(&b);
-    daemon_start(&a, &store);
-    daemon_start(&b, &store);
+    daemons_start(&a, &b, &store);
 
     assert_int_equal(call(&b, "GET", "/v1/admin/limits/k", NULL), 404);
     assert_string_equal(body(&b), "{\"error\":\"unknown_limit_key:k\"}");
@@ -432,10 +478,7 @@ static void test_registry_write_failure_is_not_fatal(void **state) {
     (void)state;
     fake_store store = {0};
     instance a = {0}, b = {0};
-    daemon_dirs(&a);
-    daemon_dirs(&b);
-    daemon_start(&a, &store);
-    daemon_start(&b, &store);
+    daemons_start(&a, &b, &store);
     assert_int_equal(put(&a, "a", 1), 200);
     /* A's registry directory becomes a plain file, and no file may grow
      * (its log, still open, is appended to): no write can succeed. */
@@ -551,6 +594,65 @@ static void test_redis_unreachable_at_open(void **state) {
     daemon_cleanup(&d);
 }
 
+/* A delete through A is the store's at once: B answers unknown_limit_key,
+ * A's file drops the key. B's file keeps it until B starts again, when the
+ * store's record of the delete keeps B from putting it back, and the file
+ * drops it; a store that lost everything (no such record) gets it back. */
+static void test_delete_on_a_seen_by_b(void **state) {
+    (void)state;
+    fake_store store = {0};
+    instance a = {0}, b = {0};
+    daemons_start(&a, &b, &store);
+    assert_int_equal(put(&a, "k", 100), 200);
+    assert_int_equal(put(&a, "j", 5), 200);
+    assert_int_equal(call(&b, "GET", "/v1/admin/limits", NULL), 200);
+    assert_int_equal(file_count(b.path), 2);
+
+    assert_int_equal(call(&a, "DELETE", "/v1/admin/limits/k", NULL), 200);
+    assert_string_equal(body(&a), "{\"ok\":true}");
+    assert_null(store_find(&store, "k"));
+    assert_int_equal(file_count(a.path), 1);
+    assert_int_equal(call(&b, "GET", "/v1/admin/limits/k", NULL), 404);
+    assert_int_equal(reserve(&b, "k", 1), 404);
+    assert_int_equal(call(&b, "DELETE", "/v1/admin/limits/k", NULL), 404);
+    assert_string_equal(body(&b), "{\"ok\":false,\"error\":\"unknown_limit_key:k\"}");
+    assert_int_equal(file_count(b.path), 1); /* B's own delete: its file follows */
+    assert_int_equal(call(&a, "DELETE", "/v1/admin/limits/a%20b", NULL), 400);
+    assert_non_null(strstr(body(&a), "\"invalid_request\""));
+
+    /* B was away during a delete: its file still holds the key */
+    daemon_stop(&b);
+    assert_int_equal(call(&a, "DELETE", "/v1/admin/limits/j", NULL), 200);
+    assert_int_equal(put(&a, "j", 6), 200); /* defined again: not a deleted key any more */
+    assert_int_equal(call(&a, "DELETE", "/v1/admin/limits/j", NULL), 200);
+    write_file(b.path, "[{\"key\":\"j\",\"kind\":\"rolling\",\"capacity\":5,\"window_seconds\":60},"
+                       "{\"key\":\"k\",\"kind\":\"rolling\",\"capacity\":100,\"window_seconds\":60}]");
+    int applies = store.applies;
+    daemon_start(&b, &store);
+    assert_int_equal(store.applies, applies);
+    assert_int_equal(store.count, 0);
+    assert_int_equal(file_count(b.path), 0);
+    daemon_stop(&b);
+
+    /* a store that lost everything gets the file's limits back */
+    write_file(b.path, "[{\"key\":\"k\",\"kind\":\"rolling\",\"capacity\":100,\"window_seconds\":60}]");
+    fake_store lost = {0};
+    daemon_start(&b, &lost);
+    assert_non_null(store_find(&lost, "k"));
+    daemon_stop(&b);
+
+    /* the store unreachable: 503, nothing changes anywhere */
+    assert_int_equal(put(&a, "m", 7), 200);
+    store.down = true;
+    assert_int_equal(call(&a, "DELETE", "/v1/admin/limits/m", NULL), 503);
+    assert_string_equal(body(&a), "{\"ok\":false,\"error\":\"backend_error\"}");
+    store.down = false;
+    assert_non_null(store_find(&store, "m"));
+    assert_int_equal(file_capacity(a.path, "m"), 7);
+    daemon_cleanup(&a);
+    daemon_cleanup(&b);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_open_store_wins),
@@ -561,6 +663,7 @@ int main(void) {
         cmocka_unit_test(test_bulk_refresh_and_backup),
         cmocka_unit_test(test_max_limits),
         cmocka_unit_test(test_redis_unreachable_at_open),
+        cmocka_unit_test(test_delete_on_a_seen_by_b),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -27,6 +27,17 @@
 --   P..'L:'..I  string: the lease's first outcome and its entries (see
 --               reserve.lua), with a TTL
 --   P..'defs'   set: every defined K
+--   P..'defs:version', P..'defs:changed'  the numbered changes of the
+--               definitions (number_change below; define.lua, delete.lua)
+--   P..'H:'..K, P..'A:'..D..':'..K  daemons' allotments of K (allot.lua)
+--   P..'relay'  Completes relayed to the daemons (complete.lua)
+-- A limit deleted (delete.lua) loses l:, e:, a:, b:, r:, H: and the A:
+-- records, and its place in defs; its audit stream stays, and its key
+-- stays in defs:changed with no definition: its tombstone. A limit defined
+-- again over a tombstone is another incarnation: l:K's 'gen' (its change
+-- number; 0, absent, for a key never deleted), written with each entry in
+-- a lease record, so that a Complete never touches the new limit for an
+-- entry of the old one.
 -- e:K and a:K expire a second after their latest bucket, and the lease
 -- records with the lease's memory: Redis memory stays bounded whatever
 -- clients never complete. A budget's reservations leave one by one, each
@@ -53,13 +64,14 @@ local function fmt(x) return string.format('%.0f', x) end
 local function load(K)
   local lk = P .. 'l:' .. K
   local v = redis.call('HMGET', lk, 'kind', 'enf', 'pend', 'used', 'win', 'ovg', 'debt', 'denied', 'act',
-                       'cal', 'ps', 'pe', 'com')
+                       'cal', 'ps', 'pe', 'com', 'gen')
   if not v[1] then return nil end
   local win = tonumber(v[5])
   return {key = K, lk = lk, ek = P .. 'e:' .. K, ak = P .. 'a:' .. K, kind = v[1],
           enf = tonumber(v[2]), pend = tonumber(v[3]), used = tonumber(v[4]), win = win,
           ovg = v[6], debt = tonumber(v[7]), denied = tonumber(v[8]), act = tonumber(v[9]) or 0,
           cal = v[10], ps = tonumber(v[11]) or 0, pe = tonumber(v[12]) or 0, com = tonumber(v[13]) or 0,
+          gen = tonumber(v[14]) or 0,
           bk = P .. 'b:' .. K, rk = P .. 'r:' .. K,
           dirty = false,
           at = NOW + win, at_text = fmt(NOW + win), -- the bucket of entries made now
@@ -233,9 +245,21 @@ local function hold(L, amount)
   L.used = L.used + amount; L.act = L.act + 1; L.dirty = true
 end
 
+-- Numbers a change of K's definition (define.lua, delete.lua) for the
+-- daemons that follow them (changes.lua): P..'defs:version' holds the
+-- store's epoch and the number of the last change, P..'defs:changed' ranks
+-- each key by the number of its last change. Returns that number.
+local function number_change(K)
+  local n = redis.call('HINCRBY', P .. 'defs:version', 'n', 1)
+  redis.call('ZADD', P .. 'defs:changed', n, K)
+  return n
+end
+
 -- A lease record, one string: "allowed retry_after reserved_at status
 -- =status_key completed forget_at n" then n times "key kind amount X" (X:
--- the entry's bucket; a budget's: its timeout), then "#F": F the
+-- the entry's bucket; a budget's: its timeout), then, if any of its limits
+-- is an incarnation after a delete, "^G1,...,Gn" (each entry's limit's gen,
+-- common.lua's key list; none: all 0), then "#F": F the
 -- fingerprint of the reserve's requirements (core/lease_fingerprint.h;
 -- records written before it have none). Keys have no spaces, so spaces
 -- separate. An admitted lease with a job id ends with a newline and the job

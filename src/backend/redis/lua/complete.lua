@@ -21,17 +21,20 @@ local RELAY_MAX, RELAY_TTL_MS = 10000, 120000
 local relay = ARGV[5] == '1'
 
 -- A lease record (see common.lua) read once: allowed and completed, its
--- entries: key, kind, amount, and its bucket X as text (x as a number), and
--- its job id.
+-- entries: key, kind, amount, its bucket X as text (x as a number) and the
+-- incarnation of its limit (gen), and its job id.
 local function read_record(text)
   local words, job = split_job(text)
   local t = {}
   for word in string.gmatch(words, '%S+') do t[#t + 1] = word end
+  local gens = {}
+  local g = string.match(words, ' %^([%d,]+)')
+  if g then for x in string.gmatch(g, '%d+') do gens[#gens + 1] = tonumber(x) end end
   local entries = {}
   for i = 1, tonumber(t[8]) do
     local at = 8 + 4 * (i - 1)
     entries[i] = {key = t[at + 1], kind = t[at + 2], amount = tonumber(t[at + 3]), X = t[at + 4],
-                  x = tonumber(t[at + 4])}
+                  x = tonumber(t[at + 4]), gen = gens[i] or 0}
   end
   return tonumber(t[1]), tonumber(t[6]), entries, job
 end
@@ -80,7 +83,8 @@ local function complete(id, base, n)
   for _, e in ipairs(recorded) do
     local L = limit(e.key)
     local actual = actuals[e.key]
-    if L == nil then -- nothing to charge: the store lost its definition
+    if L ~= nil and L.gen ~= e.gen then L = nil end -- deleted since, and defined again: not this entry's
+    if L == nil then -- nothing to charge: the limit was deleted, or the store lost it
     elseif e.kind == 'c' then
       if is_live(L, e) then change_bucket(L, e.x, -e.amount, -1) end
     elseif e.kind == 'b' then

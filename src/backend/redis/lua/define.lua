@@ -15,13 +15,13 @@
 -- kind once what it holds of it is gone.
 -- Returns one code per limit: 0 active, 1 decreasing, 2 in use (a change of
 -- kind refused: nothing written), 3 left as it was (restore of a key the
--- store holds).
+-- store holds), 4 left deleted (restore of a key the store deleted: its
+-- tombstone, delete.lua).
 --
 -- Every change is numbered for the daemons that follow the definitions
--- (changes.lua): P..'defs:version' holds the store's epoch (made when the
--- first definition is written, so a store that lost everything gets a new
--- one) and the number of the last change; P..'defs:changed' ranks each key
--- by the number of its last change.
+-- (common.lua's number_change); the store's epoch is made when the first
+-- definition is written, so a store that lost everything gets a new one. A
+-- key defined over its tombstone is a new incarnation (common.lua's gen).
 local restore, count = ARGV[5] == 'restore', tonumber(ARGV[6])
 local ARGS = 11 -- per limit
 
@@ -30,7 +30,7 @@ for i = 0, count - 1 do
   local at = 7 + ARGS * i
   if ARGV[at + 1] == 'b' then take_bounds(ARGV[at], at + 6) end
 end
-local version_key, changed_key = P .. 'defs:version', P .. 'defs:changed'
+local version_key = P .. 'defs:version'
 
 -- Before anything else, so that a restore that finds every key in place
 -- still leaves an epoch for the followers to settle on.
@@ -39,15 +39,14 @@ if count > 0 and redis.call('HEXISTS', version_key, 'epoch') == 0 then
   redis.call('HSET', version_key, 'epoch', t[1] .. '.' .. t[2])
 end
 
-local function number_change(K)
-  redis.call('ZADD', changed_key, redis.call('HINCRBY', version_key, 'n', 1), K)
-end
-
 local function define(at)
   local K, kind, capacity, cal = ARGV[at], ARGV[at + 1], tonumber(ARGV[at + 2]), ARGV[at + 6]
   local lk = P .. 'l:' .. K
   if restore and redis.call('EXISTS', lk) == 1 then return 3 end
   local L = load(K) -- as it was: its kind and buckets
+  -- no definition, but numbered changes: deleted (its tombstone)
+  local deleted = L == nil and redis.call('ZSCORE', P .. 'defs:changed', K) ~= false
+  if restore and deleted then return 4 end
   if L and L.enf ~= nil then
     purge(L)
     -- what its reservations really hold: daemons' allotments (allot.lua)
@@ -65,9 +64,10 @@ local function define(at)
              'def', ARGV[at + 5])
   if kind == 'b' then redis.call('HSET', lk, 'cal', cal) end
   redis.call('SADD', P .. 'defs', K)
-  number_change(K)
+  local n = number_change(K)
   if L == nil or L.enf == nil then -- new
     redis.call('HSET', lk, 'enf', ARGV[at + 2], 'pend', 0, 'used', 0, 'act', 0, 'debt', 0, 'denied', 0)
+    if deleted then redis.call('HSET', lk, 'gen', n) end
     if kind == 'b' then
       local s, e = period_now(BOUNDS[K])
       redis.call('HSET', lk, 'ps', fmt(s), 'pe', fmt(e), 'com', 0)

@@ -151,7 +151,7 @@ local function reserve(base)
       if f >= NOW then return replay(known, fingerprint) end
     end
   end
-  local lifetime, m = 0, 0 -- m: the requirements held (the skipped left out)
+  local lifetime, m, incarnations = 0, 0, false -- m: the requirements held (the skipped left out)
   for i = 1, n do
     local K = ARGV[base + 3 + 2 * i]
     local lim = limit(K)
@@ -163,6 +163,7 @@ local function reserve(base)
       if lim.kind == 'b' and bounds_of(lim) == nil then return undecided(lease, fingerprint, ST_BOUNDS, K) end
       m = m + 1
       lims[m] = lim
+      if lim.gen ~= 0 then incarnations = true end
       amount_texts[m] = ARGV[base + 4 + 2 * i]
       amounts[m] = tonumber(amount_texts[m])
       if lim.win > lifetime then lifetime = lim.win end
@@ -196,8 +197,15 @@ local function reserve(base)
     parts[p + 1] = lim.key; parts[p + 2] = lim.kind
     parts[p + 3] = amount_texts[i]; parts[p + 4] = lim.at_text
   end
-  parts[9 + 4 * m] = '#' .. fingerprint
-  local text = table.concat(parts, ' ', 1, 9 + 4 * m)
+  local last = 9 + 4 * m
+  if incarnations then -- a limit defined again after a delete: its entries say which
+    local gens = {}
+    for i = 1, m do gens[i] = fmt(lims[i].gen) end
+    parts[last] = '^' .. table.concat(gens, ',')
+    last = last + 1
+  end
+  parts[last] = '#' .. fingerprint
+  local text = table.concat(parts, ' ', 1, last)
   if job ~= '' then text = text .. '\n' .. job end
   local known = record(lease, text, ttl_texts[lifetime])
   if known then return replay(known, fingerprint) end

@@ -177,7 +177,7 @@ static void test_routing(void **state) {
     assert_int_equal(call(f, "DELETE", "/v1/admin/limits", NULL), 405);
     assert_string_equal(f->res.allow, "GET, PUT");
     assert_int_equal(call(f, "POST", "/v1/admin/limits/x", NULL), 405);
-    assert_string_equal(f->res.allow, "GET");
+    assert_string_equal(f->res.allow, "GET, DELETE");
     assert_int_equal(call(f, "POST", "/healthz", NULL), 405);
     assert_int_equal(call(f, "PUT", "/v1/complete/batch", NULL), 405);
     /* Method names are case-sensitive (RFC 9110). */
@@ -329,24 +329,36 @@ static void test_large_answer_buffer_is_trimmed(void **state) {
     assert_string_equal(body(f), "{\"ok\":true,\"backend\":\"memory\",\"limits\":300}");
 }
 
-/* A put whose registry write fails changes nothing: not the registry, not
- * the backend. */
-static void test_put_failure_changes_nothing(void **state) {
-    fixture *f = *state;
-    put_limit(f, "{\"key\":\"a\",\"kind\":\"rolling\",\"capacity\":5,\"window_seconds\":1}");
-    /* The registry's directory becomes a plain file, and no file may grow
-     * (its log, still open, is appended to): no write can succeed. */
+/* The registry's directory becomes a plain file, and no file may grow
+ * (its log, still open, is appended to): no write can succeed (until
+ * unblock_registry). */
+static struct rlimit fsize_before_block;
+
+static void block_registry(fixture *f) {
     unlink(f->path);
     unlink(f->log_path);
     assert_int_equal(rmdir(f->subdir), 0);
     FILE *blocker = fopen(f->subdir, "w");
     assert_non_null(blocker);
     fclose(blocker);
-    struct rlimit unlimited;
-    assert_int_equal(getrlimit(RLIMIT_FSIZE, &unlimited), 0);
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &fsize_before_block), 0);
     signal(SIGXFSZ, SIG_IGN); /* a write past the limit fails with EFBIG instead */
-    struct rlimit none = {0, unlimited.rlim_max};
+    struct rlimit none = {0, fsize_before_block.rlim_max};
     assert_int_equal(setrlimit(RLIMIT_FSIZE, &none), 0);
+}
+
+static void unblock_registry(fixture *f) {
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &fsize_before_block), 0);
+    unlink(f->subdir);
+    assert_int_equal(mkdir(f->subdir, 0700), 0);
+}
+
+/* A put whose registry write fails changes nothing: not the registry, not
+ * the backend. */
+static void test_put_failure_changes_nothing(void **state) {
+    fixture *f = *state;
+    put_limit(f, "{\"key\":\"a\",\"kind\":\"rolling\",\"capacity\":5,\"window_seconds\":1}");
+    block_registry(f);
 
     assert_int_equal(call(f, "PUT", "/v1/admin/limits",
                           "{\"key\":\"a\",\"kind\":\"rolling\",\"capacity\":9,\"window_seconds\":1}"),
@@ -355,7 +367,6 @@ static void test_put_failure_changes_nothing(void **state) {
     assert_int_equal(call(f, "PUT", "/v1/admin/limits",
                           "{\"key\":\"new\",\"kind\":\"rolling\",\"capacity\":9,\"window_seconds\":1}"),
                      500);
-    assert_int_equal(setrlimit(RLIMIT_FSIZE, &unlimited), 0);
 
     rl_service_limit limit;
     assert_int_equal(rl_service_get_limit(f->service, "a", &limit), RL_OK);
@@ -366,8 +377,154 @@ static void test_put_failure_changes_nothing(void **state) {
     assert_int_equal(rl_backend_limit_usage(rl_service_backend(f->service), "new", &usage),
                      RL_UNKNOWN_LIMIT_KEY);
     assert_int_equal(rl_service_limit_count(f->service), 1);
-    unlink(f->subdir);
-    assert_int_equal(mkdir(f->subdir, 0700), 0);
+    unblock_registry(f);
+}
+
+/* DELETE /v1/admin/limits/{key}: the key decoded as GET's; the limit and
+ * what it holds go, from the registry and the backend; an absent key is a
+ * 404 in the put's shape, a bad one a 400. */
+static void test_delete(void **state) {
+    fixture *f = *state;
+    put_limit(f, "{\"key\":\"b/x:y\",\"kind\":\"concurrency\",\"capacity\":2,\"timeout_seconds\":5}");
+    put_limit(f, "{\"key\":\"a\",\"kind\":\"rolling\",\"capacity\":5,\"window_seconds\":60}");
+    char reserve[256];
+    snprintf(reserve, sizeof reserve,
+             "{\"lease_id\":\"%s\",\"requirements\":[{\"key\":\"a\",\"amount\":5},{\"key\":\"b/x:y\",\"amount\":1}]}", LEASE);
+    assert_int_equal(call(f, "POST", "/v1/reserve", reserve), 200);
+
+    assert_int_equal(call(f, "DELETE", "/v1/admin/limits/b%2Fx%3Ay", NULL), 200);
+    assert_string_equal(body(f), "{\"ok\":true}");
+    assert_int_equal(call(f, "GET", "/v1/admin/limits/b/x:y", NULL), 404);
+    assert_int_equal(call(f, "DELETE", "/v1/admin/limits/b/x:y", NULL), 404);
+    assert_string_equal(body(f), "{\"ok\":false,\"error\":\"unknown_limit_key:b/x:y\"}");
+    rl_limit_usage usage;
+    assert_int_equal(rl_backend_limit_usage(rl_service_backend(f->service), "b/x:y", &usage), RL_UNKNOWN_LIMIT_KEY);
+    /* the lease keeps its other key; a retry, its first outcome */
+    assert_int_equal(rl_backend_limit_usage(rl_service_backend(f->service), "a", &usage), RL_OK);
+    assert_int_equal(usage.used, 5);
+    assert_int_equal(call(f, "POST", "/v1/reserve", reserve), 200);
+    assert_non_null(strstr(body(f), "\"allowed\":true"));
+
+    assert_int_equal(call(f, "DELETE", "/v1/admin/limits/", NULL), 400);
+    assert_non_null(strstr(body(f), "{\"ok\":false,\"error\":\"invalid_request\",\"detail\":\"the key in the path"));
+    assert_int_equal(call(f, "DELETE", "/v1/admin/limits/a%20b", NULL), 400);
+    assert_int_equal(call(f, "DELETE", "/v1/admin/limits/a%2", NULL), 400);
+    assert_int_equal(call(f, "GET", "/healthz", NULL), 200);
+    assert_string_equal(body(f), "{\"ok\":true,\"backend\":\"memory\",\"limits\":1}");
+
+    /* persisted: the registry file holds "a" alone */
+    rl_service_close(f->service);
+    rl_handler_ctx_free(&f->ctx);
+    rl_service_options options = {.backend_name = "memory", .registry_path = f->path};
+    rl_memory_options_default(&options.memory);
+    options.memory.sweep_interval_ms = 0;
+    char err[256];
+    if (rl_service_open(&options, &f->service, err, sizeof err) != RL_OK) fail_msg("%s", err);
+    assert_true(rl_handler_ctx_init(&f->ctx, f->service, MAX_BATCH));
+    assert_int_equal(rl_service_limit_count(f->service), 1);
+    assert_int_equal(call(f, "GET", "/v1/admin/limits/b/x:y", NULL), 404);
+}
+
+/* The admin writer's group (rl_service_put_limits): puts and deletes are
+ * done in their order, each with its own answer. */
+static void test_a_group_of_puts_and_deletes_in_order(void **state) {
+    fixture *f = *state;
+    rl_service_put group[7];
+    memset(group, 0, sizeof group);
+    const rl_limit_def a1 = {.key = "a", .kind = RL_KIND_ROLLING, .capacity = 1, .window_seconds = 9};
+    const rl_limit_def a2 = {.key = "a", .kind = RL_KIND_ROLLING, .capacity = 2, .window_seconds = 9};
+    const rl_limit_def b = {.key = "b", .kind = RL_KIND_CONCURRENCY, .capacity = 3, .timeout_seconds = 9};
+    group[0].def = a1;
+    group[1].op = RL_SERVICE_DELETE;
+    snprintf(group[1].def.key, sizeof group[1].def.key, "a");
+    group[2].def = a2;
+    group[3].op = RL_SERVICE_DELETE;
+    snprintf(group[3].def.key, sizeof group[3].def.key, "nope");
+    group[4].def = b;
+    group[5].op = RL_SERVICE_DELETE;
+    snprintf(group[5].def.key, sizeof group[5].def.key, "b");
+    group[6].op = RL_SERVICE_DELETE;
+    snprintf(group[6].def.key, sizeof group[6].def.key, "bad key");
+    rl_service_put_limits(f->service, group, 7);
+    const rl_status want[] = {RL_OK, RL_OK, RL_OK, RL_UNKNOWN_LIMIT_KEY, RL_OK, RL_OK, RL_INVALID_REQUEST};
+    for (int i = 0; i < 7; i++) assert_int_equal(group[i].status, want[i]);
+    assert_non_null(strstr(group[6].err, "key"));
+    rl_service_limit limit;
+    assert_int_equal(rl_service_get_limit(f->service, "a", &limit), RL_OK);
+    assert_int_equal(limit.def.capacity, 2);
+    assert_int_equal(limit.usage.capacity, 2);
+    assert_int_equal(rl_service_get_limit(f->service, "b", &limit), RL_UNKNOWN_LIMIT_KEY);
+    assert_int_equal(rl_service_limit_count(f->service), 1);
+    char err[256];
+    assert_int_equal(rl_service_delete_limit(f->service, "a", err, sizeof err), RL_OK);
+    assert_int_equal(rl_service_delete_limit(f->service, "a", err, sizeof err), RL_UNKNOWN_LIMIT_KEY);
+    assert_int_equal(rl_service_limit_count(f->service), 0);
+}
+
+/* A delete the registry cannot write changes nothing; one the backend
+ * cannot do (the in-test backend has no delete) gives the registry its
+ * definition back. */
+static void test_delete_failure_changes_nothing(void **state) {
+    fixture *f = *state;
+    put_limit(f, "{\"key\":\"a\",\"kind\":\"rolling\",\"capacity\":5,\"window_seconds\":1}");
+    block_registry(f);
+    assert_int_equal(call(f, "DELETE", "/v1/admin/limits/a", NULL), 500);
+    assert_string_equal(body(f), "{\"ok\":false,\"error\":\"backend_error\"}");
+    rl_service_limit limit;
+    assert_int_equal(rl_service_get_limit(f->service, "a", &limit), RL_OK);
+    assert_int_equal(limit.usage.capacity, 5);
+    unblock_registry(f);
+}
+
+static void test_delete_without_backend_support(void **state) {
+    fixture *f = *state;
+    put_limit(f, "{\"key\":\"a\",\"kind\":\"rolling\",\"capacity\":5,\"window_seconds\":1}");
+    assert_int_equal(call(f, "DELETE", "/v1/admin/limits/a", NULL), 400);
+    assert_string_equal(body(f), "{\"ok\":false,\"error\":\"invalid_request\",\"detail\":\"the audit-test backend cannot delete limits\"}");
+    assert_int_equal(call(f, "GET", "/healthz", NULL), 200);
+    assert_string_equal(body(f), "{\"ok\":true,\"backend\":\"audit-test\",\"limits\":1}");
+}
+
+/* A limit the backend's journal brought back that the registry no longer
+ * holds (a delete cut by a crash between the two) is deleted at start. */
+static void test_a_delete_cut_short_is_finished_at_start(void **state) {
+    (void)state;
+    char dir[] = "/tmp/rl_test_cut_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[128], journal[128], err[256];
+    snprintf(path, sizeof path, "%s/limits.json", dir);
+    snprintf(journal, sizeof journal, "%s/journal", dir);
+    rl_service_options options = {.backend_name = "memory", .registry_path = path};
+    rl_memory_options_default(&options.memory);
+    options.memory.sweep_interval_ms = 0;
+    options.memory.journal_path = journal;
+    rl_service *service = NULL;
+    assert_int_equal(rl_service_open(&options, &service, err, sizeof err), RL_OK);
+    rl_limit_def k = {.key = "k", .kind = RL_KIND_ROLLING, .capacity = 3, .window_seconds = 9};
+    rl_limit_def j = {.key = "j", .kind = RL_KIND_ROLLING, .capacity = 4, .window_seconds = 9};
+    assert_int_equal(rl_service_put_limit(service, &k, NULL, err, sizeof err), RL_OK);
+    assert_int_equal(rl_service_put_limit(service, &j, NULL, err, sizeof err), RL_OK);
+    rl_service_close(service);
+    /* the registry's half of a delete of k, and no more */
+    FILE *file = fopen(path, "w");
+    fputs("[{\"key\":\"j\",\"kind\":\"rolling\",\"capacity\":4,\"window_seconds\":9}]", file);
+    fclose(file);
+    assert_int_equal(rl_service_open(&options, &service, err, sizeof err), RL_OK);
+    rl_limit_usage usage;
+    assert_int_equal(rl_backend_limit_usage(rl_service_backend(service), "k", &usage), RL_UNKNOWN_LIMIT_KEY);
+    assert_int_equal(rl_backend_limit_usage(rl_service_backend(service), "j", &usage), RL_OK);
+    rl_service_close(service);
+    /* and for good: the journal has the delete now */
+    file = fopen(path, "w");
+    fputs("[]", file);
+    fclose(file);
+    options.memory.journal_path = journal;
+    assert_int_equal(rl_service_open(&options, &service, err, sizeof err), RL_OK);
+    assert_int_equal(rl_backend_limit_usage(rl_service_backend(service), "j", &usage), RL_UNKNOWN_LIMIT_KEY);
+    rl_service_close(service);
+    char command[160];
+    snprintf(command, sizeof command, "rm -rf %s", dir);
+    assert_int_equal(system(command), 0);
 }
 
 /* ---- GET /v1/admin/audit on the in-test backend ------------------------------ */
@@ -494,6 +651,11 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_audit_routing, setup_audit, teardown),
         cmocka_unit_test_setup_teardown(test_backend_failures, setup_audit, teardown),
         cmocka_unit_test(test_service_open_errors),
+        cmocka_unit_test_setup_teardown(test_delete, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_delete_failure_changes_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_group_of_puts_and_deletes_in_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_delete_without_backend_support, setup_audit, teardown),
+        cmocka_unit_test(test_a_delete_cut_short_is_finished_at_start),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
