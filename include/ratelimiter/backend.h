@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-#define RL_BACKEND_ABI_VERSION 8 /* 5: rl_reserve_result.denied_by; 6: audit_query; 7: rl_limit_usage.allotted; 8: optional requirements, dry runs */
+#define RL_BACKEND_ABI_VERSION 8 /* 5: rl_reserve_result.denied_by; 6: audit_query; 7: rl_limit_usage.allotted; 8: optional requirements, dry runs, delete, templates */
 
 typedef struct rl_backend rl_backend;
 
@@ -136,6 +136,40 @@ typedef struct rl_backend_ops {
      * left deleted), or apply_definition's failures. NULL: apply_definition
      * does it (the backend keeps no trace of deletions). */
     rl_status (*restore_definition)(rl_backend *backend, const rl_limit_def *def);
+
+    /* --- ABI 8, optional: limit templates (api.md "Templates") --- */
+
+    /* Puts def as the template of its pattern (def->key: a pattern as
+     * core/template_pattern.h says; the rest valid as for a limit),
+     * replacing the template of that pattern. From then on a key that no
+     * limit defines and that the template matches (the most specific
+     * template of those that match) names a limit made from it: its
+     * definition with the key in place of the pattern, made when a
+     * reserve, a Complete or a usage read names the key, and forgotten
+     * once it holds nothing (every reservation expired, completed or
+     * refunded, a budget's period charges over), to be made again when
+     * named. A limit of the key defined by apply_definition is the key's
+     * own and never made from a template; deleting it (delete_definition)
+     * leaves the key to the templates again. The limits already made from
+     * the pattern take the new definition as apply_definition would: a
+     * change of kind while one of them holds anything is RL_LIMIT_IN_USE
+     * and changes nothing. Done (durable, as apply_definition) when it
+     * returns. RL_OK; RL_INVALID_REQUEST (not a pattern, or more than
+     * RL_TEMPLATE_MAX_COUNT templates); RL_LIMIT_IN_USE; RL_NO_MEMORY,
+     * RL_IO_ERROR, RL_BACKEND_ERROR. NULL: no templates. */
+    rl_status (*put_template)(rl_backend *backend, const rl_limit_def *def);
+
+    /* Removes the template of pattern: the limits made from it are deleted
+     * as delete_definition deletes (what they hold is dropped), and none is
+     * made from it any more (another template may match their keys). RL_OK;
+     * RL_UNKNOWN_LIMIT_KEY (no such template: nothing changes);
+     * RL_BACKEND_ERROR, RL_NO_MEMORY, RL_IO_ERROR. */
+    rl_status (*delete_template)(rl_backend *backend, const char *pattern);
+
+    /* Beside list_definitions (a store many daemons share, the authority
+     * on templates too): every template, sorted by pattern, in one malloc'd
+     * array the caller frees. NULL: the registry is the authority. */
+    rl_status (*list_templates)(rl_backend *backend, rl_limit_def **out, size_t *count);
 } rl_backend_ops;
 
 struct rl_backend {
@@ -232,6 +266,21 @@ static inline rl_status rl_backend_restore_definition(rl_backend *b, const rl_li
         return b->ops->apply_definition(b, def, &ignored);
     }
     return b->ops->restore_definition(b, def);
+}
+
+/* The template ops: RL_INVALID_REQUEST (nothing changes) from a backend
+ * without them. */
+static inline rl_status rl_backend_put_template(rl_backend *b, const rl_limit_def *def) {
+    if (b->ops->put_template == NULL) return RL_INVALID_REQUEST;
+    return b->ops->put_template(b, def);
+}
+static inline rl_status rl_backend_delete_template(rl_backend *b, const char *pattern) {
+    if (b->ops->delete_template == NULL) return RL_INVALID_REQUEST;
+    return b->ops->delete_template(b, pattern);
+}
+static inline rl_status rl_backend_list_templates(rl_backend *b, rl_limit_def **out, size_t *count) {
+    if (b->ops->list_templates == NULL) return RL_INVALID_REQUEST;
+    return b->ops->list_templates(b, out, count);
 }
 
 /* The audit op, or for a backend without it an empty page (next since =
