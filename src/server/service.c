@@ -153,6 +153,7 @@ void rl_service_put_limits(rl_service *service, rl_service_put *puts, size_t cou
 }
 
 rl_status rl_service_get_limit(rl_service *service, const char *key, rl_service_limit *out) {
+    out->template_pattern[0] = out->preset[0] = '\0';
     return service->mode->get(service, key, out);
 }
 

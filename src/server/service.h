@@ -57,6 +57,10 @@ typedef struct rl_service_options {
 typedef struct rl_service_limit {
     rl_limit_def def;
     rl_limit_usage usage;
+    /* Where def comes from when not from a PUT of its key: the template it
+     * was made from, the provider preset that defined it ("" otherwise). */
+    char template_pattern[RL_KEY_MAX_LEN + 1];
+    char preset[RL_KEY_MAX_LEN + 1];
 } rl_service_limit;
 
 /* Opens the registry, creates the backend by name and brings the two in

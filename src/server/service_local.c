@@ -179,7 +179,7 @@ static rl_status local_list(rl_service *service, rl_service_limit **out, size_t 
     rl_status status = rl_registry_list(service->registry, &defs, &n);
     rl_service_limit *limits = NULL;
     if (status == RL_OK && n > 0) {
-        limits = malloc(n * sizeof *limits);
+        limits = calloc(n, sizeof *limits); /* no template or preset unless said */
         if (limits == NULL) status = RL_NO_MEMORY;
     }
     for (size_t i = 0; i < n && status == RL_OK; i++) {

@@ -256,7 +256,7 @@ static rl_status shared_list(rl_service *service, rl_service_limit **out, size_t
     if (status == RL_OK) {
         refresh_registry_best_effort(service, remote, n);
         if (n > 0) {
-            limits = malloc(n * sizeof *limits);
+            limits = calloc(n, sizeof *limits); /* no template or preset unless said */
             if (limits == NULL) status = RL_NO_MEMORY;
         }
     }

@@ -90,3 +90,23 @@ void rl__wire_encode_limit_info(rl_buf *buf, const rl_limit_def *def, const rl_l
     }
     LIT(buf, "}}");
 }
+
+void rl__wire_encode_limit_info_from(rl_buf *buf, const rl_limit_def *def, const rl_limit_usage *usage,
+                                     const rl_wire_limit_source *source) {
+    rl__wire_encode_limit_info(buf, def, usage);
+    if (source == NULL) return;
+    /* The object is open again for the members after usage: drop its '}'. */
+    bool template_made = source->template_pattern != NULL && source->template_pattern[0] != '\0';
+    bool preset_made = source->preset != NULL && source->preset[0] != '\0';
+    if ((!template_made && !preset_made) || buf->failed) return;
+    buf->len--;
+    if (template_made) {
+        LIT(buf, ",\"template\":");
+        append_field_string(buf, source->template_pattern, RL_KEY_MAX_LEN + 1);
+    }
+    if (preset_made) {
+        LIT(buf, ",\"preset\":");
+        append_field_string(buf, source->preset, RL_KEY_MAX_LEN + 1);
+    }
+    LIT(buf, "}");
+}

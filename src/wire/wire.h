@@ -119,6 +119,19 @@ void rl__wire_encode_template_def(rl_buf *buf, const rl_limit_def *def);
  * "overage_denied_total"}}. */
 void rl__wire_encode_limit_info(rl_buf *buf, const rl_limit_def *def, const rl_limit_usage *usage);
 
+/* Where a limit's definition comes from, when it is not the operator's own
+ * PUT: a LimitInfo then ends with "template":"<pattern>" (made from that
+ * template) or "preset":"<name>" (defined by that provider preset). NULL or
+ * "" members are left out, so an explicit limit's LimitInfo is as it was. */
+typedef struct rl_wire_limit_source {
+    const char *template_pattern;
+    const char *preset;
+} rl_wire_limit_source;
+
+/* rl__wire_encode_limit_info, then source's members (source may be NULL). */
+void rl__wire_encode_limit_info_from(rl_buf *buf, const rl_limit_def *def, const rl_limit_usage *usage,
+                                     const rl_wire_limit_source *source);
+
 /* ==== Client side: request encoders, response decoders ====================
  * (issue 3: the http limiter speaks the same JSON from the other end.)
  *

@@ -112,7 +112,8 @@ void rl__admin_list(rl_handler_ctx *ctx, const rl_api_route *route, const rl_htt
     rl__buf_append_str(buf, "{\"limits\":[");
     for (size_t i = 0; i < count; i++) {
         if (i > 0) rl__buf_append(buf, ",", 1);
-        rl__wire_encode_limit_info(buf, &limits[i].def, &limits[i].usage);
+        rl__wire_encode_limit_info_from(buf, &limits[i].def, &limits[i].usage,
+                                        &(rl_wire_limit_source){limits[i].template_pattern, limits[i].preset});
     }
     rl__buf_append_str(buf, "]}");
     free(limits);
@@ -186,7 +187,8 @@ void rl__admin_get(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http
     rl_buf *buf = &ctx->body;
     rl__buf_reset(buf);
     rl__buf_append_str(buf, "{\"limit\":");
-    rl__wire_encode_limit_info(buf, &limit.def, &limit.usage);
+    rl__wire_encode_limit_info_from(buf, &limit.def, &limit.usage,
+                                    &(rl_wire_limit_source){limit.template_pattern, limit.preset});
     rl__buf_append_str(buf, "}");
     res->status = 200;
     res->body = buf;

@@ -263,6 +263,30 @@ static void test_limit_info(void **state) {
     rl__wire_encode_limit_info(&buf, &def, NULL);
     assert_string_equal(buf.data, "{\"definition\":" SAMPLE_DEF_JSON
                                   ",\"status\":\"active\",\"pending_decrease_to\":0}");
+
+    /* Where the definition comes from, after everything v1 clients read;
+     * nothing for an explicit limit. */
+    usage.status = RL_LIMIT_STATUS_ACTIVE;
+    usage.debt = usage.debt_total = usage.overage_denied_total = 0;
+    const char *plain = "{\"definition\":" SAMPLE_DEF_JSON ",\"status\":\"active\",\"pending_decrease_to\":0,"
+                        "\"usage\":{\"capacity\":3000,\"used\":3100,\"available\":0,\"active\":12,\"debt\":0,"
+                        "\"debt_total\":0,\"overage_denied_total\":0}";
+    char expected[2048];
+    rl__buf_reset(&buf);
+    rl__wire_encode_limit_info_from(&buf, &def, &usage, &(rl_wire_limit_source){"", NULL});
+    snprintf(expected, sizeof expected, "%s}", plain);
+    assert_string_equal(buf.data, expected);
+    rl__buf_reset(&buf);
+    rl__wire_encode_limit_info_from(&buf, &def, &usage, NULL);
+    assert_string_equal(buf.data, expected);
+    rl__buf_reset(&buf);
+    rl__wire_encode_limit_info_from(&buf, &def, &usage, &(rl_wire_limit_source){"tenant:{t}:x", NULL});
+    snprintf(expected, sizeof expected, "%s,\"template\":\"tenant:{t}:x\"}", plain);
+    assert_string_equal(buf.data, expected);
+    rl__buf_reset(&buf);
+    rl__wire_encode_limit_info_from(&buf, &def, &usage, &(rl_wire_limit_source){NULL, "openai-tier-1"});
+    snprintf(expected, sizeof expected, "%s,\"preset\":\"openai-tier-1\"}", plain);
+    assert_string_equal(buf.data, expected);
 }
 
 static void test_encoded_json_parses(void **state) {
