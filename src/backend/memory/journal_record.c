@@ -74,7 +74,8 @@ size_t rl__jrec_encode(const rl__jrec *record, unsigned char *out) {
     put_u8(&w, (uint8_t)record->type);
     put_u8(&w, RL__JOURNAL_FORMAT);
     switch (record->type) {
-    case RL__JREC_DEFINE: put_define(&w, &record->define); break;
+    case RL__JREC_DEFINE:
+    case RL__JREC_TEMPLATE: put_define(&w, &record->define); break;
     case RL__JREC_LEASE: put_lease(&w, &record->lease); break;
     case RL__JREC_COMPLETE: {
         const rl__jrec_complete *c = &record->complete;
@@ -115,6 +116,7 @@ size_t rl__jrec_encode(const rl__jrec *record, unsigned char *out) {
         put_u64(&w, record->cursor.audit_at_unix_ms);
         break;
     case RL__JREC_DELETE:
+    case RL__JREC_UNTEMPLATE:
         put_u64(&w, record->deleted.at_unix_ms);
         put_str(&w, record->deleted.key);
         break;
@@ -240,7 +242,8 @@ bool rl__jrec_decode(const unsigned char *data, size_t len, rl__jrec *out, char 
     if (r.failed == NULL && format != RL__JOURNAL_FORMAT) fail(&r, "format version");
     out->type = (rl__jrec_type)type;
     switch (r.failed == NULL ? type : 0) {
-    case RL__JREC_DEFINE: get_define(&r, &out->define); break;
+    case RL__JREC_DEFINE:
+    case RL__JREC_TEMPLATE: get_define(&r, &out->define); break;
     case RL__JREC_LEASE: get_lease(&r, &out->lease); break;
     case RL__JREC_COMPLETE: {
         rl__jrec_complete *c = &out->complete;
@@ -283,6 +286,7 @@ bool rl__jrec_decode(const unsigned char *data, size_t len, rl__jrec *out, char 
         out->cursor.audit_at_unix_ms = get_u64(&r, "cursor time");
         break;
     case RL__JREC_DELETE:
+    case RL__JREC_UNTEMPLATE:
         out->deleted.at_unix_ms = get_u64(&r, "delete time");
         get_key(&r, out->deleted.key, false, "delete key");
         break;

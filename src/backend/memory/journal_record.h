@@ -20,7 +20,12 @@
  *   CURSOR    a snapshot's audit sequence and time (first in a snapshot);
  *   DELETE    a limit deleted (DELETE /v1/admin/limits/{key}): replayed
  *             through the same removal, so that neither the limit nor what
- *             it held comes back (a snapshot has no limit that is gone).
+ *             it held comes back (a snapshot has no limit that is gone);
+ *   TEMPLATE  a template put (PUT /v1/admin/templates), its definition keyed
+ *             by its pattern; a snapshot's templates come before its limits,
+ *             so that a limit made from one (a LIMIT without its DEFINE, a
+ *             LEASE naming a key no DEFINE gave) is made again from it;
+ *   UNTEMPLATE a template deleted, with the limits made from it.
  *
  * Every integer is little-endian, every string a 2-byte length and its
  * bytes. Each record starts with its type and the format version (1).
@@ -50,6 +55,8 @@ typedef enum rl__jrec_type {
     RL__JREC_LIMIT = 5,
     RL__JREC_CURSOR = 6,
     RL__JREC_DELETE = 7,
+    RL__JREC_TEMPLATE = 8,   /* as DEFINE: define.def.key is the pattern */
+    RL__JREC_UNTEMPLATE = 9, /* as DELETE: deleted.key is the pattern */
 } rl__jrec_type;
 
 typedef struct rl__jrec_entry {

@@ -335,6 +335,7 @@ bool rl__mem_limit_table_init(rl_mem_limit_table *table) {
 static void limit_free(rl_mem_limit *limit) {
     rl__expiry_ring_free(&limit->reservations);
     rl__heap_free(&limit->holds);
+    free(limit->template_pattern);
     rl__calendar_close(limit->calendar);
     free(limit);
 }

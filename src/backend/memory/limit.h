@@ -69,6 +69,10 @@ typedef struct rl_mem_limit {
      * removed limit is freed when this falls to 0. */
     uint64_t holders;
     bool removed; /* out of the table: no entry counts in it any more */
+    /* Made from the template of this pattern (malloc'd; memory_templates.c)
+     * for a key no definition of its own names: forgotten once idle, made
+     * again when named. NULL: the key's own definition (apply_definition). */
+    char *template_pattern;
     uint64_t debt_total;
     uint64_t overage_denied_total;
     rl_expiry_ring reservations; /* rolling entries, in expiry order */
@@ -138,6 +142,14 @@ void rl__mem_limit_hold(rl_mem_limit *limit, rl_mem_entry *entry, uint64_t amoun
 /* Live entries (reservations + holds, a budget's of earlier periods too). */
 static inline uint64_t rl_mem_limit_active(const rl_mem_limit *limit) {
     return limit->reservations.live + limit->holds.count;
+}
+
+/* Holds nothing and owes nothing (after an expire): no live entry, no
+ * decrease waiting, no charge counted in a budget's period. Forgetting
+ * such a limit loses only its totals (debt_total, overage_denied_total). */
+static inline bool rl_mem_limit_is_idle(const rl_mem_limit *limit) {
+    return limit->used == 0 && rl_mem_limit_active(limit) == 0 && limit->pending_decrease_to == 0 &&
+           limit->committed == 0;
 }
 
 /* True while the entry still counts in its limit's usage. (This and the

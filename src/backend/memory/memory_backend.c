@@ -41,11 +41,23 @@ rl_status rl__mem_apply_locked(memory_backend *backend, const rl_limit_def *def,
     *out_status = RL_LIMIT_STATUS_ACTIVE;
     rl_mem_limit *limit = rl__mem_limit_table_find(&backend->limits, def->key);
     if (limit == NULL) return rl__mem_limit_table_add(&backend->limits, def) == NULL ? RL_NO_MEMORY : RL_OK;
-    return rl__mem_limit_apply(limit, def, now_ms, now_unix_ms, out_status);
+    rl_status status = rl__mem_limit_apply(limit, def, now_ms, now_unix_ms, out_status);
+    if (status == RL_OK && limit->template_pattern != NULL) {
+        /* Made from a template, now the key's own: never forgotten. */
+        free(limit->template_pattern);
+        limit->template_pattern = NULL;
+    }
+    return status;
+}
+
+/* The limit of key's own definition (one made from a template is not). */
+static rl_mem_limit *own_limit(memory_backend *backend, const char *key) {
+    rl_mem_limit *limit = rl__mem_limit_table_find(&backend->limits, key);
+    return limit != NULL && limit->template_pattern == NULL ? limit : NULL;
 }
 
 rl_status rl__mem_delete_locked(memory_backend *backend, const char *key) {
-    rl_mem_limit *limit = rl__mem_limit_table_find(&backend->limits, key);
+    rl_mem_limit *limit = own_limit(backend, key);
     if (limit == NULL) return RL_UNKNOWN_LIMIT_KEY;
     rl__mem_limit_table_remove(&backend->limits, limit);
     return RL_OK;
@@ -79,10 +91,33 @@ static rl_status delete_definition(rl_backend *base, const char *key) {
     memory_backend *backend = from_base(base);
     pthread_mutex_lock(&backend->lock);
     rl_status result = RL_UNKNOWN_LIMIT_KEY;
-    if (rl__mem_limit_table_find(&backend->limits, key) != NULL)
+    if (own_limit(backend, key) != NULL)
         result = rl__mem_journal_delete(backend, key, backend->clock->unix_ms(backend->clock))
                      ? rl__mem_delete_locked(backend, key)
                      : RL_NO_MEMORY;
+    uint64_t ticket = rl_mem_journal_ticket(backend);
+    pthread_mutex_unlock(&backend->lock);
+    if (result == RL_OK && !durable(backend, ticket)) result = RL_IO_ERROR;
+    return result;
+}
+
+/* Templates (memory_templates.c), answered once the journal has them. */
+static rl_status put_template(rl_backend *base, const rl_limit_def *def) {
+    memory_backend *backend = from_base(base);
+    char err[256];
+    pthread_mutex_lock(&backend->lock);
+    rl_status result = rl__mem_put_template_locked(backend, def, backend->clock->monotonic_ms(backend->clock),
+                                                   backend->clock->unix_ms(backend->clock), err, sizeof err);
+    uint64_t ticket = rl_mem_journal_ticket(backend);
+    pthread_mutex_unlock(&backend->lock);
+    if (result == RL_OK && !durable(backend, ticket)) result = RL_IO_ERROR;
+    return result;
+}
+
+static rl_status delete_template(rl_backend *base, const char *pattern) {
+    memory_backend *backend = from_base(base);
+    pthread_mutex_lock(&backend->lock);
+    rl_status result = rl__mem_delete_template_locked(backend, pattern, backend->clock->unix_ms(backend->clock));
     uint64_t ticket = rl_mem_journal_ticket(backend);
     pthread_mutex_unlock(&backend->lock);
     if (result == RL_OK && !durable(backend, ticket)) result = RL_IO_ERROR;
@@ -305,7 +340,7 @@ static void reserve_one(memory_backend *backend, const rl_reserve_request *reque
     size_t unknown = SIZE_MAX;
     bool skipped = false;
     for (size_t i = 0; i < count; i++) {
-        limits[i] = rl__mem_limit_table_find(&backend->limits, request->requirements[i].key);
+        limits[i] = rl__mem_limit_of(backend, request->requirements[i].key);
         if (limits[i] != NULL) continue;
         if (request->requirements[i].optional) skipped = true;
         else if (unknown == SIZE_MAX) unknown = i;
@@ -587,7 +622,7 @@ static rl_status limit_usage(rl_backend *base, const char *key, rl_limit_usage *
     memory_backend *backend = from_base(base);
     rl_status status = RL_OK;
     pthread_mutex_lock(&backend->lock);
-    rl_mem_limit *limit = rl__mem_limit_table_find(&backend->limits, key);
+    rl_mem_limit *limit = rl__mem_limit_of(backend, key);
     if (limit == NULL) {
         status = RL_UNKNOWN_LIMIT_KEY;
     } else {
@@ -603,6 +638,7 @@ static void sweep_locked(memory_backend *backend) {
     uint64_t now_unix_ms = backend->clock->unix_ms(backend->clock);
     rl__mem_lease_forget_due(&backend->leases, now_ms, 0);
     RL_MEM_FOR_EACH_LIMIT(&backend->limits, limit) rl__mem_limit_expire(limit, now_ms, now_unix_ms);
+    if (backend->templates != NULL) rl__mem_forget_idle(backend, now_ms, now_unix_ms);
 }
 
 static void sweep(rl_backend *base) {
@@ -658,6 +694,8 @@ static const rl_backend_ops memory_ops = {
     .sweep = sweep,
     .destroy = destroy,
     .delete_definition = delete_definition,
+    .put_template = put_template,
+    .delete_template = delete_template,
 };
 
 static int by_key(const void *a, const void *b) {
@@ -674,7 +712,8 @@ rl_status rl_memory_backend_definitions(rl_backend *base, rl_limit_def **out, si
     rl_limit_def *defs = n > 0 ? malloc(n * sizeof *defs) : NULL;
     if (defs != NULL) {
         size_t at = 0;
-        RL_MEM_FOR_EACH_LIMIT(&backend->limits, limit) defs[at++] = limit->def;
+        RL_MEM_FOR_EACH_LIMIT(&backend->limits, limit) if (limit->template_pattern == NULL) defs[at++] = limit->def;
+        n = at; /* a limit made from a template is no definition */
     }
     pthread_mutex_unlock(&backend->lock);
     if (n > 0 && defs == NULL) return RL_NO_MEMORY;

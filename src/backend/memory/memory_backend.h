@@ -13,6 +13,7 @@
 #include "backend/memory/lease.h"
 #include "backend/memory/limit.h"
 #include "core/audit_log.h"
+#include "core/template_set.h"
 #include "ratelimiter/memory.h"
 
 typedef struct memory_backend {
@@ -29,6 +30,9 @@ typedef struct memory_backend {
      * otherwise. */
     rl_mem_limit_table *absent;
     rl_mem_lease_table leases;
+    /* The templates in force (memory_templates.c): a key no definition
+     * names that one matches is a limit made from it. NULL: none yet. */
+    rl__template_set *templates;
     uint32_t *walk_scratch; /* for retry_after walks, under lock */
     uint32_t walk_scratch_capacity;
 
@@ -101,6 +105,27 @@ rl_status rl__mem_apply_locked(memory_backend *backend, const rl_limit_def *def,
  * replaying): rl__mem_limit_table_remove. RL_OK or RL_UNKNOWN_LIMIT_KEY. */
 rl_status rl__mem_delete_locked(memory_backend *backend, const char *key);
 
+/* ---- memory_templates.c: limits made from templates, under lock (or while replaying) ---- */
+
+/* The limit of key: its own, else one made now from the template that
+ * matches it (most specific first), else NULL. A limit made so is
+ * forgotten once idle (rl__mem_forget_idle) and made again when named. */
+rl_mem_limit *rl__mem_limit_of(memory_backend *backend, const char *key);
+
+/* Puts def (def->key its pattern) as put_template does (backend.h), the
+ * limits made from that pattern following it, and journals it. RL_OK,
+ * RL_INVALID_REQUEST (err says why), RL_LIMIT_IN_USE, RL_NO_MEMORY. */
+rl_status rl__mem_put_template_locked(memory_backend *backend, const rl_limit_def *def, uint64_t now_ms,
+                                      uint64_t now_unix_ms, char *err, size_t err_size);
+
+/* Removes the template of pattern and the limits made from it, journaled.
+ * RL_OK, RL_UNKNOWN_LIMIT_KEY, RL_NO_MEMORY (the journal could not take it:
+ * nothing changed). */
+rl_status rl__mem_delete_template_locked(memory_backend *backend, const char *pattern, uint64_t now_unix_ms);
+
+/* Forgets every limit made from a template that is idle at now (the sweep). */
+void rl__mem_forget_idle(memory_backend *backend, uint64_t now_ms, uint64_t now_unix_ms);
+
 /* ---- memory_journal.c: all under lock ---- */
 
 /* Opens the audit log and the journal of options (either may be absent),
@@ -116,6 +141,9 @@ void rl__mem_journal_close(memory_backend *backend);
  * caller on the hot path asks backend->journal / backend->audit first and
  * spares the plain backend a call per lease and per entry. */
 bool rl__mem_journal_define(memory_backend *backend, const rl_limit_def *def, uint64_t now_unix_ms);
+/* A template put (def->key its pattern), or deleted. */
+bool rl__mem_journal_template(memory_backend *backend, const rl_limit_def *def, uint64_t now_unix_ms);
+bool rl__mem_journal_untemplate(memory_backend *backend, const char *pattern, uint64_t now_unix_ms);
 bool rl__mem_journal_delete(memory_backend *backend, const char *key, uint64_t now_unix_ms);
 bool rl__mem_journal_lease(memory_backend *backend, const rl_mem_lease *lease, uint64_t now_ms, uint64_t now_unix_ms);
 /* A Complete's record, after its audit entries (rl__mem_audit). */

@@ -51,6 +51,24 @@ bool rl__mem_journal_define(memory_backend *backend, const rl_limit_def *def, ui
     return rl__journal_add(backend->journal, record);
 }
 
+bool rl__mem_journal_template(memory_backend *backend, const rl_limit_def *def, uint64_t now_unix_ms) {
+    if (backend->journal == NULL) return true;
+    rl__jrec *record = &backend->scratch_record;
+    record->type = RL__JREC_TEMPLATE;
+    record->define.at_unix_ms = now_unix_ms;
+    record->define.def = *def;
+    return rl__journal_add(backend->journal, record);
+}
+
+bool rl__mem_journal_untemplate(memory_backend *backend, const char *pattern, uint64_t now_unix_ms) {
+    if (backend->journal == NULL) return true;
+    rl__jrec *record = &backend->scratch_record;
+    record->type = RL__JREC_UNTEMPLATE;
+    record->deleted.at_unix_ms = now_unix_ms;
+    copy_text(record->deleted.key, sizeof record->deleted.key, pattern);
+    return rl__journal_add(backend->journal, record);
+}
+
 bool rl__mem_journal_delete(memory_backend *backend, const char *key, uint64_t now_unix_ms) {
     if (backend->journal == NULL) return true;
     rl__jrec *record = &backend->scratch_record;
@@ -280,7 +298,9 @@ static bool replay_lease(replay *r, const rl__jrec_lease *l) {
         rl_mem_entry *entry = &lease->entries[i];
         entry->kind = e->kind;
         entry->expiry.at_ms = mono_of(backend, e->expires_at_unix_ms);
-        rl_mem_limit *limit = rl__mem_limit_table_find(&backend->limits, e->key);
+        /* A key no definition names may name a limit made from a template
+         * (replayed before this lease). */
+        rl_mem_limit *limit = e->live ? rl__mem_limit_of(backend, e->key) : NULL;
         /* A limit that changed kind since holds none of these (a kind
          * changes only while a limit holds nothing). */
         if (!e->live || limit == NULL || limit->def.kind != e->kind) continue;
@@ -339,8 +359,23 @@ static bool replay_delete(replay *r, const rl__jrec_delete *d) {
     return true;
 }
 
+/* A template put or deleted, through the same rules (its made limits too). */
+static bool replay_template(replay *r, const rl__jrec_define *d) {
+    uint64_t now_ms = replay_at(r->backend, d->at_unix_ms);
+    rl_status status = rl__mem_put_template_locked(r->backend, &d->def, now_ms, d->at_unix_ms, r->why, sizeof r->why);
+    /* limit_in_use was the answer then too: nothing changed. */
+    return status == RL_OK || status == RL_LIMIT_IN_USE;
+}
+
+static bool replay_untemplate(replay *r, const rl__jrec_delete *d) {
+    (void)replay_at(r->backend, d->at_unix_ms);
+    (void)rl__mem_delete_template_locked(r->backend, d->key, d->at_unix_ms); /* absent: nothing to do */
+    return true;
+}
+
 static bool replay_limit(replay *r, const rl__jrec_limit *l) {
-    rl_mem_limit *limit = rl__mem_limit_table_find(&r->backend->limits, l->key);
+    /* A snapshot's limit made from a template has no DEFINE: made again. */
+    rl_mem_limit *limit = rl__mem_limit_of(r->backend, l->key);
     if (limit == NULL || limit->reservations.live + limit->holds.count > 0) {
         snprintf(r->why, sizeof r->why, "the counters of %s come before its definition or after its leases", l->key);
         return false;
@@ -370,6 +405,8 @@ static bool replay_record(const unsigned char *data, size_t len, uint64_t offset
     case RL__JREC_EXPIRE: return replay_expire(r, &record->expire);
     case RL__JREC_LIMIT: return replay_limit(r, &record->limit);
     case RL__JREC_DELETE: return replay_delete(r, &record->deleted);
+    case RL__JREC_TEMPLATE: return replay_template(r, &record->define);
+    case RL__JREC_UNTEMPLATE: return replay_untemplate(r, &record->deleted);
     case RL__JREC_CURSOR:
         r->backend->audit_seq = record->cursor.audit_seq;
         r->backend->audit_at_unix_ms = record->cursor.audit_at_unix_ms;
@@ -401,12 +438,22 @@ static bool snapshot(void *context, rl__journal *journal) {
         record->cursor = (rl__jrec_cursor){backend->audit_seq, backend->audit_at_unix_ms};
         ok = rl__journal_snapshot_add(journal, record);
     }
+    /* The templates first: the limits made from them come back through them. */
+    size_t templates = backend->templates != NULL ? rl__template_set_count(backend->templates) : 0;
+    for (size_t i = 0; ok && i < templates; i++) {
+        record->type = RL__JREC_TEMPLATE;
+        record->define.at_unix_ms = now_unix_ms;
+        record->define.def = rl__template_set_at(backend->templates, i)->def;
+        ok = rl__journal_snapshot_add(journal, record);
+    }
     RL_MEM_FOR_EACH_LIMIT(&backend->limits, limit) {
         if (!ok) break;
-        record->type = RL__JREC_DEFINE;
-        record->define.at_unix_ms = now_unix_ms;
-        record->define.def = limit->def;
-        ok = rl__journal_snapshot_add(journal, record);
+        if (limit->template_pattern == NULL) {
+            record->type = RL__JREC_DEFINE;
+            record->define.at_unix_ms = now_unix_ms;
+            record->define.def = limit->def;
+            ok = rl__journal_snapshot_add(journal, record);
+        }
         record->type = RL__JREC_LIMIT;
         rl__jrec_limit *l = &record->limit;
         copy_text(l->key, sizeof l->key, limit->def.key);
