@@ -7,50 +7,13 @@
  * is answered once durable. A backend that cannot be reached (redis)
  * answers 503 backend_error; any other failure 500 backend_error.
  */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ratelimiter/keys.h"
+#include "server/api/admin_change.h"
 #include "server/api/endpoints.h"
-#include "server/api/percent_decode.h"
 #include "server/api/respond.h"
 #include "wire/wire.h"
-
-/* {"ok":false,"error":..} of a put or a delete; key: the one the error
- * names (unknown_limit_key:<key>), or NULL. */
-static void put_failed(rl_handler_ctx *ctx, rl_http_response *res, int http_status, rl_status status,
-                       const char *key, const char *detail) {
-    rl_buf *buf = &ctx->body;
-    rl__buf_reset(buf);
-    rl__buf_append_str(buf, "{\"ok\":false,\"error\":");
-    rl_respond_append_error_string(buf, status, key);
-    if (detail != NULL) rl_respond_append_detail(buf, detail);
-    rl__buf_append_str(buf, "}");
-    res->status = http_status;
-    res->body = buf;
-}
-
-/* The writer's callback, on its thread: the put is durable (or failed). */
-static void writer_done(rl_admin_job *job) { rl__api_call_done(job->context); }
-
-/* Hands the call's change (a put or a delete, checked) to the admin writer
- * when there is one (the daemon: answered once durable), else does it here
- * and now; then route's finish, unless the writer answers later. */
-static bool change(rl_handler_ctx *ctx, const rl_api_route *route, rl_api_call *call, rl_http_response *res) {
-    rl_service_put *put = &call->admin_put.put;
-    if (ctx->admin_writer != NULL) {
-        call->admin_put.done = writer_done;
-        call->admin_put.context = call;
-        if (rl_admin_writer_submit(ctx->admin_writer, &call->admin_put)) return false;
-        put->status = RL_BACKEND_ERROR;
-        snprintf(put->err, sizeof put->err, "the daemon is stopping");
-    } else {
-        rl_service_put_limits(ctx->service, put, 1);
-    }
-    route->finish(ctx, call, res);
-    return true;
-}
 
 /* Decodes the definition (a bad body: 400 now), then puts it (change). */
 bool rl__admin_put_start(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http_request *req,
@@ -62,29 +25,22 @@ bool rl__admin_put_start(rl_handler_ctx *ctx, const rl_api_route *route, const r
     rl_status decoded = rl__wire_decode_limit_def(rl_http_request_body(req), req->body_len, &put->def, detail);
     if (decoded != RL_OK) {
         if (decoded == RL_INVALID_REQUEST)
-            put_failed(ctx, res, 400, RL_INVALID_REQUEST, NULL, detail);
+            rl__admin_change_refused(ctx, res, 400, RL_INVALID_REQUEST, NULL, detail);
         else
-            put_failed(ctx, res, 503, RL_BACKEND_ERROR, NULL, NULL);
+            rl__admin_change_refused(ctx, res, 503, RL_BACKEND_ERROR, NULL, NULL);
         return true;
     }
-    return change(ctx, route, call, res);
-}
-
-/* A failure that is the store's or a file's: the client only learns
- * backend_error (503 or 500); the operator needs why. */
-static void change_failed(rl_handler_ctx *ctx, rl_http_response *res, const char *what, const rl_service_put *put) {
-    fprintf(stderr, "ratelimiterd: %s \"%s\" failed: %s\n", what, put->def.key, put->err);
-    put_failed(ctx, res, rl_respond_admin_failure_status(put->status), RL_BACKEND_ERROR, NULL, NULL);
+    return rl__admin_change_submit(ctx, route, call, res);
 }
 
 void rl__admin_put_finish(rl_handler_ctx *ctx, rl_api_call *call, rl_http_response *res) {
     const rl_service_put *put = &call->admin_put.put;
     if (put->status == RL_INVALID_REQUEST || put->status == RL_LIMIT_IN_USE) {
-        put_failed(ctx, res, rl_respond_backend_http_status(put->status), put->status, NULL, put->err);
+        rl__admin_change_refused(ctx, res, rl_respond_backend_http_status(put->status), put->status, NULL, put->err);
         return;
     }
     if (put->status != RL_OK) {
-        change_failed(ctx, res, "PUT /v1/admin/limits", put);
+        rl__admin_change_failed(ctx, res, "PUT /v1/admin/limits", put);
         return;
     }
     rl_buf *buf = &ctx->body;
@@ -124,53 +80,40 @@ void rl__admin_list(rl_handler_ctx *ctx, const rl_api_route *route, const rl_htt
 #define BAD_PATH_KEY                                                                                             \
     "the key in the path must be 1..256 printable ASCII characters without spaces, percent-encoded where needed"
 
-/* The key of /v1/admin/limits/{key}: the rest of the path after the row's
- * prefix, percent-decoded, into key (RL_KEY_MAX_LEN + 1 bytes); false if it
- * is not a valid key. */
-static bool key_of_path(const rl_api_route *route, const rl_http_request *req, char *key) {
-    int key_len = rl_percent_decode(req->path + route->path_len, req->path_len - route->path_len, key,
-                                    RL_KEY_MAX_LEN + 1);
-    return key_len >= 0 && rl_key_is_valid(key, (size_t)key_len);
-}
-
 /* The key from the path (a bad one: 400 now), then the delete (change). */
 bool rl__admin_delete_start(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http_request *req,
                             rl_api_call *call, rl_http_response *res) {
     rl_service_put *put = &call->admin_put.put;
     memset(put, 0, sizeof *put);
     put->op = RL_SERVICE_DELETE;
-    if (!key_of_path(route, req, put->def.key)) {
-        put_failed(ctx, res, 400, RL_INVALID_REQUEST, NULL, BAD_PATH_KEY);
+    if (!rl__admin_path_key(route, req, put->def.key)) {
+        rl__admin_change_refused(ctx, res, 400, RL_INVALID_REQUEST, NULL, BAD_PATH_KEY);
         return true;
     }
-    return change(ctx, route, call, res);
+    return rl__admin_change_submit(ctx, route, call, res);
 }
 
 void rl__admin_delete_finish(rl_handler_ctx *ctx, rl_api_call *call, rl_http_response *res) {
     const rl_service_put *put = &call->admin_put.put;
     if (put->status == RL_UNKNOWN_LIMIT_KEY) {
-        put_failed(ctx, res, 404, RL_UNKNOWN_LIMIT_KEY, put->def.key, NULL);
+        rl__admin_change_refused(ctx, res, 404, RL_UNKNOWN_LIMIT_KEY, put->def.key, NULL);
         return;
     }
     if (put->status == RL_INVALID_REQUEST) {
-        put_failed(ctx, res, 400, RL_INVALID_REQUEST, NULL, put->err);
+        rl__admin_change_refused(ctx, res, 400, RL_INVALID_REQUEST, NULL, put->err);
         return;
     }
     if (put->status != RL_OK) {
-        change_failed(ctx, res, "DELETE /v1/admin/limits", put);
+        rl__admin_change_failed(ctx, res, "DELETE /v1/admin/limits", put);
         return;
     }
-    rl_buf *buf = &ctx->body;
-    rl__buf_reset(buf);
-    rl__buf_append_str(buf, "{\"ok\":true}");
-    res->status = 200;
-    res->body = buf;
+    rl__admin_change_ok(ctx, res);
 }
 
 void rl__admin_get(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http_request *req,
                    rl_http_response *res) {
     char key[RL_KEY_MAX_LEN + 1];
-    if (!key_of_path(route, req, key)) {
+    if (!rl__admin_path_key(route, req, key)) {
         rl_respond_error(ctx, res, 400, RL_INVALID_REQUEST, NULL, BAD_PATH_KEY);
         return;
     }
