@@ -117,6 +117,26 @@ RL_API rl_status rl_limiter_local_define(rl_limiter *limiter, const rl_limit_def
  * journal could not take it). Thread-safe. */
 RL_API rl_status rl_limiter_local_delete(rl_limiter *limiter, const char *key);
 
+/* Defines or changes a template of a local limiter at run time, as PUT
+ * /v1/admin/templates does for the daemon: def->key is its pattern (a key
+ * with 1..8 placeholders such as "tenant:{tenant}:llm:daily_tokens"), the
+ * rest a definition validated as for a limit. A reserve naming a key that
+ * no limit defines and that the pattern matches (the most specific
+ * template of those that do) uses the template's definition: the limit is
+ * made on first use and forgotten once it holds nothing. The limits
+ * already made from the pattern take the new definition. Returns RL_OK,
+ * RL_INVALID_REQUEST (not a pattern, an invalid definition, too many
+ * templates, or not a local limiter; rl_limiter_last_error says which),
+ * RL_LIMIT_IN_USE (a change of kind while a limit made from it holds
+ * reservations), RL_NO_MEMORY or RL_IO_ERROR. Thread-safe. */
+RL_API rl_status rl_limiter_local_define_template(rl_limiter *limiter, const rl_limit_def *def);
+
+/* Deletes the template of pattern and the limits made from it (their open
+ * reservations dropped, as rl_limiter_local_delete drops a limit's).
+ * Returns RL_OK, RL_UNKNOWN_LIMIT_KEY (no such template),
+ * RL_INVALID_REQUEST, RL_NO_MEMORY or RL_IO_ERROR. Thread-safe. */
+RL_API rl_status rl_limiter_local_delete_template(rl_limiter *limiter, const char *pattern);
+
 /* ---- http: a ratelimiterd ---- */
 
 typedef struct rl_http_limiter_options {

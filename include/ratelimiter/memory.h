@@ -78,9 +78,13 @@ RL_API rl_status rl_memory_backend_open(const rl_memory_options *options, rl_bac
  * included), sorted by key, in one malloc'd array the caller frees with
  * free(); *count may be 0 (then *out is NULL). A daemon's registry is the
  * authority on which limits exist, and checks at start that the backend
- * holds no other. Returns RL_OK, RL_NO_MEMORY, or RL_INVALID_REQUEST for a
+ * holds no other (limits made from templates are not definitions). Returns RL_OK, RL_NO_MEMORY, or RL_INVALID_REQUEST for a
  * backend that is not a memory backend. Thread-safe. */
 RL_API rl_status rl_memory_backend_definitions(rl_backend *backend, rl_limit_def **out, size_t *count);
+
+/* The same for its templates (backend.h: put_template), sorted by pattern
+ * (def.key); the limits made from them are in neither list. */
+RL_API rl_status rl_memory_backend_templates(rl_backend *backend, rl_limit_def **out, size_t *count);
 
 #ifdef __cplusplus
 }

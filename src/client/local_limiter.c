@@ -10,6 +10,7 @@
 #include "client/last_error.h"
 #include "core/error_text.h"
 #include "ratelimiter/keys.h"
+#include "core/template_pattern.h"
 #include "ratelimiter/limiter.h"
 #include "ratelimiter/registry.h"
 
@@ -94,7 +95,36 @@ rl_status rl_limiter_local_delete(rl_limiter *limiter, const char *key) {
     return rl__last_error_set(status, "the memory backend could not delete \"%s\"", key);
 }
 
-/* Gives the backend every definition of the file. */
+rl_status rl_limiter_local_define_template(rl_limiter *limiter, const rl_limit_def *def) {
+    char err[RL_LIMITER_ERR_SIZE];
+    rl__last_error_clear();
+    if (limiter == NULL || limiter->ops != &local_ops)
+        return rl__last_error_set(RL_INVALID_REQUEST, "not a local limiter: define templates on the daemon (PUT /v1/admin/templates)");
+    rl__template_pattern pattern;
+    if (def == NULL || !rl__template_pattern_parse(def->key, strnlen(def->key, sizeof def->key), &pattern, err, sizeof err) ||
+        !rl_limit_def_validate(def, err, sizeof err))
+        return rl__last_error_set(RL_INVALID_REQUEST, "%s", def == NULL ? "no template" : err);
+    rl_status status = rl_backend_put_template(backend_of(limiter), def);
+    if (status == RL_LIMIT_IN_USE)
+        return rl__last_error_set(status, "a limit made from template \"%s\" holds reservations of another kind",
+                                  def->key);
+    return status == RL_OK ? RL_OK : rl__last_error_set(status, "the memory backend refused template \"%s\"", def->key);
+}
+
+rl_status rl_limiter_local_delete_template(rl_limiter *limiter, const char *pattern) {
+    rl__last_error_clear();
+    if (limiter == NULL || limiter->ops != &local_ops)
+        return rl__last_error_set(RL_INVALID_REQUEST, "not a local limiter: delete templates on the daemon (DELETE /v1/admin/templates/{pattern})");
+    if (pattern == NULL || !rl_key_is_valid(pattern, strnlen(pattern, RL_KEY_MAX_LEN + 1)))
+        return rl__last_error_set(RL_INVALID_REQUEST, "pattern must be 1..%d printable ASCII characters without spaces",
+                                  RL_KEY_MAX_LEN);
+    rl_status status = rl_backend_delete_template(backend_of(limiter), pattern);
+    if (status == RL_OK) return RL_OK;
+    if (status == RL_UNKNOWN_LIMIT_KEY) return rl__last_error_set(status, "no template has the pattern \"%s\"", pattern);
+    return rl__last_error_set(status, "the memory backend could not delete template \"%s\"", pattern);
+}
+
+/* Gives the backend every definition and template of the file. */
 static rl_status load_limits(const char *path, rl_backend *backend, char *err) {
     rl_registry *registry = NULL;
     rl_status status = rl_registry_open(path, 0, &registry, err, RL_LIMITER_ERR_SIZE);
@@ -106,6 +136,15 @@ static rl_status load_limits(const char *path, rl_backend *backend, char *err) {
         status = rl_backend_apply_definition(backend, &defs[i], NULL);
         if (status != RL_OK) rl__error_text(err, RL_LIMITER_ERR_SIZE,
                                             "%s: cannot apply limit \"%s\"", path, defs[i].key);
+    }
+    free(defs);
+    defs = NULL;
+    count = 0;
+    if (status == RL_OK) status = rl_registry_list_templates(registry, &defs, &count);
+    for (size_t i = 0; i < count && status == RL_OK; i++) {
+        status = rl_backend_put_template(backend, &defs[i]);
+        if (status != RL_OK) rl__error_text(err, RL_LIMITER_ERR_SIZE,
+                                            "%s: cannot apply template \"%s\"", path, defs[i].key);
     }
     free(defs);
     rl_registry_close(registry);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ratelimiter/keys.h"
+#include "core/template_pattern.h"
 #include "server/backend_table.h"
 #include "server/service_internal.h"
 
@@ -27,12 +28,16 @@ rl_status rl_service_open(const rl_service_options *options, rl_service **out, c
         return RL_NO_MEMORY;
     }
     service->backend = options->backend; /* owned from here on, if given */
+    service->templates = rl__template_set_create();
     service->max_limits =
         options->max_limits > 0 ? options->max_limits : RL_REGISTRY_DEFAULT_MAX_LIMITS;
     service->registry_path =
         options->registry_path != NULL ? strdup(options->registry_path) : NULL;
     rl_status status = RL_OK;
-    if (service->registry_path == NULL) {
+    if (service->templates == NULL) {
+        snprintf(err, err_size, "out of memory");
+        status = RL_NO_MEMORY;
+    } else if (service->registry_path == NULL) {
         snprintf(err, err_size, options->registry_path == NULL ? "no registry path" : "out of memory");
         status = options->registry_path == NULL ? RL_INVALID_REQUEST : RL_NO_MEMORY;
     }
@@ -68,6 +73,7 @@ void rl_service_close(rl_service *service) {
     if (service == NULL) return;
     rl_backend_destroy(service->backend);
     rl_registry_close(service->registry);
+    rl__template_set_free(service->templates);
     pthread_mutex_destroy(&service->admin_mutex);
     free(service->registry_path);
     free(service);
@@ -122,11 +128,44 @@ rl_status rl_service_delete_limit(rl_service *service, const char *key, char *er
     return put.status;
 }
 
+rl_status rl_service_put_template(rl_service *service, const rl_limit_def *def, char *err, size_t err_size) {
+    rl_service_put put;
+    memset(&put, 0, sizeof put);
+    put.op = RL_SERVICE_PUT_TEMPLATE;
+    put.def = *def;
+    rl_service_put_limits(service, &put, 1);
+    if (err != NULL && err_size > 0) snprintf(err, err_size, "%s", put.err);
+    return put.status;
+}
+
+rl_status rl_service_delete_template(rl_service *service, const char *pattern, char *err, size_t err_size) {
+    rl_service_put put;
+    memset(&put, 0, sizeof put);
+    put.op = RL_SERVICE_DELETE_TEMPLATE;
+    snprintf(put.def.key, sizeof put.def.key, "%s", pattern != NULL ? pattern : "");
+    if (pattern != NULL && strlen(pattern) >= sizeof put.def.key) put.def.key[0] = '\0'; /* too long: refused */
+    rl_service_put_limits(service, &put, 1);
+    if (err != NULL && err_size > 0) snprintf(err, err_size, "%s", put.err);
+    return put.status;
+}
+
+rl_status rl_service_list_templates(rl_service *service, rl_limit_def **out, size_t *count) {
+    *out = NULL;
+    *count = 0;
+    return service->mode->list_templates(service, out, count);
+}
+
 /* Whether change is valid to do (else its answer says why). */
 static bool check_change(rl_service_put *change) {
     change->err[0] = '\0';
     change->limit_status = RL_LIMIT_STATUS_ACTIVE;
-    if (change->op == RL_SERVICE_DELETE) {
+    if (change->op == RL_SERVICE_PUT_TEMPLATE) {
+        rl__template_pattern pattern;
+        return rl__template_pattern_parse(change->def.key, strlen(change->def.key), &pattern, change->err,
+                                          sizeof change->err) &&
+               rl_limit_def_validate(&change->def, change->err, sizeof change->err);
+    }
+    if (change->op == RL_SERVICE_DELETE || change->op == RL_SERVICE_DELETE_TEMPLATE) {
         if (rl_key_is_valid(change->def.key, strlen(change->def.key))) return true;
         snprintf(change->err, sizeof change->err, "key must be 1..%d printable ASCII characters without spaces",
                  RL_KEY_MAX_LEN);
@@ -140,13 +179,14 @@ static bool check_change(rl_service_put *change) {
 void rl_service_put_limits(rl_service *service, rl_service_put *puts, size_t count) {
     for (size_t i = 0; i < count; i++) puts[i].status = check_change(&puts[i]) ? RL_OK : RL_INVALID_REQUEST;
     for (size_t i = 0; i < count;) {
-        if (puts[i].op == RL_SERVICE_DELETE) {
-            if (puts[i].status == RL_OK) service->mode->delete_limit(service, &puts[i]);
+        if (puts[i].op != RL_SERVICE_PUT) {
+            if (puts[i].status == RL_OK && puts[i].op == RL_SERVICE_DELETE) service->mode->delete_limit(service, &puts[i]);
+            else if (puts[i].status == RL_OK) service->mode->change_template(service, &puts[i]);
             i++;
             continue;
         }
         size_t run = 1;
-        while (i + run < count && puts[i + run].op != RL_SERVICE_DELETE) run++;
+        while (i + run < count && puts[i + run].op == RL_SERVICE_PUT) run++;
         service->mode->put_limits(service, puts + i, run);
         i += run;
     }

@@ -140,8 +140,10 @@ rl_status rl_service_delete_limit(rl_service *service, const char *key, char *er
 
 /* What one change of a group does. */
 typedef enum rl_service_op {
-    RL_SERVICE_PUT = 0, /* puts def (rl_service_put_limit) */
-    RL_SERVICE_DELETE,  /* deletes the limit of def.key (rl_service_delete_limit) */
+    RL_SERVICE_PUT = 0,          /* puts def (rl_service_put_limit) */
+    RL_SERVICE_DELETE,           /* deletes the limit of def.key (rl_service_delete_limit) */
+    RL_SERVICE_PUT_TEMPLATE,     /* puts the template def, def.key its pattern (rl_service_put_template) */
+    RL_SERVICE_DELETE_TEMPLATE,  /* deletes the template of pattern def.key (rl_service_delete_template) */
 } rl_service_op;
 
 /* The answer to one change of a group: a put, or a delete. */
@@ -159,7 +161,31 @@ typedef struct rl_service_put {
  * one that was written first): the admin writer's group. Thread-safe. */
 void rl_service_put_limits(rl_service *service, rl_service_put *puts, size_t count);
 
-/* The definition of key and its live usage. Returns RL_OK,
+/* Puts def as the template of its pattern (def->key), replacing the one
+ * there (backend.h, put_template: keys no limit defines that it matches
+ * are limits made from it on first use, forgotten once idle). Persisted
+ * like limits: local mode, the registry first, then the backend (refused:
+ * the registry gets the template before back); shared mode, the backend
+ * first, then the registry's copy. RL_OK; RL_INVALID_REQUEST (not a
+ * pattern, an invalid definition, too many templates) with a sentence in
+ * err; RL_LIMIT_IN_USE (a change of kind while a limit made from it holds
+ * reservations); RL_BACKEND_ERROR, RL_IO_ERROR, RL_NO_MEMORY. Thread-safe:
+ * serialised with every admin change. */
+rl_status rl_service_put_template(rl_service *service, const rl_limit_def *def, char *err, size_t err_size);
+
+/* Deletes the template of pattern and the limits made from it (what they
+ * hold is dropped). RL_OK; RL_UNKNOWN_LIMIT_KEY (no such template);
+ * RL_INVALID_REQUEST (not a valid key) and the failures of a put. */
+rl_status rl_service_delete_template(rl_service *service, const char *pattern, char *err, size_t err_size);
+
+/* Every template sorted by pattern (def.key), in one malloc'd array the
+ * caller frees; from the authority (the registry, or the shared store).
+ * RL_OK, RL_NO_MEMORY, RL_BACKEND_ERROR. Thread-safe. */
+rl_status rl_service_list_templates(rl_service *service, rl_limit_def **out, size_t *count);
+
+/* The definition of key and its live usage: the key's own definition, or
+ * the one the template that matches it makes (out->template_pattern says
+ * which; reading it makes the limit, forgotten again once idle). Returns RL_OK,
  * RL_UNKNOWN_LIMIT_KEY (not defined), or RL_BACKEND_ERROR / RL_NO_MEMORY
  * (the authority could not be read). Thread-safe. */
 rl_status rl_service_get_limit(rl_service *service, const char *key, rl_service_limit *out);

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "core/template_set.h"
 #include "ratelimiter/registry.h"
 #include "server/service.h"
 
@@ -21,6 +22,9 @@ struct rl_service {
     /* Serialises admin puts and makes reads see a put whole (registry and
      * backend both updated), never half. Not taken on the hot path. */
     pthread_mutex_t admin_mutex;
+    /* Local mode: the registry's templates, to say which makes a key's
+     * definition (GET of a key no definition names). Under admin_mutex. */
+    rl__template_set *templates;
 };
 
 /* The service's two modes (service.h), one interface: the registry is the
@@ -35,6 +39,10 @@ typedef struct rl_service_mode {
     rl_status (*open)(rl_service *service, char *err, size_t err_size);
     void (*put_limits)(rl_service *service, rl_service_put *puts, size_t count);
     void (*delete_limit)(rl_service *service, rl_service_put *put);
+    /* One valid template change (RL_SERVICE_PUT_TEMPLATE or
+     * RL_SERVICE_DELETE_TEMPLATE), its answer in put. */
+    void (*change_template)(rl_service *service, rl_service_put *put);
+    rl_status (*list_templates)(rl_service *service, rl_limit_def **out, size_t *count);
     rl_status (*get)(rl_service *service, const char *key, rl_service_limit *out);
     rl_status (*list)(rl_service *service, rl_service_limit **out, size_t *count);
     rl_status (*count)(rl_service *service, size_t *count, char *err, size_t err_size);
@@ -42,6 +50,19 @@ typedef struct rl_service_mode {
 
 extern const rl_service_mode rl__service_local_mode;
 extern const rl_service_mode rl__service_shared_mode;
+
+/* ---- what both modes say about templates (service_templates.c) ---- */
+
+/* The answer of a template change the backend refused with status (or
+ * that failed): 409 limit_in_use / 400 invalid_request with why, or the
+ * failure with a sentence for the operator. */
+void rl__service_template_refused(rl_service *service, rl_service_put *put, rl_status status);
+
+/* out for key made from the template of templates that matches it (its
+ * definition, live usage, and pattern): RL_OK, RL_UNKNOWN_LIMIT_KEY (none
+ * matches), or the backend's failure. */
+rl_status rl__service_get_made(rl_service *service, const rl__template_set *templates, const char *key,
+                               rl_service_limit *out);
 
 /* ---- what both modes say about usage (service_usage.c) ---- */
 

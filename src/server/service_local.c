@@ -32,6 +32,35 @@ static rl_status delete_unregistered(rl_service *service, const rl_limit_def *de
     return status;
 }
 
+/* Gives the backend every template the registry holds, and only those
+ * (deleting one its journal brought back that the registry no longer has:
+ * a delete a crash cut between the two), and keeps them to say which
+ * makes a key's definition. A backend without templates is given none. */
+static rl_status open_templates(rl_service *service, char *err, size_t err_size) {
+    rl_limit_def *templates = NULL, *held = NULL;
+    size_t count = 0, held_count = 0;
+    rl_status status = rl_registry_list_templates(service->registry, &templates, &count);
+    if (status != RL_OK) snprintf(err, err_size, "cannot list the registry's templates: %s", rl_status_name(status));
+    for (size_t i = 0; i < count && status == RL_OK; i++) {
+        status = rl_backend_put_template(service->backend, &templates[i]);
+        if (status == RL_OK) status = rl__template_set_put(service->templates, &templates[i], NULL, err, err_size);
+        else snprintf(err, err_size, "the %s backend refused template \"%s\": %s", service->backend_name,
+                      templates[i].key, rl_status_name(status));
+    }
+    if (status == RL_OK && rl_memory_backend_templates(service->backend, &held, &held_count) == RL_OK) {
+        for (size_t i = 0; i < held_count && status == RL_OK; i++) {
+            if (rl__template_set_find(service->templates, held[i].key) != NULL) continue;
+            status = rl_backend_delete_template(service->backend, held[i].key);
+            if (status != RL_OK)
+                snprintf(err, err_size, "the %s backend could not delete template \"%s\", which the registry no "
+                         "longer holds: %s", service->backend_name, held[i].key, rl_status_name(status));
+        }
+    }
+    free(held);
+    free(templates);
+    return status;
+}
+
 /* Gives the backend every definition the registry holds, and only those. */
 static rl_status local_open(rl_service *service, char *err, size_t err_size) {
     rl_limit_def *defs = NULL;
@@ -50,6 +79,7 @@ static rl_status local_open(rl_service *service, char *err, size_t err_size) {
     }
     if (status == RL_OK) status = delete_unregistered(service, defs, count, err, err_size);
     free(defs);
+    if (status == RL_OK) status = open_templates(service, err, err_size);
     return status;
 }
 
@@ -163,11 +193,51 @@ static void local_delete_limit(rl_service *service, rl_service_put *put) {
     pthread_mutex_unlock(&service->admin_mutex);
 }
 
+/* The registry first (durable), then the backend; what the backend
+ * refused, the registry gets back as it was. */
+static void local_change_template(rl_service *service, rl_service_put *put) {
+    bool putting = put->op == RL_SERVICE_PUT_TEMPLATE;
+    const char *pattern = put->def.key;
+    pthread_mutex_lock(&service->admin_mutex);
+    rl_limit_def before;
+    char origin_before[RL_REGISTRY_ORIGIN_MAX_LEN + 1] = "";
+    bool had = rl_registry_get_template(service->registry, pattern, &before, origin_before);
+    rl_status status = RL_UNKNOWN_LIMIT_KEY;
+    if (putting || had)
+        status = putting ? rl_registry_put_template(service->registry, &put->def, NULL, put->err, sizeof put->err)
+                         : rl_registry_delete_template(service->registry, pattern, put->err, sizeof put->err);
+    if (status == RL_OK) {
+        status = putting ? rl_backend_put_template(service->backend, &put->def)
+                         : rl_backend_delete_template(service->backend, pattern);
+        /* A backend without it: a put a crash cut between the two. */
+        if (!putting && status == RL_UNKNOWN_LIMIT_KEY) status = RL_OK;
+        if (status != RL_OK) {
+            char ignored[256];
+            if (had) (void)rl_registry_put_template(service->registry, &before, origin_before, ignored, sizeof ignored);
+            else (void)rl_registry_delete_template(service->registry, pattern, ignored, sizeof ignored);
+            rl__service_template_refused(service, put, status);
+            pthread_mutex_unlock(&service->admin_mutex);
+            return;
+        }
+        if (putting) (void)rl__template_set_put(service->templates, &put->def, NULL, put->err, sizeof put->err);
+        else (void)rl__template_set_delete(service->templates, pattern);
+        put->err[0] = '\0';
+    }
+    put->status = status;
+    pthread_mutex_unlock(&service->admin_mutex);
+}
+
+static rl_status local_list_templates(rl_service *service, rl_limit_def **out, size_t *count) {
+    return rl_registry_list_templates(service->registry, out, count);
+}
+
 static rl_status local_get(rl_service *service, const char *key, rl_service_limit *out) {
     pthread_mutex_lock(&service->admin_mutex);
     rl_status status = RL_UNKNOWN_LIMIT_KEY;
     if (rl_registry_get(service->registry, key, &out->def))
         status = rl__service_read_usage(service, &out->def, &out->usage);
+    else
+        status = rl__service_get_made(service, service->templates, key, out);
     pthread_mutex_unlock(&service->admin_mutex);
     return status;
 }
@@ -209,6 +279,8 @@ const rl_service_mode rl__service_local_mode = {
     .open = local_open,
     .put_limits = local_put_limits,
     .delete_limit = local_delete_limit,
+    .change_template = local_change_template,
+    .list_templates = local_list_templates,
     .get = local_get,
     .list = local_list,
     .count = local_count,

@@ -231,6 +231,22 @@ static rl_status get_backend(rl_service *service, const char *key, rl_limit_def 
     return status;
 }
 
+/* The backend's templates (the authority), into a set that says which
+ * makes a key's definition; NULL when they cannot be read (*status says
+ * why) or the backend has none. */
+static rl__template_set *backend_templates(rl_service *service, rl_status *status) {
+    rl_limit_def *templates = NULL;
+    size_t count = 0;
+    *status = rl_backend_list_templates(service->backend, &templates, &count);
+    if (*status == RL_INVALID_REQUEST) *status = RL_OK; /* a backend without templates */
+    rl__template_set *set = *status == RL_OK && count > 0 ? rl__template_set_create() : NULL;
+    if (*status == RL_OK && count > 0 && set == NULL) *status = RL_NO_MEMORY;
+    char err[256];
+    for (size_t i = 0; set != NULL && i < count; i++) (void)rl__template_set_put(set, &templates[i], NULL, err, sizeof err);
+    free(templates);
+    return set;
+}
+
 static rl_status shared_get(rl_service *service, const char *key, rl_service_limit *out) {
     pthread_mutex_lock(&service->admin_mutex);
     rl_status status = get_backend(service, key, &out->def);
@@ -239,9 +255,45 @@ static rl_status shared_get(rl_service *service, const char *key, rl_service_lim
         if (!rl_registry_get(service->registry, key, &mine) || !rl__limit_def_equal(&mine, &out->def))
             refresh_registry_best_effort(service, &out->def, 1);
         status = rl__service_read_usage(service, &out->def, &out->usage);
+    } else if (status == RL_UNKNOWN_LIMIT_KEY) {
+        rl__template_set *templates = backend_templates(service, &status);
+        if (status == RL_OK)
+            status = templates != NULL ? rl__service_get_made(service, templates, key, out) : RL_UNKNOWN_LIMIT_KEY;
+        rl__template_set_free(templates);
     }
     pthread_mutex_unlock(&service->admin_mutex);
     return status;
+}
+
+/* The backend (the authority) first: once it has the change, every daemon
+ * has; the registry's copy follows best-effort, as for a put. */
+static void shared_change_template(rl_service *service, rl_service_put *put) {
+    bool putting = put->op == RL_SERVICE_PUT_TEMPLATE;
+    const char *pattern = put->def.key;
+    pthread_mutex_lock(&service->admin_mutex);
+    rl_status status = putting ? rl_backend_put_template(service->backend, &put->def)
+                               : rl_backend_delete_template(service->backend, pattern);
+    if (status == RL_OK || (!putting && status == RL_UNKNOWN_LIMIT_KEY)) {
+        char why[256];
+        rl_status copied = putting ? rl_registry_put_template(service->registry, &put->def, NULL, why, sizeof why)
+                                   : rl_registry_delete_template(service->registry, pattern, why, sizeof why);
+        if (copied != RL_OK && copied != RL_UNKNOWN_LIMIT_KEY)
+            fprintf(stderr, "ratelimiterd: warning: template \"%s\" changed in the %s backend but not in the registry %s: %s\n",
+                    pattern, service->backend_name, service->registry_path, why);
+    }
+    if (status == RL_OK || status == RL_UNKNOWN_LIMIT_KEY) put->status = status;
+    else rl__service_template_refused(service, put, status);
+    pthread_mutex_unlock(&service->admin_mutex);
+}
+
+static rl_status shared_list_templates(rl_service *service, rl_limit_def **out, size_t *count) {
+    rl_status status = rl_backend_list_templates(service->backend, out, count);
+    if (status == RL_INVALID_REQUEST) { /* a backend without templates holds none */
+        *out = NULL;
+        *count = 0;
+        return RL_OK;
+    }
+    return status == RL_OK || status == RL_NO_MEMORY ? status : RL_BACKEND_ERROR;
 }
 
 static rl_status shared_list(rl_service *service, rl_service_limit **out, size_t *count) {
@@ -296,6 +348,8 @@ const rl_service_mode rl__service_shared_mode = {
     .open = shared_open,
     .put_limits = shared_put_limits,
     .delete_limit = shared_delete_limit,
+    .change_template = shared_change_template,
+    .list_templates = shared_list_templates,
     .get = shared_get,
     .list = shared_list,
     .count = shared_count,

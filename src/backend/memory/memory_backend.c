@@ -723,6 +723,22 @@ rl_status rl_memory_backend_definitions(rl_backend *base, rl_limit_def **out, si
     return RL_OK;
 }
 
+rl_status rl_memory_backend_templates(rl_backend *base, rl_limit_def **out, size_t *count) {
+    *out = NULL;
+    *count = 0;
+    if (base == NULL || base->ops->destroy != destroy) return RL_INVALID_REQUEST; /* not ours */
+    memory_backend *backend = from_base(base);
+    pthread_mutex_lock(&backend->lock);
+    size_t n = backend->templates != NULL ? rl__template_set_count(backend->templates) : 0;
+    rl_limit_def *defs = n > 0 ? malloc(n * sizeof *defs) : NULL;
+    for (size_t i = 0; defs != NULL && i < n; i++) defs[i] = rl__template_set_at(backend->templates, i)->def;
+    pthread_mutex_unlock(&backend->lock);
+    if (n > 0 && defs == NULL) return RL_NO_MEMORY;
+    *out = defs; /* in pattern order already */
+    *count = n;
+    return RL_OK;
+}
+
 rl_status rl_memory_backend_create(const rl_memory_options *options, rl_backend **out) {
     rl_memory_options plain;
     rl_memory_options_default(&plain);

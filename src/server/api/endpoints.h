@@ -87,6 +87,16 @@ void rl__admin_delete_finish(rl_handler_ctx *ctx, rl_api_call *call, rl_http_res
 void rl__admin_get(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http_request *req,
                    rl_http_response *res);
 
+/* handlers_templates.c: PUT and GET /v1/admin/templates, DELETE
+ * /v1/admin/templates/{pattern}; a put and a delete end alike. */
+bool rl__template_put_start(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http_request *req,
+                            rl_api_call *call, rl_http_response *res);
+bool rl__template_delete_start(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http_request *req,
+                               rl_api_call *call, rl_http_response *res);
+void rl__template_change_finish(rl_handler_ctx *ctx, rl_api_call *call, rl_http_response *res);
+void rl__templates_list(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http_request *req,
+                        rl_http_response *res);
+
 /* handlers_audit.c: GET /v1/admin/audit, the query string its parameters. */
 void rl__admin_audit(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http_request *req,
                      rl_http_response *res);

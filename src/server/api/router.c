@@ -27,6 +27,7 @@ void rl_handler_ctx_trim(rl_handler_ctx *ctx) {
 }
 
 #define ADMIN_LIMITS_PATH "/v1/admin/limits"
+#define ADMIN_TEMPLATES_PATH "/v1/admin/templates"
 
 #define ANSWER(method, path, allow, fn) {method, sizeof(method) - 1, path, sizeof(path) - 1, false, allow, fn, NULL, NULL, NULL, NULL}
 #define LEASE(path, endpoint)                                                                                      \
@@ -46,6 +47,12 @@ static const rl_api_route routes[] = {
      NULL, NULL, NULL},
     {"DELETE", 6, ADMIN_LIMITS_PATH "/", sizeof(ADMIN_LIMITS_PATH "/") - 1, true, "GET, DELETE", NULL,
      rl__admin_delete_start, rl__admin_delete_finish, NULL, NULL},
+    ANSWER("GET", ADMIN_TEMPLATES_PATH, "GET, PUT", rl__templates_list),
+    {"PUT", 3, ADMIN_TEMPLATES_PATH, sizeof(ADMIN_TEMPLATES_PATH) - 1, false, "GET, PUT", NULL, rl__template_put_start,
+     rl__template_change_finish, NULL, NULL},
+    /* The pattern, percent-encoded where needed ('{' and '}' may be sent as is). */
+    {"DELETE", 6, ADMIN_TEMPLATES_PATH "/", sizeof(ADMIN_TEMPLATES_PATH "/") - 1, true, "DELETE", NULL,
+     rl__template_delete_start, rl__template_change_finish, NULL, NULL},
     ANSWER("GET", "/v1/admin/audit", "GET", rl__admin_audit),
     ANSWER("GET", "/healthz", "GET", rl__healthz),
 };

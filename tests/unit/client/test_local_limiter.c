@@ -228,6 +228,48 @@ static int teardown(void **state) {
     return system(command);
 }
 
+/* Templates at run time: a key no limit defines that a template matches
+ * is a limit made from it on first use; a template's change reaches it,
+ * and its delete drops it. */
+static void defines_templates_at_run_time(void **state) {
+    (void)state;
+    const char *path = write_file("templates.json", "[]");
+    char err[RL_LIMITER_ERR_SIZE];
+    rl_limiter *limiter;
+    assert_int_equal(rl_limiter_local_open(path, NULL, &limiter, err), RL_OK);
+    rl_limit_def daily = {.key = "tenant:{tenant}:tokens", .kind = RL_KIND_ROLLING, .capacity = 100,
+                          .window_seconds = 86400};
+    assert_int_equal(rl_limiter_local_define_template(limiter, &daily), RL_OK);
+    char id[27];
+    rl_requirement req = {"tenant:acme:tokens", 80, false};
+    rl_reserve_request first = {rl_test_lease_id(1, id), NULL, &req, 1, false};
+    rl_reserve_result result;
+    assert_int_equal(rl_limiter_reserve(limiter, &first, &result), RL_OK);
+    assert_true(result.allowed);
+    rl_reserve_request second = {rl_test_lease_id(2, id), NULL, &req, 1, false};
+    assert_int_equal(rl_limiter_reserve(limiter, &second, &result), RL_OK);
+    assert_false(result.allowed);
+    assert_string_equal(result.denied_by.key, "tenant:acme:tokens");
+    daily.capacity = 200; /* the limit made from it follows */
+    assert_int_equal(rl_limiter_local_define_template(limiter, &daily), RL_OK);
+    rl_reserve_request third = {rl_test_lease_id(3, id), NULL, &req, 1, false};
+    assert_int_equal(rl_limiter_reserve(limiter, &third, &result), RL_OK);
+    assert_true(result.allowed);
+    /* refusals */
+    rl_limit_def plain = daily;
+    snprintf(plain.key, sizeof plain.key, "tenant:acme:tokens");
+    assert_int_equal(rl_limiter_local_define_template(limiter, &plain), RL_INVALID_REQUEST);
+    assert_non_null(strstr(rl_limiter_last_error(), "placeholder"));
+    assert_int_equal(rl_limiter_local_delete_template(limiter, "tenant:{x}:tokens"), RL_UNKNOWN_LIMIT_KEY);
+    assert_int_equal(rl_limiter_local_delete_template(limiter, "bad pattern"), RL_INVALID_REQUEST);
+    /* deleted: the key is unknown again */
+    assert_int_equal(rl_limiter_local_delete_template(limiter, "tenant:{tenant}:tokens"), RL_OK);
+    rl_reserve_request fourth = {rl_test_lease_id(4, id), NULL, &req, 1, false};
+    assert_int_equal(rl_limiter_reserve(limiter, &fourth, &result), RL_OK);
+    assert_int_equal(result.status, RL_UNKNOWN_LIMIT_KEY);
+    rl_limiter_destroy(limiter);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(opens_a_limits_file_and_enforces_it),
@@ -235,6 +277,7 @@ int main(void) {
         cmocka_unit_test(audit_refuses_bad_queries),
         cmocka_unit_test(audit_lists_what_was_charged),
         cmocka_unit_test(deletes_a_limit_at_run_time),
+        cmocka_unit_test(defines_templates_at_run_time),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

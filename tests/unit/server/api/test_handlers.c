@@ -637,6 +637,118 @@ static void test_service_open_errors(void **state) {
     rmdir(dir);
 }
 
+/* ---- templates ---------------------------------------------------------------- */
+
+#define DAILY_TEMPLATE                                                                                         \
+    "{\"pattern\":\"tenant:{tenant}:llm:daily_tokens\",\"kind\":\"rolling\",\"capacity\":1000,"                  \
+    "\"window_seconds\":86400,\"unit\":\"tokens\"}"
+
+/* Reopens the service on the same registry, as a restart does. */
+static void reopen(fixture *f) {
+    rl_handler_ctx_free(&f->ctx);
+    rl_service_close(f->service);
+    rl_service_options options = {.backend_name = "memory", .registry_path = f->path};
+    rl_memory_options_default(&options.memory);
+    options.memory.sweep_interval_ms = 0;
+    char err[256];
+    if (rl_service_open(&options, &f->service, err, sizeof err) != RL_OK) fail_msg("%s", err);
+    assert_true(rl_handler_ctx_init(&f->ctx, f->service, MAX_BATCH));
+}
+
+static void reserve_key(fixture *f, const char *key, uint64_t amount, int n, const char *expect) {
+    char id[27], json[512];
+    snprintf(json, sizeof json, "{\"lease_id\":\"%s\",\"requirements\":[{\"key\":\"%s\",\"amount\":%llu}]}",
+             rl_test_lease_id((uint64_t)n, id), key, (unsigned long long)amount);
+    call(f, "POST", "/v1/reserve", json);
+    if (strstr(body(f), expect) == NULL) fail_msg("reserve %s: %s lacks %s", key, body(f), expect);
+}
+
+/* PUT, GET and DELETE of templates; a key a template makes answers as a
+ * limit, its LimitInfo naming the template, and is not listed. */
+static void test_templates(void **state) {
+    fixture *f = *state;
+    assert_int_equal(call(f, "GET", "/v1/admin/templates", NULL), 200);
+    assert_string_equal(body(f), "{\"templates\":[]}");
+    assert_int_equal(call(f, "PUT", "/v1/admin/templates", DAILY_TEMPLATE), 200);
+    assert_string_equal(body(f), "{\"ok\":true}");
+    assert_int_equal(call(f, "GET", "/v1/admin/templates", NULL), 200);
+    assert_string_equal(body(f), "{\"templates\":[{\"pattern\":\"tenant:{tenant}:llm:daily_tokens\",\"kind\":"
+                                 "\"rolling\",\"capacity\":1000,\"window_seconds\":86400,\"timeout_seconds\":0,"
+                                 "\"unit\":\"tokens\",\"description\":\"\",\"overage\":\"debt\"}]}");
+    reserve_key(f, "tenant:acme:llm:daily_tokens", 700, 1, "\"allowed\":true");
+    reserve_key(f, "tenant:acme:llm:daily_tokens", 700, 2, "\"allowed\":false");
+    assert_int_equal(call(f, "GET", "/v1/admin/limits/tenant:acme:llm:daily_tokens", NULL), 200);
+    assert_non_null(strstr(body(f), "\"used\":700"));
+    assert_non_null(strstr(body(f), ",\"template\":\"tenant:{tenant}:llm:daily_tokens\"}}"));
+    assert_int_equal(call(f, "GET", "/v1/admin/limits/tenant:new:llm:daily_tokens", NULL), 200);
+    assert_non_null(strstr(body(f), "\"used\":0"));
+    assert_int_equal(call(f, "GET", "/v1/admin/limits/tenant:a:b:llm:daily_tokens", NULL), 404);
+    assert_int_equal(call(f, "GET", "/v1/admin/limits", NULL), 200);
+    assert_string_equal(body(f), "{\"limits\":[]}");
+    /* Not a limit: DELETE of the key is a 404; its own PUT wins. */
+    assert_int_equal(call(f, "DELETE", "/v1/admin/limits/tenant:acme:llm:daily_tokens", NULL), 404);
+    put_limit(f, "{\"key\":\"tenant:acme:llm:daily_tokens\",\"kind\":\"rolling\",\"capacity\":5000,"
+                 "\"window_seconds\":86400}");
+    assert_int_equal(call(f, "GET", "/v1/admin/limits/tenant:acme:llm:daily_tokens", NULL), 200);
+    assert_non_null(strstr(body(f), "\"used\":700"));
+    assert_null(strstr(body(f), "\"template\""));
+
+    /* Persisted like limits: a restart keeps the template. */
+    reopen(f);
+    assert_int_equal(call(f, "GET", "/v1/admin/templates", NULL), 200);
+    assert_non_null(strstr(body(f), "tenant:{tenant}:llm:daily_tokens"));
+    assert_int_equal(call(f, "GET", "/v1/admin/limits/tenant:b:llm:daily_tokens", NULL), 200);
+
+    /* DELETE by pattern, percent-encoded or not. */
+    assert_int_equal(call(f, "DELETE", "/v1/admin/templates/tenant:%7Btenant%7D:llm:daily_tokens", NULL), 200);
+    assert_string_equal(body(f), "{\"ok\":true}");
+    assert_int_equal(call(f, "DELETE", "/v1/admin/templates/tenant:{tenant}:llm:daily_tokens", NULL), 404);
+    assert_string_equal(body(f), "{\"ok\":false,\"error\":\"invalid_request\",\"detail\":\"no template has the "
+                                 "pattern tenant:{tenant}:llm:daily_tokens\"}");
+    assert_int_equal(call(f, "GET", "/v1/admin/limits/tenant:b:llm:daily_tokens", NULL), 404);
+    reopen(f);
+    assert_int_equal(call(f, "GET", "/v1/admin/templates", NULL), 200);
+    assert_string_equal(body(f), "{\"templates\":[]}");
+}
+
+static void test_template_refusals(void **state) {
+    fixture *f = *state;
+    assert_int_equal(call(f, "PUT", "/v1/admin/templates", "{\"key\":\"a:{b}\",\"kind\":\"rolling\",\"capacity\":1,"
+                                                           "\"window_seconds\":60}"),
+                     400);
+    assert_string_equal(body(f), "{\"ok\":false,\"error\":\"invalid_request\",\"detail\":\"pattern is required\"}");
+    assert_int_equal(call(f, "PUT", "/v1/admin/templates", "{\"pattern\":\"a:{b}\",\"kind\":\"rolling\","
+                                                           "\"capacity\":1}"),
+                     400);
+    assert_int_equal(call(f, "DELETE", "/v1/admin/templates/", NULL), 400);
+    assert_int_equal(call(f, "GET", "/v1/admin/templates/x", NULL), 405);
+    assert_string_equal(f->res.allow, "DELETE");
+    assert_int_equal(call(f, "POST", "/v1/admin/templates", NULL), 405);
+    assert_string_equal(f->res.allow, "GET, PUT");
+    /* A change of kind while a limit made from it holds something: 409,
+     * and the template stays as it was, in the registry too. */
+    assert_int_equal(call(f, "PUT", "/v1/admin/templates", DAILY_TEMPLATE), 200);
+    reserve_key(f, "tenant:acme:llm:daily_tokens", 10, 1, "\"allowed\":true");
+    assert_int_equal(call(f, "PUT", "/v1/admin/templates", "{\"pattern\":\"tenant:{tenant}:llm:daily_tokens\","
+                                                           "\"kind\":\"concurrency\",\"capacity\":1,"
+                                                           "\"timeout_seconds\":60}"),
+                     409);
+    assert_non_null(strstr(body(f), "{\"ok\":false,\"error\":\"limit_in_use\",\"detail\":\"a limit made from template"));
+    reopen(f);
+    assert_int_equal(call(f, "GET", "/v1/admin/templates", NULL), 200);
+    assert_non_null(strstr(body(f), "\"kind\":\"rolling\""));
+}
+
+/* A backend without templates refuses them with a sentence, and the
+ * registry keeps none. */
+static void test_templates_without_backend_support(void **state) {
+    fixture *f = *state;
+    assert_int_equal(call(f, "PUT", "/v1/admin/templates", DAILY_TEMPLATE), 400);
+    assert_non_null(strstr(body(f), "cannot take this template (it has no templates)"));
+    assert_int_equal(call(f, "GET", "/v1/admin/templates", NULL), 200);
+    assert_string_equal(body(f), "{\"templates\":[]}");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_routing, setup, teardown),
@@ -656,6 +768,9 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_a_group_of_puts_and_deletes_in_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_without_backend_support, setup_audit, teardown),
         cmocka_unit_test(test_a_delete_cut_short_is_finished_at_start),
+        cmocka_unit_test_setup_teardown(test_templates, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_template_refusals, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_templates_without_backend_support, setup_audit, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
