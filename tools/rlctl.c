@@ -1,5 +1,5 @@
 /* rlctl — the command line of ratelimiterd: the admin API (list, get, put,
- * delete, health, audit) and reserve/complete by hand. A thin main over src/cli. */
+ * delete, templates, health, audit) and reserve/complete by hand. A thin main over src/cli. */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,7 +16,8 @@ static const struct {
     {"list", rlctl_cmd_list, "every limit with its usage, as a table (--json: raw)"},
     {"get", rlctl_cmd_get, "one limit: definition, status, usage"},
     {"put", rlctl_cmd_put, "define or change a limit, from flags or --file defs.json"},
-    {"delete", rlctl_cmd_delete, "delete a limit (its open reservations are dropped)"},
+    {"delete", rlctl_cmd_delete, "delete a limit (its open reservations are dropped), or --template one"},
+    {"templates", rlctl_cmd_templates, "every limit template (put --pattern makes one)"},
     {"reserve", rlctl_cmd_reserve, "reserve KEY=AMOUNT... under a lease id (made if not given)"},
     {"complete", rlctl_cmd_complete, "complete a lease with its actual amounts"},
     {"audit", rlctl_cmd_audit, "what was charged to a key: the audit log of spend"},

@@ -34,6 +34,7 @@ int rlctl_cmd_list(const rlctl_global *global, int argc, char **argv);
 int rlctl_cmd_get(const rlctl_global *global, int argc, char **argv);
 int rlctl_cmd_put(const rlctl_global *global, int argc, char **argv);
 int rlctl_cmd_delete(const rlctl_global *global, int argc, char **argv);
+int rlctl_cmd_templates(const rlctl_global *global, int argc, char **argv);
 int rlctl_cmd_health(const rlctl_global *global, int argc, char **argv);
 int rlctl_cmd_reserve(const rlctl_global *global, int argc, char **argv);
 int rlctl_cmd_complete(const rlctl_global *global, int argc, char **argv);

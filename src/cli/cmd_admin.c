@@ -185,25 +185,42 @@ int rlctl_cmd_get(const rlctl_global *global, int argc, char **argv) {
 
 static const char delete_usage[] =
     "usage: rlctl [global options] delete KEY\n"
+    "       rlctl [global options] delete --template PATTERN\n"
     "  Deletes a limit (DELETE /v1/admin/limits/KEY): its open reservations and\n"
     "  holds are dropped, nothing is charged; a reserve naming KEY is then refused\n"
     "  as an unknown key until it is defined again. Prints \"KEY deleted\".\n"
     "  Exit 3 if no limit has this key.\n";
 
 int rlctl_cmd_delete(const rlctl_global *global, int argc, char **argv) {
-    static const struct option options[] = {{"help", no_argument, NULL, 'h'}, {0}};
+    static const struct option options[] = {{"template", no_argument, NULL, 't'}, {"help", no_argument, NULL, 'h'}, {0}};
+    bool template_ = false;
     int c;
     while ((c = getopt_long(argc, argv, "+h", options, NULL)) != -1) {
         if (c == 'h') return fputs(delete_usage, stdout), RLCTL_EXIT_OK;
-        return fputs(delete_usage, stderr), RLCTL_EXIT_USAGE;
+        if (c == 't') template_ = true;
+        else return fputs(delete_usage, stderr), RLCTL_EXIT_USAGE;
     }
-    if (optind != argc - 1) return rlctl_usage_error(delete_usage, "delete: %s", "exactly one KEY is needed");
+    if (optind != argc - 1)
+        return rlctl_usage_error(delete_usage, "delete: %s", template_ ? "exactly one PATTERN is needed" : "exactly one KEY is needed");
     const char *key = argv[optind];
     if (strlen(key) > RL_KEY_MAX_LEN)
         return rlctl_usage_error(delete_usage, "delete: the key is longer than %s bytes", "256");
 
     rlctl_response r;
-    int code = limit_call(global, "DELETE", "delete", key, &r);
+    int code;
+    if (template_) {
+        char path[32 + 3 * RL_KEY_MAX_LEN], escaped[3 * RL_KEY_MAX_LEN + 1];
+        rlctl_path_escape(key, escaped, sizeof escaped);
+        snprintf(path, sizeof path, "/v1/admin/templates/%s", escaped);
+        code = RLCTL_EXIT_OK;
+        if (rlctl_http(global, "DELETE", path, NULL, &r) != 200) {
+            char what[64 + RL_KEY_MAX_LEN];
+            snprintf(what, sizeof what, "delete --template \"%s\"", key);
+            code = rlctl_report_failure(what, &r);
+        }
+    } else {
+        code = limit_call(global, "DELETE", "delete", key, &r);
+    }
     if (code == RLCTL_EXIT_OK) printf("%s deleted\n", key);
     rlctl_response_free(&r);
     return code;
@@ -212,7 +229,7 @@ int rlctl_cmd_delete(const rlctl_global *global, int argc, char **argv) {
 /* ---- put ----------------------------------------------------------------- */
 
 static const char put_usage[] =
-    "usage: rlctl [global options] put --key K --kind rolling|concurrency|budget --capacity N\n"
+    "usage: rlctl [global options] put --key K|--pattern P --kind rolling|concurrency|budget --capacity N\n"
     "                                  [--window-seconds N] [--timeout-seconds N] [--unit U]\n"
     "                                  [--description D] [--overage debt|deny]\n"
     "                                  [--period hour|day|week|month] [--timezone ZONE]\n"
@@ -221,6 +238,9 @@ static const char put_usage[] =
     "  --window-seconds, a concurrency limit --timeout-seconds, a budget --period and\n"
     "  --timeout-seconds (--timezone: an IANA name, UTC by default). A lower capacity\n"
     "  than now makes the limit \"decreasing\" until its usage fits.\n"
+    "  --pattern P   a template instead (PUT /v1/admin/templates): keys no limit defines\n"
+    "                that P matches, such as tenant:{tenant}:llm:daily_tokens, are limits\n"
+    "                of this definition, made on first use (quote the braces in a shell)\n"
     "  --file FILE   a definition object, or an array of them, in api.md's JSON (\"-\" is\n"
     "                stdin); they are sent one by one, stopping at the first error\n"
     "  Prints \"KEY STATUS\" for each limit put.\n";
@@ -262,24 +282,28 @@ static char *object_text(const cJSON *object) {
     return out;
 }
 
-/* PUTs one definition (body, its JSON); prints "KEY STATUS" when it was
- * taken. */
-static int put_one(const rlctl_global *global, const char *body, const char *key,
-                   const char *where) {
+/* PUTs one definition (body, its JSON) to path; prints "KEY STATUS" when
+ * it was taken (a template's answer has no status: "PATTERN ok"). */
+static int put_to(const rlctl_global *global, const char *path, const char *body, const char *key,
+                  const char *where) {
     rlctl_response r;
     int code = RLCTL_EXIT_OK;
-    if (rlctl_http(global, "PUT", "/v1/admin/limits", body, &r) != 200) {
+    if (rlctl_http(global, "PUT", path, body, &r) != 200) {
         char what[96 + RL_KEY_MAX_LEN];
         snprintf(what, sizeof what, "put %s\"%s\"", where, key);
         code = rlctl_report_failure(what, &r);
     } else {
         cJSON *root = cJSON_Parse(r.body);
         const cJSON *status = at(root, "status", NULL);
-        printf("%s %s\n", key, cJSON_IsString(status) ? status->valuestring : "?");
+        printf("%s %s\n", key, cJSON_IsString(status) ? status->valuestring : "ok");
         cJSON_Delete(root);
     }
     rlctl_response_free(&r);
     return code;
+}
+
+static int put_one(const rlctl_global *global, const char *body, const char *key, const char *where) {
+    return put_to(global, "/v1/admin/limits", body, key, where);
 }
 
 /* The whole of path ("-": stdin), NUL-terminated, its length in *len. */
@@ -395,7 +419,7 @@ static int put_file(const rlctl_global *global, const char *path) {
 
 int rlctl_cmd_put(const rlctl_global *global, int argc, char **argv) {
     enum { O_KEY = 256, O_KIND, O_CAPACITY, O_WINDOW, O_TIMEOUT, O_UNIT, O_DESCRIPTION, O_OVERAGE, O_PERIOD,
-           O_TIMEZONE, O_FILE };
+           O_TIMEZONE, O_PATTERN, O_FILE };
     static const struct option options[] = {
         {"key", required_argument, NULL, O_KEY},
         {"kind", required_argument, NULL, O_KIND},
@@ -407,6 +431,7 @@ int rlctl_cmd_put(const rlctl_global *global, int argc, char **argv) {
         {"overage", required_argument, NULL, O_OVERAGE},
         {"period", required_argument, NULL, O_PERIOD},
         {"timezone", required_argument, NULL, O_TIMEZONE},
+        {"pattern", required_argument, NULL, O_PATTERN},
         {"file", required_argument, NULL, O_FILE},
         {"help", no_argument, NULL, 'h'},
         {0},
@@ -425,8 +450,11 @@ int rlctl_cmd_put(const rlctl_global *global, int argc, char **argv) {
     if (file != NULL && any_flag) return rlctl_usage_error(put_usage, "put: %s", "--file goes alone, without other flags");
     if (file != NULL) return put_file(global, file);
 
-    if (text[O_KEY - O_KEY] == NULL || text[O_KIND - O_KEY] == NULL || text[O_CAPACITY - O_KEY] == NULL)
-        return rlctl_usage_error(put_usage, "put: %s", "--key, --kind and --capacity are needed (or --file)");
+    const char *pattern = text[O_PATTERN - O_KEY];
+    if ((text[O_KEY - O_KEY] == NULL) == (pattern == NULL))
+        return rlctl_usage_error(put_usage, "put: %s", "one of --key and --pattern is needed (or --file)");
+    if (text[O_KIND - O_KEY] == NULL || text[O_CAPACITY - O_KEY] == NULL)
+        return rlctl_usage_error(put_usage, "put: %s", "--kind and --capacity are needed (or --file)");
     rl_kind kind;
     rl_overage overage;
     if (!rl_kind_parse(text[O_KIND - O_KEY], &kind))
@@ -438,7 +466,8 @@ int rlctl_cmd_put(const rlctl_global *global, int argc, char **argv) {
         return rlctl_usage_error(put_usage, "put: --overage \"%s\" is neither debt nor deny", text[O_OVERAGE - O_KEY]);
 
     cJSON *def = cJSON_CreateObject();
-    cJSON_AddStringToObject(def, "key", text[O_KEY - O_KEY]);
+    if (pattern != NULL) cJSON_AddStringToObject(def, "pattern", pattern);
+    else cJSON_AddStringToObject(def, "key", text[O_KEY - O_KEY]);
     cJSON_AddStringToObject(def, "kind", text[O_KIND - O_KEY]);
     static const struct { int option; const char *field, *flag; } numbers[] = {
         {O_CAPACITY, "capacity", "--capacity"},
@@ -470,7 +499,8 @@ int rlctl_cmd_put(const rlctl_global *global, int argc, char **argv) {
         fprintf(stderr, "rlctl: put: out of memory\n");
         return RLCTL_EXIT_UNAVAILABLE;
     }
-    int code = put_one(global, body, text[O_KEY - O_KEY], "");
+    int code = pattern != NULL ? put_to(global, "/v1/admin/templates", body, pattern, "template ")
+                               : put_one(global, body, text[O_KEY - O_KEY], "");
     free(body);
     return code;
 }

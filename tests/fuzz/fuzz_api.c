@@ -4,14 +4,16 @@
  * temporary directory).
  *
  * Input: one byte that picks the method (bits 0-1: POST, GET, PUT, DELETE)
- * and the path (the rest, modulo 8: the four lease endpoints,
- * /v1/admin/limits, /healthz, /v1/admin/limits/<key>, /v1/admin/audit),
- * then the body; for the last two paths the bytes after the first are the
- * key's path, or the query string, instead.
+ * and the path (the rest, modulo 10: the four lease endpoints,
+ * /v1/admin/limits, /healthz, /v1/admin/limits/<key>, /v1/admin/audit,
+ * /v1/admin/templates, /v1/admin/templates/<pattern>), then the body; for
+ * the paths of a key, a pattern or a query the bytes after the first are
+ * the key's or the pattern's path, or the query string, instead.
  * Checked: every request gets an answer at once (a synchronous backend),
  * in a JSON object, with a status the API knows; a refused body is a 400
  * that says invalid_request; the lease endpoints and a limit's delete
- * answer in their own shape; and the daemon is still healthy afterwards.
+ * answer in their own shape, a template's delete in its; and the daemon is
+ * still healthy afterwards.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -68,20 +70,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     static const char *const methods[] = {"POST", "GET", "PUT", "DELETE"};
     static const char *const paths[] = {"/v1/reserve",       "/v1/complete",     "/v1/reserve/batch",
                                         "/v1/complete/batch", "/v1/admin/limits", "/healthz",
-                                        "/v1/admin/limits/",  "/v1/admin/audit"};
+                                        "/v1/admin/limits/",  "/v1/admin/audit",  "/v1/admin/templates",
+                                        "/v1/admin/templates/"};
     const char *method = methods[data[0] & 3];
     size_t path_index = (size_t)(data[0] >> 2) % (sizeof paths / sizeof paths[0]);
     char *rest = fuzz_copy(data + 1, size - 1);
     char *path = NULL;
     rl_http_request req = {method, strlen(method), paths[path_index], strlen(paths[path_index]), rest, size - 1,
                            NULL, 0};
-    if (path_index == 6) { /* the rest is the key's part of the path */
-        path = malloc(strlen(paths[6]) + size);
+    if (path_index == 6 || path_index == 9) { /* the rest is the key's (pattern's) part of the path */
+        const char *prefix = paths[path_index];
+        path = malloc(strlen(prefix) + size);
         if (path == NULL) abort();
-        memcpy(path, paths[6], strlen(paths[6]));
-        memcpy(path + strlen(paths[6]), rest, size - 1);
+        memcpy(path, prefix, strlen(prefix));
+        memcpy(path + strlen(prefix), rest, size - 1);
         req.path = path;
-        req.path_len = strlen(paths[6]) + size - 1;
+        req.path_len = strlen(prefix) + size - 1;
         req.body = NULL;
         req.body_len = 0;
     } else if (path_index == 7) { /* the rest is the query string */
@@ -108,6 +112,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (path_index == 6 && strcmp(method, "DELETE") == 0 && s == 200) FUZZ_CHECK(body_is(&res, "{\"ok\":true}"));
     if (path_index == 6 && strcmp(method, "DELETE") == 0 && s == 404)
         FUZZ_CHECK(body_is(&res, "{\"ok\":false,\"error\":\"unknown_limit_key:"));
+    if (path_index == 9 && strcmp(method, "DELETE") == 0 && s == 200) FUZZ_CHECK(body_is(&res, "{\"ok\":true}"));
+    if (path_index == 9 && strcmp(method, "DELETE") == 0 && s == 404)
+        FUZZ_CHECK(body_is(&res, "{\"ok\":false,\"error\":\"invalid_request\",\"detail\":\"no template has"));
+    if (path_index == 8 && strcmp(method, "GET") == 0) FUZZ_CHECK(s == 200 && body_is(&res, "{\"templates\":["));
     rl_api_call_end(&call);
     rl_handler_ctx_trim(&ctx);
 

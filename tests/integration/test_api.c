@@ -1117,6 +1117,44 @@ static void test_optional_and_dry_run(void **state) {
     assert_int_equal(usage_of("t20:conc", "used"), 1);
 }
 
+/* Templates over HTTP: exact answers; a new tenant's first reserve just
+ * works; an audit entry names the made key; a made key's GET names its
+ * template; a delete drops it. */
+static void test_templates(void **state) {
+    (void)state;
+    expect("PUT", "/v1/admin/templates",
+           "{\"pattern\":\"t10:{tenant}:tokens\",\"kind\":\"rolling\",\"capacity\":100,\"window_seconds\":60,"
+           "\"unit\":\"tokens\"}",
+           200, "{\"ok\":true}");
+    expect("PUT", "/v1/admin/templates", "{\"pattern\":\"t10:x\",\"kind\":\"rolling\",\"capacity\":1,\"window_seconds\":1}",
+           400, NULL);
+    assert_non_null(strstr(last.body, "\"error\":\"invalid_request\",\"detail\":\"pattern must be a key"));
+    char a[27], b[27];
+    expect("POST", "/v1/reserve", reserve_body(rl_test_ulid_new(a), "t10:acme:tokens", 60), 200, NULL);
+    assert_non_null(strstr(last.body, "\"allowed\":true"));
+    expect("POST", "/v1/reserve", reserve_body(rl_test_ulid_new(b), "t10:acme:tokens", 60), 200, NULL);
+    assert_non_null(strstr(last.body, "\"denied_by\":{\"key\":\"t10:acme:tokens\",\"reason\":\"capacity\",\"requested\":60,"
+                                      "\"available\":40,\"capacity\":100}"));
+    expect("GET", "/v1/admin/limits/t10:acme:tokens", NULL, 200, NULL);
+    assert_non_null(strstr(last.body, "\"used\":60"));
+    assert_non_null(strstr(last.body, ",\"template\":\"t10:{tenant}:tokens\"}}"));
+    char body[512];
+    snprintf(body, sizeof body, "{\"lease_id\":\"%s\",\"actuals\":[{\"key\":\"t10:acme:tokens\",\"actual_amount\":25}]}", a);
+    expect("POST", "/v1/complete", body, 200, "{\"ok\":true,\"error\":\"\"}");
+    assert_int_equal(usage_of("t10:acme:tokens", "used"), 25);
+    rl_test_sleep_ms(2); /* entries are listed once their millisecond is over */
+    cJSON *root;
+    double next;
+    assert_int_equal(cJSON_GetArraySize(audit_entries("t10:acme:tokens", 0, &root, &next)), 1);
+    cJSON_Delete(root);
+    expect("GET", "/v1/admin/templates", NULL, 200, NULL);
+    assert_non_null(strstr(last.body, "{\"pattern\":\"t10:{tenant}:tokens\",\"kind\":\"rolling\",\"capacity\":100,"));
+    expect("DELETE", "/v1/admin/templates/t10:%7Btenant%7D:tokens", NULL, 200, "{\"ok\":true}");
+    expect("DELETE", "/v1/admin/templates/t10:%7Btenant%7D:tokens", NULL, 404,
+           "{\"ok\":false,\"error\":\"invalid_request\",\"detail\":\"no template has the pattern t10:{tenant}:tokens\"}");
+    expect("GET", "/v1/admin/limits/t10:acme:tokens", NULL, 404, "{\"error\":\"unknown_limit_key:t10:acme:tokens\"}");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_healthz),
@@ -1145,6 +1183,7 @@ int main(void) {
         cmocka_unit_test(test_keep_alive),
         cmocka_unit_test(test_optional_and_dry_run),
         cmocka_unit_test(test_admin_delete),
+        cmocka_unit_test(test_templates),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

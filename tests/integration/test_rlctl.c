@@ -578,6 +578,41 @@ static void test_delete(void **state) {
     expect_code(2);
 }
 
+/* Templates: put --pattern, templates (table and --json), a key made from
+ * one, delete --template. */
+static void test_templates(void **state) {
+    (void)state;
+    RLCTL("put", "--pattern", "cli:{tenant}:tokens", "--kind", "rolling", "--capacity", "10", "--window-seconds",
+          "60", "--unit", "tokens");
+    expect_code(0);
+    expect_contains(ran.out, "cli:{tenant}:tokens ok");
+    RLCTL("templates");
+    expect_code(0);
+    expect_contains(ran.out, "cli:{tenant}:tokens  rolling  10 tokens per 60 s");
+    RLCTL("templates", "--json");
+    expect_code(0);
+    expect_contains(ran.out, "\"pattern\":\"cli:{tenant}:tokens\"");
+    RLCTL("reserve", "--req", "cli:acme:tokens=4");
+    expect_code(0);
+    RLCTL("get", "cli:acme:tokens");
+    expect_code(0);
+    expect_contains(ran.out, "template");
+    expect_contains(ran.out, "cli:{tenant}:tokens");
+    RLCTL("put", "--pattern", "cli:plain", "--kind", "rolling", "--capacity", "1", "--window-seconds", "1");
+    expect_code(3);
+    expect_contains(ran.err, "placeholder");
+    RLCTL("put", "--pattern", "cli:{a}", "--key", "cli:b", "--kind", "rolling", "--capacity", "1");
+    expect_code(2);
+    RLCTL("delete", "--template", "cli:{tenant}:tokens");
+    expect_code(0);
+    expect_contains(ran.out, "cli:{tenant}:tokens deleted");
+    RLCTL("delete", "--template", "cli:{tenant}:tokens");
+    expect_code(3);
+    expect_contains(ran.err, "no template has the pattern cli:{tenant}:tokens");
+    RLCTL("reserve", "--req", "cli:acme:tokens=1");
+    expect_code(3);
+}
+
 static void test_unreachable(void **state) {
     (void)state;
     /* Nothing listens on port 1: 4, and stderr says so. */
@@ -616,6 +651,7 @@ int main(void) {
         cmocka_unit_test(test_audit_errors),     cmocka_unit_test(test_unreachable),
         cmocka_unit_test(test_reserve_optional_and_dry_run),
         cmocka_unit_test(test_delete),
+        cmocka_unit_test(test_templates),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
