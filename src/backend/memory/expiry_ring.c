@@ -3,7 +3,7 @@
 
 #include <stdlib.h>
 
-#define MIN_CAPACITY 16u
+#define MIN_CAPACITY 2u
 
 void rl__expiry_ring_init(rl_expiry_ring *ring) {
     ring->slots = NULL;

@@ -11,7 +11,18 @@
 
 #define ENTRY_OF(node) ((rl_mem_entry *)((char *)(node) - offsetof(rl_mem_entry, expiry)))
 
-static uint64_t lifetime_ms(const rl_limit_def *def) {
+void rl__mem_def_set(rl_mem_def *out, const rl_limit_def *def) {
+    out->kind = def->kind;
+    out->overage = def->overage;
+    out->period = def->period;
+    out->window_seconds = def->window_seconds;
+    out->timeout_seconds = def->timeout_seconds;
+    out->capacity = def->capacity;
+    memcpy(out->timezone, def->timezone, sizeof out->timezone);
+    out->timezone[sizeof out->timezone - 1] = '\0';
+}
+
+static uint64_t lifetime_ms(const rl_mem_def *def) {
     return (uint64_t)(def->kind == RL_KIND_ROLLING ? def->window_seconds : def->timeout_seconds) * 1000u;
 }
 
@@ -240,7 +251,7 @@ rl_status rl__mem_limit_apply(rl_mem_limit *limit, const rl_limit_def *def, uint
     /* What a budget charged is no rolling use or hold (it holds nothing now). */
     if (def->kind != RL_KIND_BUDGET && limit->def.kind == RL_KIND_BUDGET) limit->used = 0;
     if (def->kind != RL_KIND_BUDGET) limit->committed = limit->period_start_unix_ms = limit->period_end_unix_ms = 0;
-    limit->def = *def;
+    rl__mem_def_set(&limit->def, def);
     /* Another period or zone: the period now counted is the new
      * definition's, and what the old one counted (charges and open
      * reservations) goes on counting in it, so a change never hands out a
@@ -336,6 +347,7 @@ static void limit_free(rl_mem_limit *limit) {
     rl__expiry_ring_free(&limit->reservations);
     rl__heap_free(&limit->holds);
     free(limit->template_pattern);
+    free(limit->own);
     rl__calendar_close(limit->calendar);
     free(limit);
 }
@@ -366,7 +378,7 @@ rl_mem_limit *rl__mem_limit_table_find(const rl_mem_limit_table *table, const ch
     uint64_t hash = hash_key(key, len);
     for (rl_mem_limit *limit = table->buckets[hash & (table->bucket_count - 1)]; limit != NULL;
          limit = limit->next_in_bucket) {
-        if (limit->key_hash == hash && same_text(limit->def.key, key, len + 1)) return limit;
+        if (limit->key_hash == hash && limit->key_len == len && same_text(limit->key_text, key, len + 1)) return limit;
     }
     return NULL;
 }
@@ -390,16 +402,28 @@ static void grow(rl_mem_limit_table *table) {
     table->bucket_count = bucket_count;
 }
 
+/* A limit of key, zeroed, its key in place (NULL on OOM). */
+static rl_mem_limit *limit_new(const char *key) {
+    size_t len = strnlen(key, RL_KEY_MAX_LEN);
+    rl_mem_limit *limit = calloc(1, sizeof *limit + len + 1);
+    if (limit == NULL) return NULL;
+    memcpy(limit->key_text, key, len);
+    limit->key_text[len] = '\0';
+    limit->key_len = (uint16_t)len;
+    limit->def.key = limit->key_text;
+    limit->key_hash = hash_key(limit->key_text, len);
+    limit->key_fingerprint = rl__lease_fingerprint_key(limit->key_text);
+    return limit;
+}
+
 rl_mem_limit *rl__mem_limit_table_add(rl_mem_limit_table *table, const rl_limit_def *def) {
-    rl_mem_limit *limit = calloc(1, sizeof *limit);
+    rl_mem_limit *limit = limit_new(def->key);
     if (limit == NULL) return NULL;
     if (!calendar_for(def, &limit->calendar)) {
         free(limit);
         return NULL;
     }
-    limit->key_hash = hash_key(def->key, strlen(def->key));
-    limit->key_fingerprint = rl__lease_fingerprint_key(def->key);
-    limit->def = *def;
+    rl__mem_def_set(&limit->def, def);
     limit->capacity_enforced = def->capacity;
     limit->observer = table->observer;
     rl__expiry_ring_init(&limit->reservations);
@@ -454,11 +478,8 @@ void rl__mem_limit_table_remove(rl_mem_limit_table *table, rl_mem_limit *limit) 
 }
 
 rl_mem_limit *rl__mem_limit_table_add_removed(rl_mem_limit_table *table, const char *key) {
-    rl_mem_limit *limit = calloc(1, sizeof *limit);
+    rl_mem_limit *limit = limit_new(key);
     if (limit == NULL) return NULL;
-    snprintf(limit->def.key, sizeof limit->def.key, "%s", key);
-    limit->key_hash = hash_key(limit->def.key, strlen(limit->def.key));
-    limit->key_fingerprint = rl__lease_fingerprint_key(limit->def.key);
     rl__expiry_ring_init(&limit->reservations);
     rl__heap_init(&limit->holds);
     keep_removed(table, limit);

@@ -51,6 +51,24 @@ typedef struct rl_mem_observer {
     bool replaying;
 } rl_mem_observer;
 
+/* What a limit counts by: its definition but for the text it never reads
+ * (unit, description), so that a limit costs a few hundred bytes, not the
+ * 1.4 KB of an rl_limit_def: a million tenants' limits made from a template
+ * are a million of these. A limit of its own definition keeps the whole of
+ * it beside (rl_mem_limit.own). */
+typedef struct rl_mem_def {
+    const char *key; /* the limit's own key_text */
+    rl_kind kind;
+    rl_overage overage;
+    rl_period period;
+    uint32_t window_seconds, timeout_seconds;
+    uint64_t capacity;
+    char timezone[RL_TIMEZONE_MAX_LEN + 1];
+} rl_mem_def;
+
+/* def's fields into out, but for out->key. */
+void rl__mem_def_set(rl_mem_def *out, const rl_limit_def *def);
+
 typedef struct rl_mem_limit {
     /* The next limit in its bucket's chain; once removed, the next in the
      * table's list of removed limits still held (pprev_removed: the link
@@ -61,7 +79,13 @@ typedef struct rl_mem_limit {
     /* rl__lease_fingerprint_key(def.key): a lease's fingerprint from its
      * limits without hashing each key's text again (its key never changes). */
     uint64_t key_fingerprint;
-    rl_limit_def def;
+    rl_mem_def def;
+    /* The whole definition of a limit of its own (apply_definition: what
+     * the journal's snapshot and a registry's check read of it); NULL for
+     * one made from a template, a mirror (memory_local.h) or a removed
+     * limit kept for its key. The memory backend sets it. */
+    rl_limit_def *own;
+    uint16_t key_len;
     uint64_t capacity_enforced;
     uint64_t pending_decrease_to; /* 0: not decreasing */
     uint64_t used;
@@ -98,6 +122,7 @@ typedef struct rl_mem_limit {
     uint64_t admitted_total;
     uint64_t largest_amount;
     bool wanted; /* named by a forwarded lease since the keeper last looked */
+    char key_text[]; /* the key, NUL-terminated: def.key points here */
 } rl_mem_limit;
 
 /* Frees every entry whose expiry is <= now_ms (used drops by their amount),

@@ -6,6 +6,9 @@
  * sweeper thread does the rest, so memory stays bounded under any load.
  */
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +17,7 @@
 
 #include "backend/memory/memory_backend.h"
 #include "core/lease_fingerprint.h"
+#include "core/limit_def.h"
 #include "core/lease_rules.h"
 #include "ratelimiter/memory.h"
 #include "ratelimiter/ulid.h"
@@ -39,15 +43,30 @@ void rl_memory_options_default(rl_memory_options *options) {
 rl_status rl__mem_apply_locked(memory_backend *backend, const rl_limit_def *def, uint64_t now_ms,
                                uint64_t now_unix_ms, rl_limit_status *out_status) {
     *out_status = RL_LIMIT_STATUS_ACTIVE;
+    /* The whole definition, kept beside what the limit counts by. */
+    rl_limit_def *own = malloc(sizeof *own);
+    if (own == NULL) return RL_NO_MEMORY;
+    rl__limit_def_copy(own, def);
     rl_mem_limit *limit = rl__mem_limit_table_find(&backend->limits, def->key);
-    if (limit == NULL) return rl__mem_limit_table_add(&backend->limits, def) == NULL ? RL_NO_MEMORY : RL_OK;
-    rl_status status = rl__mem_limit_apply(limit, def, now_ms, now_unix_ms, out_status);
-    if (status == RL_OK && limit->template_pattern != NULL) {
+    rl_status status = RL_OK;
+    if (limit == NULL) {
+        limit = rl__mem_limit_table_add(&backend->limits, def);
+        if (limit == NULL) status = RL_NO_MEMORY;
+    } else {
+        status = rl__mem_limit_apply(limit, def, now_ms, now_unix_ms, out_status);
+    }
+    if (status != RL_OK) {
+        free(own);
+        return status;
+    }
+    free(limit->own);
+    limit->own = own;
+    if (limit->template_pattern != NULL) {
         /* Made from a template, now the key's own: never forgotten. */
         free(limit->template_pattern);
         limit->template_pattern = NULL;
     }
-    return status;
+    return RL_OK;
 }
 
 /* The limit of key's own definition (one made from a template is not). */
@@ -633,19 +652,36 @@ static rl_status limit_usage(rl_backend *base, const char *key, rl_limit_usage *
     return status;
 }
 
-static void sweep_locked(memory_backend *backend) {
+/* Limits forgotten by one sweep past which the freed memory is handed back
+ * to the kernel: a million tenants' limits made and forgotten would
+ * otherwise stay in the process's resident memory, free for reuse but
+ * counted against it. */
+#define TRIM_AFTER_FORGETTING 65536u
+
+/* Returns how many limits made from templates it forgot. */
+static size_t sweep_locked(memory_backend *backend) {
     uint64_t now_ms = backend->clock->monotonic_ms(backend->clock);
     uint64_t now_unix_ms = backend->clock->unix_ms(backend->clock);
     rl__mem_lease_forget_due(&backend->leases, now_ms, 0);
     RL_MEM_FOR_EACH_LIMIT(&backend->limits, limit) rl__mem_limit_expire(limit, now_ms, now_unix_ms);
-    if (backend->templates != NULL) rl__mem_forget_idle(backend, now_ms, now_unix_ms);
+    return backend->templates != NULL ? rl__mem_forget_idle(backend, now_ms, now_unix_ms) : 0;
+}
+
+/* After the lock: trimming walks the allocator's heap, not the backend. */
+static void trim_after(size_t forgotten) {
+#ifdef __GLIBC__
+    if (forgotten >= TRIM_AFTER_FORGETTING) malloc_trim(0);
+#else
+    (void)forgotten;
+#endif
 }
 
 static void sweep(rl_backend *base) {
     memory_backend *backend = from_base(base);
     pthread_mutex_lock(&backend->lock);
-    sweep_locked(backend);
+    size_t forgotten = sweep_locked(backend);
     pthread_mutex_unlock(&backend->lock);
+    trim_after(forgotten);
 }
 
 static void *sweeper_main(void *arg) {
@@ -658,7 +694,13 @@ static void *sweeper_main(void *arg) {
         deadline.tv_sec += (time_t)(ns / 1000000000u);
         deadline.tv_nsec = (long)(ns % 1000000000u);
         int rc = pthread_cond_timedwait(&backend->sweeper_wake, &backend->lock, &deadline);
-        if (rc == ETIMEDOUT && !backend->stopping) sweep_locked(backend);
+        if (rc != ETIMEDOUT || backend->stopping) continue;
+        size_t forgotten = sweep_locked(backend);
+        if (forgotten >= TRIM_AFTER_FORGETTING) {
+            pthread_mutex_unlock(&backend->lock);
+            trim_after(forgotten);
+            pthread_mutex_lock(&backend->lock);
+        }
     }
     pthread_mutex_unlock(&backend->lock);
     return NULL;
@@ -712,7 +754,7 @@ rl_status rl_memory_backend_definitions(rl_backend *base, rl_limit_def **out, si
     rl_limit_def *defs = n > 0 ? malloc(n * sizeof *defs) : NULL;
     if (defs != NULL) {
         size_t at = 0;
-        RL_MEM_FOR_EACH_LIMIT(&backend->limits, limit) if (limit->template_pattern == NULL) defs[at++] = limit->def;
+        RL_MEM_FOR_EACH_LIMIT(&backend->limits, limit) if (limit->own != NULL) defs[at++] = *limit->own;
         n = at; /* a limit made from a template is no definition */
     }
     pthread_mutex_unlock(&backend->lock);

@@ -107,10 +107,18 @@ rl_status rl__mem_delete_locked(memory_backend *backend, const char *key);
 
 /* ---- memory_templates.c: limits made from templates, under lock (or while replaying) ---- */
 
-/* The limit of key: its own, else one made now from the template that
- * matches it (most specific first), else NULL. A limit made so is
+/* A limit made now for key (which has none) from the template that matches
+ * it (most specific first), or NULL when none does. A limit made so is
  * forgotten once idle (rl__mem_forget_idle) and made again when named. */
-rl_mem_limit *rl__mem_limit_of(memory_backend *backend, const char *key);
+rl_mem_limit *rl__mem_limit_made(memory_backend *backend, const char *key);
+
+/* The limit of key: its own, or one made now from a template, or NULL.
+ * Inline: every requirement of every reserve asks, and most keys are
+ * there already. */
+static inline rl_mem_limit *rl__mem_limit_of(memory_backend *backend, const char *key) {
+    rl_mem_limit *limit = rl__mem_limit_table_find(&backend->limits, key);
+    return limit != NULL || backend->templates == NULL ? limit : rl__mem_limit_made(backend, key);
+}
 
 /* Puts def (def->key its pattern) as put_template does (backend.h), the
  * limits made from that pattern following it, and journals it. RL_OK,
@@ -123,8 +131,9 @@ rl_status rl__mem_put_template_locked(memory_backend *backend, const rl_limit_de
  * nothing changed). */
 rl_status rl__mem_delete_template_locked(memory_backend *backend, const char *pattern, uint64_t now_unix_ms);
 
-/* Forgets every limit made from a template that is idle at now (the sweep). */
-void rl__mem_forget_idle(memory_backend *backend, uint64_t now_ms, uint64_t now_unix_ms);
+/* Forgets every limit made from a template that is idle at now (the
+ * sweep); returns how many. */
+size_t rl__mem_forget_idle(memory_backend *backend, uint64_t now_ms, uint64_t now_unix_ms);
 
 /* ---- memory_journal.c: all under lock ---- */
 

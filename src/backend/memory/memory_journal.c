@@ -448,10 +448,10 @@ static bool snapshot(void *context, rl__journal *journal) {
     }
     RL_MEM_FOR_EACH_LIMIT(&backend->limits, limit) {
         if (!ok) break;
-        if (limit->template_pattern == NULL) {
+        if (limit->own != NULL) { /* made from a template: made again through it */
             record->type = RL__JREC_DEFINE;
             record->define.at_unix_ms = now_unix_ms;
-            record->define.def = limit->def;
+            record->define.def = *limit->own;
             ok = rl__journal_snapshot_add(journal, record);
         }
         record->type = RL__JREC_LIMIT;

@@ -29,7 +29,7 @@ rl_status rl__memory_local_create(const rl_clock *clock, uint32_t lease_memory_m
     return status;
 }
 
-static uint64_t lifetime_ms_of(const rl_limit_def *def) {
+static uint64_t lifetime_ms_of(const rl_mem_def *def) {
     return (uint64_t)(def->kind == RL_KIND_ROLLING ? def->window_seconds : def->timeout_seconds) * 1000u;
 }
 

@@ -24,15 +24,14 @@ static bool made_from(const rl_mem_limit *limit, const char *pattern) {
     return limit->template_pattern != NULL && strcmp(limit->template_pattern, pattern) == 0;
 }
 
-rl_mem_limit *rl__mem_limit_of(memory_backend *backend, const char *key) {
-    rl_mem_limit *limit = rl__mem_limit_table_find(&backend->limits, key);
-    if (limit != NULL || backend->templates == NULL) return limit;
+rl_mem_limit *rl__mem_limit_made(memory_backend *backend, const char *key) {
+    if (backend->templates == NULL) return NULL;
     const rl__template *template_ = rl__template_set_match(backend->templates, key, strlen(key));
     if (template_ == NULL) return NULL;
     rl_limit_def def;
     rl__template_instance_def(template_, key, &def);
     char *pattern = strdup(template_->pattern.text);
-    limit = pattern != NULL ? rl__mem_limit_table_add(&backend->limits, &def) : NULL;
+    rl_mem_limit *limit = pattern != NULL ? rl__mem_limit_table_add(&backend->limits, &def) : NULL;
     if (limit == NULL) { /* out of memory: as if unknown, nothing made */
         free(pattern);
         return NULL;
@@ -121,14 +120,18 @@ rl_status rl__mem_delete_template_locked(memory_backend *backend, const char *pa
     return RL_OK;
 }
 
-void rl__mem_forget_idle(memory_backend *backend, uint64_t now_ms, uint64_t now_unix_ms) {
+size_t rl__mem_forget_idle(memory_backend *backend, uint64_t now_ms, uint64_t now_unix_ms) {
     rl_mem_limit_table *table = &backend->limits;
+    size_t forgotten = 0;
     for (size_t b = 0; b < table->bucket_count; b++) {
         for (rl_mem_limit *limit = table->buckets[b], *next; limit != NULL; limit = next) {
             next = limit->next_in_bucket; /* the limit may be freed below */
             if (limit->template_pattern == NULL) continue;
             rl__mem_limit_expire(limit, now_ms, now_unix_ms);
-            if (rl_mem_limit_is_idle(limit)) rl__mem_limit_table_remove(table, limit);
+            if (!rl_mem_limit_is_idle(limit)) continue;
+            rl__mem_limit_table_remove(table, limit);
+            forgotten++;
         }
     }
+    return forgotten;
 }
