@@ -48,22 +48,22 @@ static const rl_preset_model openai_tier_5[] = {
 
 static const rl_preset_model anthropic_tier_1[] = {
     {"claude-3-5-haiku", 50, 50000, 0},
-    {"claude-opus-4", 50, 30000, 0},
+    {"claude-opus-4", 50, 20000, 0},
     {"claude-sonnet-4", 50, 30000, 0},
 };
 static const rl_preset_model anthropic_tier_2[] = {
     {"claude-3-5-haiku", 1000, 100000, 0},
-    {"claude-opus-4", 1000, 450000, 0},
+    {"claude-opus-4", 1000, 40000, 0},
     {"claude-sonnet-4", 1000, 450000, 0},
 };
 static const rl_preset_model anthropic_tier_3[] = {
     {"claude-3-5-haiku", 2000, 200000, 0},
-    {"claude-opus-4", 2000, 800000, 0},
+    {"claude-opus-4", 2000, 80000, 0},
     {"claude-sonnet-4", 2000, 800000, 0},
 };
 static const rl_preset_model anthropic_tier_4[] = {
     {"claude-3-5-haiku", 4000, 400000, 0},
-    {"claude-opus-4", 4000, 2000000, 0},
+    {"claude-opus-4", 4000, 200000, 0},
     {"claude-sonnet-4", 4000, 2000000, 0},
 };
 

@@ -652,36 +652,38 @@ static rl_status limit_usage(rl_backend *base, const char *key, rl_limit_usage *
     return status;
 }
 
-/* Limits forgotten by one sweep past which the freed memory is handed back
- * to the kernel: a million tenants' limits made and forgotten would
- * otherwise stay in the process's resident memory, free for reuse but
- * counted against it. */
+/* Limits forgotten since memory was last handed back past which the sweep
+ * hands it back to the kernel: a million tenants' limits made and forgotten
+ * would otherwise stay in the process's resident memory, free for reuse
+ * but counted against it. */
 #define TRIM_AFTER_FORGETTING 65536u
 
-/* Returns how many limits made from templates it forgot. */
-static size_t sweep_locked(memory_backend *backend) {
+/* True when the sweep forgot enough limits since the last trim to trim now
+ * (after the lock: trimming walks the allocator's heap, not the backend). */
+static bool sweep_locked(memory_backend *backend) {
     uint64_t now_ms = backend->clock->monotonic_ms(backend->clock);
     uint64_t now_unix_ms = backend->clock->unix_ms(backend->clock);
     rl__mem_lease_forget_due(&backend->leases, now_ms, 0);
     RL_MEM_FOR_EACH_LIMIT(&backend->limits, limit) rl__mem_limit_expire(limit, now_ms, now_unix_ms);
-    return backend->templates != NULL ? rl__mem_forget_idle(backend, now_ms, now_unix_ms) : 0;
+    if (backend->templates == NULL) return false;
+    backend->forgotten_since_trim += rl__mem_forget_idle(backend, now_ms, now_unix_ms);
+    if (backend->forgotten_since_trim < TRIM_AFTER_FORGETTING) return false;
+    backend->forgotten_since_trim = 0;
+    return true;
 }
 
-/* After the lock: trimming walks the allocator's heap, not the backend. */
-static void trim_after(size_t forgotten) {
+static void trim(void) {
 #ifdef __GLIBC__
-    if (forgotten >= TRIM_AFTER_FORGETTING) malloc_trim(0);
-#else
-    (void)forgotten;
+    malloc_trim(0);
 #endif
 }
 
 static void sweep(rl_backend *base) {
     memory_backend *backend = from_base(base);
     pthread_mutex_lock(&backend->lock);
-    size_t forgotten = sweep_locked(backend);
+    bool trimming = sweep_locked(backend);
     pthread_mutex_unlock(&backend->lock);
-    trim_after(forgotten);
+    if (trimming) trim();
 }
 
 static void *sweeper_main(void *arg) {
@@ -695,10 +697,9 @@ static void *sweeper_main(void *arg) {
         deadline.tv_nsec = (long)(ns % 1000000000u);
         int rc = pthread_cond_timedwait(&backend->sweeper_wake, &backend->lock, &deadline);
         if (rc != ETIMEDOUT || backend->stopping) continue;
-        size_t forgotten = sweep_locked(backend);
-        if (forgotten >= TRIM_AFTER_FORGETTING) {
+        if (sweep_locked(backend)) {
             pthread_mutex_unlock(&backend->lock);
-            trim_after(forgotten);
+            trim();
             pthread_mutex_lock(&backend->lock);
         }
     }

@@ -33,6 +33,7 @@ typedef struct memory_backend {
     /* The templates in force (memory_templates.c): a key no definition
      * names that one matches is a limit made from it. NULL: none yet. */
     rl__template_set *templates;
+    size_t forgotten_since_trim; /* limits made from templates forgotten since memory was last handed back */
     uint32_t *walk_scratch; /* for retry_after walks, under lock */
     uint32_t walk_scratch_capacity;
 
