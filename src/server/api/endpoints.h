@@ -74,6 +74,19 @@ void rl__lease_end(rl_api_call *call);
 void rl__lease_call_free(rl_lease_call *call);
 
 /* handlers_admin.c */
+/* Hands the call's change (call->admin_put: a put or a delete, or its puts,
+ * checked) to the admin writer when there is one (the daemon: answered
+ * once durable), else does it here and now; then route's finish, unless
+ * the writer answers later. The return of a start. */
+bool rl__admin_change(rl_handler_ctx *ctx, const rl_api_route *route, rl_api_call *call, rl_http_response *res);
+/* {"ok":false,"error":..[,"detail":..]} of an admin change; key: the one
+ * the error names (unknown_limit_key:<key>), or NULL. */
+void rl__admin_put_failed(rl_handler_ctx *ctx, rl_http_response *res, int http_status, rl_status status,
+                          const char *key, const char *detail);
+/* A failure that is the store's or a file's: the client only learns
+ * backend_error (503 or 500); the operator needs why, on stderr (what: the
+ * call, put: the change that failed). */
+void rl__admin_change_failed(rl_handler_ctx *ctx, rl_http_response *res, const char *what, const rl_service_put *put);
 bool rl__admin_put_start(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http_request *req,
                          rl_api_call *call, rl_http_response *res);
 void rl__admin_put_finish(rl_handler_ctx *ctx, rl_api_call *call, rl_http_response *res);
@@ -86,6 +99,16 @@ void rl__admin_delete_finish(rl_handler_ctx *ctx, rl_api_call *call, rl_http_res
 /* GET /v1/admin/limits/{key}: the key is the rest of the path after the row's prefix. */
 void rl__admin_get(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http_request *req,
                    rl_http_response *res);
+
+/* handlers_presets.c: GET /v1/admin/presets; PUT
+ * /v1/admin/presets/{name}/apply, the name the rest of the path, its puts
+ * done as one change of the admin writer (their memory let go by end). */
+void rl__admin_presets_list(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http_request *req,
+                            rl_http_response *res);
+bool rl__admin_preset_apply_start(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http_request *req,
+                                  rl_api_call *call, rl_http_response *res);
+void rl__admin_preset_apply_finish(rl_handler_ctx *ctx, rl_api_call *call, rl_http_response *res);
+void rl__admin_preset_apply_end(rl_api_call *call);
 
 /* handlers_audit.c: GET /v1/admin/audit, the query string its parameters. */
 void rl__admin_audit(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http_request *req,

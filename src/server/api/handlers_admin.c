@@ -19,7 +19,7 @@
 
 /* {"ok":false,"error":..} of a put or a delete; key: the one the error
  * names (unknown_limit_key:<key>), or NULL. */
-static void put_failed(rl_handler_ctx *ctx, rl_http_response *res, int http_status, rl_status status,
+void rl__admin_put_failed(rl_handler_ctx *ctx, rl_http_response *res, int http_status, rl_status status,
                        const char *key, const char *detail) {
     rl_buf *buf = &ctx->body;
     rl__buf_reset(buf);
@@ -34,19 +34,20 @@ static void put_failed(rl_handler_ctx *ctx, rl_http_response *res, int http_stat
 /* The writer's callback, on its thread: the put is durable (or failed). */
 static void writer_done(rl_admin_job *job) { rl__api_call_done(job->context); }
 
-/* Hands the call's change (a put or a delete, checked) to the admin writer
- * when there is one (the daemon: answered once durable), else does it here
- * and now; then route's finish, unless the writer answers later. */
-static bool change(rl_handler_ctx *ctx, const rl_api_route *route, rl_api_call *call, rl_http_response *res) {
-    rl_service_put *put = &call->admin_put.put;
+bool rl__admin_change(rl_handler_ctx *ctx, const rl_api_route *route, rl_api_call *call, rl_http_response *res) {
+    rl_admin_job *job = &call->admin_put;
+    rl_service_put *puts = job->puts != NULL ? job->puts : &job->put;
+    size_t count = job->puts != NULL ? job->count : 1;
     if (ctx->admin_writer != NULL) {
-        call->admin_put.done = writer_done;
-        call->admin_put.context = call;
-        if (rl_admin_writer_submit(ctx->admin_writer, &call->admin_put)) return false;
-        put->status = RL_BACKEND_ERROR;
-        snprintf(put->err, sizeof put->err, "the daemon is stopping");
+        job->done = writer_done;
+        job->context = call;
+        if (rl_admin_writer_submit(ctx->admin_writer, job)) return false;
+        for (size_t i = 0; i < count; i++) {
+            puts[i].status = RL_BACKEND_ERROR;
+            snprintf(puts[i].err, sizeof puts[i].err, "the daemon is stopping");
+        }
     } else {
-        rl_service_put_limits(ctx->service, put, 1);
+        rl_service_put_limits(ctx->service, puts, count);
     }
     route->finish(ctx, call, res);
     return true;
@@ -62,29 +63,27 @@ bool rl__admin_put_start(rl_handler_ctx *ctx, const rl_api_route *route, const r
     rl_status decoded = rl__wire_decode_limit_def(rl_http_request_body(req), req->body_len, &put->def, detail);
     if (decoded != RL_OK) {
         if (decoded == RL_INVALID_REQUEST)
-            put_failed(ctx, res, 400, RL_INVALID_REQUEST, NULL, detail);
+            rl__admin_put_failed(ctx, res, 400, RL_INVALID_REQUEST, NULL, detail);
         else
-            put_failed(ctx, res, 503, RL_BACKEND_ERROR, NULL, NULL);
+            rl__admin_put_failed(ctx, res, 503, RL_BACKEND_ERROR, NULL, NULL);
         return true;
     }
-    return change(ctx, route, call, res);
+    return rl__admin_change(ctx, route, call, res);
 }
 
-/* A failure that is the store's or a file's: the client only learns
- * backend_error (503 or 500); the operator needs why. */
-static void change_failed(rl_handler_ctx *ctx, rl_http_response *res, const char *what, const rl_service_put *put) {
+void rl__admin_change_failed(rl_handler_ctx *ctx, rl_http_response *res, const char *what, const rl_service_put *put) {
     fprintf(stderr, "ratelimiterd: %s \"%s\" failed: %s\n", what, put->def.key, put->err);
-    put_failed(ctx, res, rl_respond_admin_failure_status(put->status), RL_BACKEND_ERROR, NULL, NULL);
+    rl__admin_put_failed(ctx, res, rl_respond_admin_failure_status(put->status), RL_BACKEND_ERROR, NULL, NULL);
 }
 
 void rl__admin_put_finish(rl_handler_ctx *ctx, rl_api_call *call, rl_http_response *res) {
     const rl_service_put *put = &call->admin_put.put;
     if (put->status == RL_INVALID_REQUEST || put->status == RL_LIMIT_IN_USE) {
-        put_failed(ctx, res, rl_respond_backend_http_status(put->status), put->status, NULL, put->err);
+        rl__admin_put_failed(ctx, res, rl_respond_backend_http_status(put->status), put->status, NULL, put->err);
         return;
     }
     if (put->status != RL_OK) {
-        change_failed(ctx, res, "PUT /v1/admin/limits", put);
+        rl__admin_change_failed(ctx, res, "PUT /v1/admin/limits", put);
         return;
     }
     rl_buf *buf = &ctx->body;
@@ -140,24 +139,24 @@ bool rl__admin_delete_start(rl_handler_ctx *ctx, const rl_api_route *route, cons
     memset(put, 0, sizeof *put);
     put->op = RL_SERVICE_DELETE;
     if (!key_of_path(route, req, put->def.key)) {
-        put_failed(ctx, res, 400, RL_INVALID_REQUEST, NULL, BAD_PATH_KEY);
+        rl__admin_put_failed(ctx, res, 400, RL_INVALID_REQUEST, NULL, BAD_PATH_KEY);
         return true;
     }
-    return change(ctx, route, call, res);
+    return rl__admin_change(ctx, route, call, res);
 }
 
 void rl__admin_delete_finish(rl_handler_ctx *ctx, rl_api_call *call, rl_http_response *res) {
     const rl_service_put *put = &call->admin_put.put;
     if (put->status == RL_UNKNOWN_LIMIT_KEY) {
-        put_failed(ctx, res, 404, RL_UNKNOWN_LIMIT_KEY, put->def.key, NULL);
+        rl__admin_put_failed(ctx, res, 404, RL_UNKNOWN_LIMIT_KEY, put->def.key, NULL);
         return;
     }
     if (put->status == RL_INVALID_REQUEST) {
-        put_failed(ctx, res, 400, RL_INVALID_REQUEST, NULL, put->err);
+        rl__admin_put_failed(ctx, res, 400, RL_INVALID_REQUEST, NULL, put->err);
         return;
     }
     if (put->status != RL_OK) {
-        change_failed(ctx, res, "DELETE /v1/admin/limits", put);
+        rl__admin_change_failed(ctx, res, "DELETE /v1/admin/limits", put);
         return;
     }
     rl_buf *buf = &ctx->body;
