@@ -20,7 +20,7 @@
 /* {"ok":false,"error":..} of a put or a delete; key: the one the error
  * names (unknown_limit_key:<key>), or NULL. */
 void rl__admin_put_failed(rl_handler_ctx *ctx, rl_http_response *res, int http_status, rl_status status,
-                       const char *key, const char *detail) {
+                          const char *key, const char *detail) {
     rl_buf *buf = &ctx->body;
     rl__buf_reset(buf);
     rl__buf_append_str(buf, "{\"ok\":false,\"error\":");

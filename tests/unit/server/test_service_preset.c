@@ -265,6 +265,27 @@ static void test_a_full_registry_refuses_the_keys_past_it(void **state) {
     assert_int_equal(rl_service_limit_count(f->service), 3);
 }
 
+/* Operators' puts of one group, the registry full: a new key is refused,
+ * a change of a key it holds still goes (each put its own answer). */
+static void test_a_full_registry_refuses_only_the_new_keys_of_a_group(void **state) {
+    fixture *f = *state;
+    open_local(f, 1);
+    rl_limit_def first = operator_def("a", 5);
+    assert_int_equal(rl_service_put_limit(f->service, &first, NULL, NULL, 0), RL_OK);
+    rl_service_put puts[2];
+    memset(puts, 0, sizeof puts);
+    puts[0].def = operator_def("b", 5);
+    puts[1].def = operator_def("a", 9);
+    rl_service_put_limits(f->service, puts, 2);
+    assert_int_equal(puts[0].status, RL_INVALID_REQUEST);
+    assert_non_null(strstr(puts[0].err, "the registry is full"));
+    assert_int_equal(puts[1].status, RL_OK);
+    rl_service_limit limit;
+    assert_int_equal(rl_service_get_limit(f->service, "a", &limit), RL_OK);
+    assert_int_equal(limit.def.capacity, 9);
+    assert_int_equal(rl_service_get_limit(f->service, "b", &limit), RL_UNKNOWN_LIMIT_KEY);
+}
+
 /* In one group of the writer, an operator's put before a preset's of the
  * same key wins: the preset's puts go in a write of their own after it. */
 static void test_an_operator_put_in_the_same_group_wins(void **state) {
@@ -424,6 +445,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_a_kind_change_in_use_is_refused_for_that_key, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_full_registry_refuses_the_keys_past_it, setup, teardown),
         cmocka_unit_test_setup_teardown(test_an_operator_put_in_the_same_group_wins, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_full_registry_refuses_only_the_new_keys_of_a_group, setup, teardown),
         cmocka_unit_test_setup_teardown(test_apply_presets_at_start, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shared_mode_follows_the_store, setup_shared, teardown_shared),
         cmocka_unit_test_setup_teardown(test_shared_mode_store_down, setup_shared, teardown_shared),
