@@ -35,6 +35,8 @@ static void usage(FILE *out) {
             "      --journal-fsync MODE always (default: synced before each answer), everysec, off\n"
             "      --audit-dir PATH     the audit log (default: \"" RL_CONFIG_DEFAULT_AUDIT_DIR_NAME "\" beside the registry)\n"
             "      --no-audit           keep no audit log (GET /v1/admin/audit then answers no entries)\n"
+            "      --preset NAME        apply a provider preset at start (repeatable, after the\n"
+            "                           config's presets:); explicit limits win over it\n"
             "  -h, --help               this text\n"
             "  -V, --version            the version\n",
             RL_CONFIG_DEFAULT_LISTEN_ADDR, RL_CONFIG_DEFAULT_REDIS_ADDRESS,
@@ -54,6 +56,8 @@ typedef struct overrides {
     bool no_journal;
     bool no_audit;
     bool allotments;
+    const char *presets[RL_CONFIG_MAX_PRESETS + 1]; /* --preset, in order; one more is refused */
+    size_t preset_count;
 } overrides;
 
 /* Returns -1 to go on, else the exit status. */
@@ -70,6 +74,7 @@ static int parse_args(int argc, char **argv, overrides *o) {
         OPT_AUDIT_DIR,
         OPT_NO_AUDIT,
         OPT_ALLOTMENTS,
+        OPT_PRESET,
     };
     static const struct option options[] = {
         {"config", required_argument, NULL, 'c'},   {"listen", required_argument, NULL, OPT_LISTEN},
@@ -83,6 +88,7 @@ static int parse_args(int argc, char **argv, overrides *o) {
         {"audit-dir", required_argument, NULL, OPT_AUDIT_DIR},
         {"no-audit", no_argument, NULL, OPT_NO_AUDIT},
         {"allotments", no_argument, NULL, OPT_ALLOTMENTS},
+        {"preset", required_argument, NULL, OPT_PRESET},
         {"help", no_argument, NULL, 'h'},           {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
@@ -101,6 +107,13 @@ static int parse_args(int argc, char **argv, overrides *o) {
         case OPT_AUDIT_DIR: o->audit_dir = optarg; break;
         case OPT_NO_AUDIT: o->no_audit = true; break;
         case OPT_ALLOTMENTS: o->allotments = true; break;
+        case OPT_PRESET:
+            if (o->preset_count == RL_CONFIG_MAX_PRESETS) {
+                fprintf(stderr, "ratelimiterd: at most %u --preset flags\n", RL_CONFIG_MAX_PRESETS);
+                return 2;
+            }
+            o->presets[o->preset_count++] = optarg;
+            break;
         case 'h': usage(stdout); return 0;
         case 'V': printf("ratelimiterd %s\n", RL_VERSION); return 0;
         default: usage(stderr); return 2;
@@ -156,6 +169,13 @@ static int apply_overrides(rl_server_config *config, const overrides *o) {
     if (o->no_audit) config->audit_dir.path[0] = '\0';
     config->journal.set |= o->journal_path != NULL || o->no_journal;
     config->audit_dir.set |= o->audit_dir != NULL || o->no_audit;
+    for (size_t i = 0; i < o->preset_count; i++) {
+        char why[RL_CONFIG_ERR_SIZE];
+        if (!rl_server_config_add_preset(config, o->presets[i], why, sizeof why)) {
+            fprintf(stderr, "ratelimiterd: --preset: %s\n", why);
+            return 1; /* a name no preset has stops start-up */
+        }
+    }
     if (o->journal_fsync && !rl_server_journal_fsync_parse(o->journal_fsync, &config->memory.journal_fsync)) {
         fprintf(stderr, "ratelimiterd: --journal-fsync must be always, everysec or off\n");
         return 2;
@@ -224,6 +244,20 @@ int main(int argc, char **argv) {
         /* err names the registry file (and the place in it) when that is the cause. */
         fprintf(stderr, "ratelimiterd: cannot start: %s\n", err);
         return 1;
+    }
+
+    /* The presets go on top of the registry the service brought into the
+     * backend: what they make yields to what the operator defined. */
+    if (config.preset_count > 0) {
+        const char *names[RL_CONFIG_MAX_PRESETS];
+        for (uint32_t i = 0; i < config.preset_count; i++) names[i] = config.presets[i];
+        char report[2048];
+        if (rl_service_apply_presets(service, names, config.preset_count, report, sizeof report) != RL_OK) {
+            fprintf(stderr, "ratelimiterd: cannot start: cannot apply the presets: %s\n", report);
+            rl_service_close(service);
+            return 1;
+        }
+        fprintf(stderr, "ratelimiterd: %s\n", report);
     }
 
     uint32_t threads = rl_server_config_thread_count(&config);

@@ -1,5 +1,5 @@
 /* rlctl — the command line of ratelimiterd: the admin API (list, get, put,
- * delete, templates, health, audit) and reserve/complete by hand. A thin main over src/cli. */
+ * delete, templates, health, audit, presets) and reserve/complete by hand. A thin main over src/cli. */
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
@@ -21,6 +21,8 @@ static const struct {
     {"reserve", rlctl_cmd_reserve, "reserve KEY=AMOUNT... under a lease id (made if not given)"},
     {"complete", rlctl_cmd_complete, "complete a lease with its actual amounts"},
     {"audit", rlctl_cmd_audit, "what was charged to a key: the audit log of spend"},
+    {"presets", rlctl_cmd_presets, "the built-in provider presets (NAME: one, with its limits)"},
+    {"preset", rlctl_cmd_preset, "preset apply NAME: apply a provider preset (your own limits win)"},
     {"health", rlctl_cmd_health, "is the daemon up?"},
 };
 #define COMMAND_COUNT (sizeof commands / sizeof commands[0])

@@ -24,6 +24,7 @@
 #include "ratelimiter/export.h"
 
 #include "ratelimiter/memory.h"
+#include "ratelimiter/presets.h"
 #include "ratelimiter/types.h"
 
 #ifdef __cplusplus
@@ -136,6 +137,29 @@ RL_API rl_status rl_limiter_local_define_template(rl_limiter *limiter, const rl_
  * Returns RL_OK, RL_UNKNOWN_LIMIT_KEY (no such template),
  * RL_INVALID_REQUEST, RL_NO_MEMORY or RL_IO_ERROR. Thread-safe. */
 RL_API rl_status rl_limiter_local_delete_template(rl_limiter *limiter, const char *pattern);
+
+/* Applies the provider preset named name (ratelimiter/presets.h) to a local
+ * limiter at run time, as PUT /v1/admin/presets/{name}/apply does for the
+ * daemon: for each of its limits, a key without a definition is defined, a
+ * key a preset made takes this preset's definition, and a key the operator
+ * defined (the limits file, rl_limiter_local_define) keeps it. A limit a
+ * preset made becomes the operator's once rl_limiter_local_define defines
+ * it; rl_limiter_local_delete deletes it whoever made it. Who made what is
+ * remembered while the limiter is open, and read from the file when it
+ * opens (a daemon's limits.json keeps it); with a journal, a limit an
+ * earlier run's apply made comes back as the preset's when its definition
+ * is still exactly the preset's (else it counts as the operator's). The
+ * limits file is not rewritten, as for rl_limiter_local_define.
+ *
+ * results (NULL, or room for RL_PRESET_MAX_LIMITS) gets one result per
+ * limit of the preset, in rl_preset_limit order; *count (may be NULL) how
+ * many. Returns RL_OK (each result says what happened to its key),
+ * RL_INVALID_REQUEST (no preset has that name, or not a local limiter;
+ * rl_limiter_last_error says which), or the first failure of the backend
+ * (RL_NO_MEMORY, RL_IO_ERROR: the journal could not take it), that key's
+ * result RL_PRESET_REFUSED; the others are still applied. Thread-safe. */
+RL_API rl_status rl_limiter_local_apply_preset(rl_limiter *limiter, const char *name, rl_preset_result *results,
+                                               size_t *count);
 
 /* ---- http: a ratelimiterd ---- */
 

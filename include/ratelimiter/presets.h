@@ -80,6 +80,48 @@ RL_API size_t rl_preset_limit_count(const rl_preset *preset);
  * validated by rl_limit_def_validate, description naming the preset. */
 RL_API void rl_preset_limit(const rl_preset *preset, size_t i, rl_limit_def *out);
 
+/* ---- applying a preset ----------------------------------------------------
+ *
+ * Explicit limits win over presets. Applying a preset, for each limit it
+ * makes:
+ *   - a key with no definition is defined;
+ *   - a key a preset defined (this one or another: an older table, another
+ *     tier) takes this preset's definition;
+ *   - a key the operator defined (a PUT of the key, rl_limiter_local_define,
+ *     the limits file) keeps the operator's definition.
+ * An explicit definition of a key a preset made makes it the operator's;
+ * deleting it removes it, whoever made it. A preset never deletes a key:
+ * one an earlier preset made that this one does not is left as it is.
+ */
+
+/* The most limits one preset makes: room for every result of one apply. */
+#define RL_PRESET_MAX_LIMITS 64
+
+/* What applying a preset did to one of its keys. */
+typedef enum rl_preset_outcome {
+    RL_PRESET_DEFINED = 0, /* "defined": the key had no definition, now the preset's */
+    RL_PRESET_UPDATED,     /* "updated": a preset's definition replaced by this preset's */
+    RL_PRESET_UNCHANGED,   /* "unchanged": it held this preset's definition already; nothing written */
+    RL_PRESET_KEPT,        /* "kept": the operator's definition stays */
+    RL_PRESET_REFUSED,     /* "refused": the store refused this preset's definition (a status says why) */
+} rl_preset_outcome;
+
+/* "defined", "updated", "unchanged", "kept", "refused"; "?" otherwise. */
+RL_API const char *rl_preset_outcome_name(rl_preset_outcome outcome);
+
+/* The result of one key of an apply. */
+typedef struct rl_preset_result {
+    char key[RL_KEY_MAX_LEN + 1];
+    rl_preset_outcome outcome;
+    /* RL_OK, or with RL_PRESET_REFUSED why: RL_LIMIT_IN_USE (a change of
+     * kind while the limit holds reservations), RL_INVALID_REQUEST (no
+     * room for another limit), or the store's failure. */
+    rl_status status;
+    /* The limit's state after a define or an update: a lower capacity than
+     * usage allows is RL_LIMIT_STATUS_DECREASING until it fits. */
+    rl_limit_status limit_status;
+} rl_preset_result;
+
 #ifdef __cplusplus
 }
 #endif

@@ -39,6 +39,8 @@ int rlctl_cmd_health(const rlctl_global *global, int argc, char **argv);
 int rlctl_cmd_reserve(const rlctl_global *global, int argc, char **argv);
 int rlctl_cmd_complete(const rlctl_global *global, int argc, char **argv);
 int rlctl_cmd_audit(const rlctl_global *global, int argc, char **argv);
+int rlctl_cmd_presets(const rlctl_global *global, int argc, char **argv);
+int rlctl_cmd_preset(const rlctl_global *global, int argc, char **argv);
 
 /* ---- admin HTTP (libcurl, one exchange) ---- */
 

@@ -72,3 +72,14 @@ void rl_preset_limit(const rl_preset *preset, size_t i, rl_limit_def *out) {
         }
     }
 }
+
+const char *rl_preset_outcome_name(rl_preset_outcome outcome) {
+    switch (outcome) {
+    case RL_PRESET_DEFINED: return "defined";
+    case RL_PRESET_UPDATED: return "updated";
+    case RL_PRESET_UNCHANGED: return "unchanged";
+    case RL_PRESET_KEPT: return "kept";
+    case RL_PRESET_REFUSED: return "refused";
+    }
+    return "?";
+}

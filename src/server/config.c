@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <yaml.h>
 
+#include "core/preset_rule.h"
 #include "server/backend_table.h"
 #include "server/http/listen_addr.h"
 
@@ -262,6 +263,38 @@ static bool set_origins(load_ctx *ctx, const field *f, const yaml_node_t *value)
     return true;
 }
 
+bool rl_server_config_add_preset(rl_server_config *config, const char *name, char *err, size_t err_size) {
+    if (rl_preset_find(name) == NULL) {
+        rl__preset_unknown(name, err, err_size);
+        return false;
+    }
+    if (config->preset_count == RL_CONFIG_MAX_PRESETS) {
+        snprintf(err, err_size, "at most %u presets can be applied at start", RL_CONFIG_MAX_PRESETS);
+        return false;
+    }
+    snprintf(config->presets[config->preset_count++], sizeof config->presets[0], "%s", name);
+    return true;
+}
+
+/* presets: a YAML sequence of preset names (`[]` or nothing for none), each
+ * one known. */
+static bool set_presets(load_ctx *ctx, rl_server_config *c, const yaml_node_t *value) {
+    c->preset_count = 0;
+    if (is_null_scalar(value)) return true;
+    if (value->type != YAML_SEQUENCE_NODE)
+        return failf(ctx, value, "'presets' must be a list of preset names, e.g. [openai-tier-1]");
+    for (yaml_node_item_t *item = value->data.sequence.items.start; item < value->data.sequence.items.top; item++) {
+        const yaml_node_t *node = yaml_document_get_node(ctx->doc, *item);
+        if (node == NULL || node->type != YAML_SCALAR_NODE)
+            return failf(ctx, value, "'presets' must be a list of preset names (strings)");
+        const char *text = (const char *)node->data.scalar.value;
+        char why[RL_CONFIG_ERR_SIZE];
+        if (node->data.scalar.length != strlen(text)) return failf(ctx, node, "a preset name holds a NUL byte");
+        if (!rl_server_config_add_preset(c, text, why, sizeof why)) return failf(ctx, node, "'presets': %s", why);
+    }
+    return true;
+}
+
 /* A path that may be "": the quoted empty string turns its feature off. */
 static bool set_path(load_ctx *ctx, const field *f, const yaml_node_t *value) {
     rl_server_path *target = f->target;
@@ -442,7 +475,7 @@ static bool load_document(load_ctx *ctx, rl_server_config *c) {
     };
 #undef FIELDS
     const size_t section_count = sizeof sections / sizeof sections[0];
-    bool seen[sizeof sections / sizeof sections[0]] = {false};
+    bool seen[sizeof sections / sizeof sections[0]] = {false}, seen_presets = false;
 
     for (yaml_node_pair_t *pair = root->data.mapping.pairs.start;
          pair < root->data.mapping.pairs.top; pair++) {
@@ -451,11 +484,18 @@ static bool load_document(load_ctx *ctx, rl_server_config *c) {
         if (key == NULL || value == NULL) return failf(ctx, root, "malformed document");
         if (key->type != YAML_SCALAR_NODE) return failf(ctx, key, "section names must be plain names");
         const char *name = (const char *)key->data.scalar.value;
+        if (strcmp(name, "presets") == 0) { /* a list, not a section of settings */
+            if (seen_presets) return failf(ctx, key, "duplicate section 'presets'");
+            seen_presets = true;
+            if (!set_presets(ctx, c, value)) return false;
+            continue;
+        }
         size_t i = 0;
         while (i < section_count && strcmp(sections[i].name, name) != 0) i++;
         if (i == section_count)
             return failf(ctx, key,
-                         "unknown section '%.64s' (known: server, registry, memory, audit, tigerbeetle, redis)",
+                         "unknown section '%.64s' (known: server, registry, memory, audit, tigerbeetle, redis, "
+                         "presets)",
                          name);
         if (seen[i]) return failf(ctx, key, "duplicate section '%s'", name);
         seen[i] = true;
@@ -570,6 +610,11 @@ bool rl_server_config_validate(const rl_server_config *config, char *err, size_t
     }
     if (config->registry_path[0] == '\0') {
         snprintf(err, err_size, "the registry path is empty");
+        return false;
+    }
+    for (uint32_t i = 0; i < config->preset_count; i++) {
+        if (rl_preset_find(config->presets[i]) != NULL) continue;
+        rl__preset_unknown(config->presets[i], err, err_size);
         return false;
     }
     if (config->audit_retention_days < 1 || config->audit_retention_days > RL_AUDIT_MAX_RETENTION_DAYS) {

@@ -27,6 +27,9 @@
  *             Redis whose maxmemory-policy may evict keys: ratelimiter/redis.h),
  *             allotments (decide leases locally from allotments: redis.h)
  *   tigerbeetle: accepted and ignored (replaced by redis, DESIGN.md)
+ *   presets:  a list of provider preset names (ratelimiter/presets.h),
+ *             applied at start in order, after the registry is opened and
+ *             brought into the backend; --preset NAME adds one after them
  *
  * Overload bounds (server; http_server.h and conn_guard.h say how): at most
  * max_connections open connections (past it a newcomer replaces an idle
@@ -59,6 +62,7 @@
 #include <stdint.h>
 
 #include "ratelimiter/memory.h"
+#include "ratelimiter/presets.h"
 #include "ratelimiter/redis.h"
 #include "server/http/request_guard.h"
 
@@ -108,6 +112,7 @@
 
 #define RL_CONFIG_STRING_MAX 1024 /* listen_addr, backend, paths */
 #define RL_CONFIG_MAX_ALLOWED_ORIGINS 32
+#define RL_CONFIG_MAX_PRESETS 32 /* presets: and --preset together */
 #define RL_CONFIG_ERR_SIZE 512
 
 /* A file or directory whose default is a name beside the registry file
@@ -165,6 +170,11 @@ typedef struct rl_server_config {
     rl_server_path audit_dir;      /* audit.dir */
     uint32_t audit_retention_days; /* audit.retention_days, 1..RL_AUDIT_MAX_RETENTION_DAYS */
     rl_server_redis_config redis;
+
+    /* Provider presets applied at start, in order: known names only
+     * (rl_preset_find). */
+    char presets[RL_CONFIG_MAX_PRESETS][RL_PRESET_NAME_MAX_LEN + 1];
+    uint32_t preset_count;
 } rl_server_config;
 
 /* Where rl_server_config_memory_options puts the resolved paths: a name
@@ -188,10 +198,15 @@ bool rl_server_config_load_file(rl_server_config *config, const char *path, char
 bool rl_server_config_load_string(rl_server_config *config, const char *text, size_t len,
                                   const char *name, char *err, size_t err_size);
 
+/* Adds a preset name to config->presets (--preset). False with err (a
+ * sentence listing the presets) for a name no preset has, or past
+ * RL_CONFIG_MAX_PRESETS. */
+bool rl_server_config_add_preset(rl_server_config *config, const char *name, char *err, size_t err_size);
+
 /* Checks the values that flags can also set (listen address syntax, backend
  * name, thread count, redis address, the journal and the audit directory
- * apart from the registry file and each other): call after applying
- * flags. False with err on error. */
+ * apart from the registry file and each other, preset names): call after
+ * applying flags. False with err on error. */
 bool rl_server_config_validate(const rl_server_config *config, char *err, size_t err_size);
 
 /* Parses a redis address ("HOST:PORT", "[IPV6]:PORT"; a host is required

@@ -174,8 +174,10 @@ static bool check_change(rl_service_put *change) {
     return rl_limit_def_validate(&change->def, change->err, sizeof change->err);
 }
 
-/* In order: each run of puts as one group of the mode's (one registry
- * write), each delete on its own. */
+/* In order: each run of puts of one origin as one group of the mode's (one
+ * registry write), each delete on its own. A preset's puts see what the
+ * operator's before them wrote: the rule decides on the registry as it is
+ * when their group begins. */
 void rl_service_put_limits(rl_service *service, rl_service_put *puts, size_t count) {
     for (size_t i = 0; i < count; i++) puts[i].status = check_change(&puts[i]) ? RL_OK : RL_INVALID_REQUEST;
     for (size_t i = 0; i < count;) {
@@ -186,7 +188,9 @@ void rl_service_put_limits(rl_service *service, rl_service_put *puts, size_t cou
             continue;
         }
         size_t run = 1;
-        while (i + run < count && puts[i + run].op == RL_SERVICE_PUT) run++;
+        while (i + run < count && puts[i + run].op == RL_SERVICE_PUT &&
+               strcmp(puts[i + run].origin, puts[i].origin) == 0)
+            run++;
         service->mode->put_limits(service, puts + i, run);
         i += run;
     }

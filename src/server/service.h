@@ -28,7 +28,9 @@
 
 #include "ratelimiter/backend.h"
 #include "ratelimiter/memory.h"
+#include "ratelimiter/presets.h"
 #include "ratelimiter/redis.h"
+#include "ratelimiter/registry.h"
 #include "ratelimiter/submitter.h"
 #include "ratelimiter/types.h"
 
@@ -58,7 +60,8 @@ typedef struct rl_service_limit {
     rl_limit_def def;
     rl_limit_usage usage;
     /* Where def comes from when not from a PUT of its key: the template it
-     * was made from, the provider preset that defined it ("" otherwise). */
+     * was made from, the provider preset that defined it ("" otherwise; see
+     * "provider presets" below for how the preset is known). */
     char template_pattern[RL_KEY_MAX_LEN + 1];
     char preset[RL_KEY_MAX_LEN + 1];
 } rl_service_limit;
@@ -153,12 +156,20 @@ typedef struct rl_service_put {
     rl_status status;             /* out: as rl_service_put_limit (rl_service_delete_limit) returns */
     rl_limit_status limit_status; /* out: on RL_OK of a put */
     char err[256];                /* out: why, when status is not RL_OK */
+    /* in, a put: who makes it. "" (zeroed): the operator, whose put always
+     * applies and makes the key theirs. "preset:<name>": a preset's apply
+     * (rl_service_preset_puts), which yields to the operator's definition
+     * (ratelimiter/presets.h); what it did is in outcome on RL_OK (kept and
+     * unchanged puts write nothing). A refused one's status says why. */
+    char origin[RL_REGISTRY_ORIGIN_MAX_LEN + 1];
+    rl_preset_outcome outcome;
 } rl_service_put;
 
 /* Does count changes, in order, as count rl_service_put_limit and
  * rl_service_delete_limit calls would, each with its own answer, but with
- * one registry write for each run of puts (two when the backend refuses
- * one that was written first): the admin writer's group. Thread-safe. */
+ * one registry write for each run of puts of one origin (two when the
+ * backend refuses one that was written first): the admin writer's group.
+ * Thread-safe. */
 void rl_service_put_limits(rl_service *service, rl_service_put *puts, size_t count);
 
 /* Puts def as the template of its pattern (def->key), replacing the one
@@ -182,6 +193,37 @@ rl_status rl_service_delete_template(rl_service *service, const char *pattern, c
  * caller frees; from the authority (the registry, or the shared store).
  * RL_OK, RL_NO_MEMORY, RL_BACKEND_ERROR. Thread-safe. */
 rl_status rl_service_list_templates(rl_service *service, rl_limit_def **out, size_t *count);
+
+/* ---- provider presets (ratelimiter/presets.h) ------------------------------
+ *
+ * A preset is applied as a run of puts of origin "preset:<name>", one
+ * registry write for all of them (none when nothing changes), applied to
+ * the backend as puts are. Who made a definition:
+ *   local mode: its origin in the registry, kept with it (an operator's put
+ *   of the key makes it "", a delete removes it);
+ *   shared mode: the store keeps no origins, so a definition is a preset's
+ *   when it is exactly what some preset makes for its key (the description
+ *   names the preset and its date), else the operator's (core/preset_rule.h).
+ */
+
+/* The puts that apply presets[0..count) in order into puts (room for count
+ * * RL_PRESET_MAX_LIMITS), zeroed but for def, op and origin: every limit
+ * of each, a key several of them make once, with the last one's definition
+ * (so that a list applied at every start changes nothing the second time).
+ * Returns how many. Pure. */
+size_t rl_service_preset_puts(const rl_preset *const *presets, size_t count, rl_service_put *puts);
+
+/* Applies the presets named names[0..count) in order as one run of puts
+ * (rl_service_preset_puts, rl_service_put_limits): the daemon's presets at
+ * start, so that a list applied again changes nothing. Returns RL_OK with a
+ * sentence for the log in report (report_size bytes): how many limits were
+ * defined, updated, unchanged and kept, and each refused one with why.
+ * Else RL_INVALID_REQUEST (a name no preset has: report lists them),
+ * RL_NO_MEMORY, or the failure of the store or the registry file that
+ * stopped some key (RL_BACKEND_ERROR, RL_IO_ERROR), report naming it; the
+ * keys before it may be applied. Thread-safe. */
+rl_status rl_service_apply_presets(rl_service *service, const char *const *names, size_t count, char *report,
+                                   size_t report_size);
 
 /* The definition of key and its live usage: the key's own definition, or
  * the one the template that matches it makes (out->template_pattern says

@@ -82,4 +82,20 @@ void rl__service_in_use_detail(rl_service *service, const rl_limit_def *def, con
 void rl__service_backend_refused(rl_service *service, rl_service_put *put, rl_status status,
                                  const rl_limit_def *previous);
 
+/* ---- who made a definition: provider presets (service_preset.c) ---- */
+
+/* Whether a preset's put (put->origin not "") goes ahead against what its
+ * key holds now (held, NULL for nothing, made by held_origin): sets
+ * put->outcome (core/preset_rule.h decides). false: it is answered RL_OK as
+ * it is, kept (the operator's) or unchanged, and writes nothing. */
+bool rl__service_preset_goes(rl_service_put *put, const rl_limit_def *held, const char *held_origin);
+
+/* Whether put, answered RL_OK, wrote nothing (a preset's kept or unchanged). */
+bool rl__service_put_skipped(const rl_service_put *put);
+
+/* out->preset: the preset origin names ("preset:<name>"), or, with origin
+ * NULL (shared mode, no origins kept), the preset whose definition out->def
+ * is exactly; "" for the operator's. */
+void rl__service_limit_source(rl_service_limit *out, const char *origin);
+
 #endif

@@ -86,28 +86,36 @@ static rl_status local_open(rl_service *service, char *err, size_t err_size) {
 /* What the registry must hold for the key of puts[last] (the last put of
  * that key in the group, refused by the backend) to agree with the backend:
  * the last earlier put of the key it took, else what the registry held
- * before the group. False: nothing to put back (a new key the backend
- * refused stays in the registry, which the next start applies again). */
-static bool held_by_backend(const rl_service_put *puts, size_t last, const rl_limit_def *before, bool had_before,
-                            rl_limit_def *out) {
+ * before the group, each with its origin. False: nothing to put back (a new
+ * key the backend refused stays in the registry, which the next start
+ * applies again). */
+static bool held_by_backend(const rl_service_put *puts, size_t last, const rl_limit_def *before,
+                            const char *origin_before, bool had_before, rl_registry_change *out) {
     for (size_t j = last; j-- > 0;) {
-        if (strcmp(puts[j].def.key, puts[last].def.key) == 0 && puts[j].status == RL_OK) {
-            *out = puts[j].def;
+        if (strcmp(puts[j].def.key, puts[last].def.key) == 0 && puts[j].status == RL_OK &&
+            !rl__service_put_skipped(&puts[j])) {
+            out->def = puts[j].def;
+            memcpy(out->origin, puts[j].origin, sizeof out->origin);
             return true;
         }
     }
-    if (had_before) *out = *before;
-    return had_before;
+    if (!had_before) return false;
+    out->def = *before;
+    memcpy(out->origin, origin_before, sizeof out->origin);
+    return true;
 }
 
-/* Local mode: the registry first (durable), then the backend; what the
- * backend refused is put back in the registry. puts with status RL_OK are
- * the valid ones to do. */
+/* Local mode: the registry first (durable, each definition with its
+ * origin), then the backend; what the backend refused is put back in the
+ * registry. puts with status RL_OK are the valid ones to do; a preset's
+ * that the rule holds back (kept, unchanged) are answered as they are. */
 static void local_put_limits(rl_service *service, rl_service_put *puts, size_t count) {
-    rl_limit_def *defs = malloc(count * sizeof *defs), *before = malloc(count * sizeof *before);
+    rl_registry_change *changes = calloc(count, sizeof *changes), *fixes = NULL;
+    rl_limit_def *before = malloc(count * sizeof *before);
+    char(*origin_before)[RL_REGISTRY_ORIGIN_MAX_LEN + 1] = malloc(count * sizeof *origin_before);
     bool *had_before = malloc(count * sizeof *had_before);
     size_t *index_of = malloc(count * sizeof *index_of), n = 0;
-    if (defs == NULL || before == NULL || had_before == NULL || index_of == NULL) {
+    if (changes == NULL || before == NULL || origin_before == NULL || had_before == NULL || index_of == NULL) {
         for (size_t i = 0; i < count; i++) {
             if (puts[i].status != RL_OK) continue;
             puts[i].status = RL_NO_MEMORY;
@@ -118,17 +126,23 @@ static void local_put_limits(rl_service *service, rl_service_put *puts, size_t c
     pthread_mutex_lock(&service->admin_mutex);
     for (size_t i = 0; i < count; i++) {
         if (puts[i].status != RL_OK) continue;
-        had_before[i] = rl_registry_get(service->registry, puts[i].def.key, &before[i]);
-        defs[n] = puts[i].def;
+        had_before[i] = rl_registry_get_origin(service->registry, puts[i].def.key, &before[i], origin_before[i]);
+        if (!had_before[i]) origin_before[i][0] = '\0';
+        if (puts[i].origin[0] != '\0' &&
+            !rl__service_preset_goes(&puts[i], had_before[i] ? &before[i] : NULL, origin_before[i]))
+            continue;
+        changes[n].op = RL_REGISTRY_PUT;
+        changes[n].def = puts[i].def;
+        memcpy(changes[n].origin, puts[i].origin, sizeof changes[n].origin);
         index_of[n++] = i;
     }
     char err[256] = "";
-    rl_status written = rl_registry_put_many(service->registry, defs, n, err, sizeof err);
+    (void)rl_registry_apply(service->registry, changes, n, err, sizeof err);
     for (size_t j = 0; j < n; j++) {
         rl_service_put *put = &puts[index_of[j]];
-        if (written != RL_OK) {
-            put->status = written;
-            snprintf(put->err, sizeof put->err, "%s", err);
+        if (changes[j].status != RL_OK) { /* not written: this one (full), or the group (I/O) */
+            put->status = changes[j].status;
+            snprintf(put->err, sizeof put->err, "%s", changes[j].err);
             continue;
         }
         rl_status applied = rl_backend_apply_definition(service->backend, &put->def, &put->limit_status);
@@ -138,19 +152,28 @@ static void local_put_limits(rl_service *service, rl_service_put *puts, size_t c
     }
     /* The registry agrees with the backend again for every key whose last
      * put the backend refused. */
-    size_t fixes = 0;
-    for (size_t j = 0; written == RL_OK && j < n; j++) {
+    size_t fix_count = 0;
+    for (size_t j = 0; j < n; j++) {
         size_t i = index_of[j];
+        if (changes[j].status != RL_OK || puts[i].status == RL_OK) continue;
         bool last_of_key = true;
         for (size_t k = j + 1; k < n && last_of_key; k++) last_of_key = strcmp(puts[index_of[k]].def.key, puts[i].def.key) != 0;
-        if (last_of_key && puts[i].status != RL_OK && held_by_backend(puts, i, &before[i], had_before[i], &defs[fixes]))
-            fixes++;
+        if (!last_of_key) continue;
+        if (fixes == NULL && (fixes = calloc(n, sizeof *fixes)) == NULL) {
+            fprintf(stderr, "ratelimiterd: out of memory: the registry %s holds limits the %s backend refused\n",
+                    service->registry_path, service->backend_name);
+            break;
+        }
+        fixes[fix_count].op = RL_REGISTRY_PUT;
+        if (held_by_backend(puts, i, &before[i], origin_before[i], had_before[i], &fixes[fix_count])) fix_count++;
     }
-    if (fixes > 0) (void)rl_registry_put_many(service->registry, defs, fixes, err, sizeof err);
+    if (fix_count > 0) (void)rl_registry_apply(service->registry, fixes, fix_count, err, sizeof err);
     pthread_mutex_unlock(&service->admin_mutex);
 done:
-    free(defs);
+    free(changes);
+    free(fixes);
     free(before);
+    free(origin_before);
     free(had_before);
     free(index_of);
 }
@@ -234,10 +257,13 @@ static rl_status local_list_templates(rl_service *service, rl_limit_def **out, s
 static rl_status local_get(rl_service *service, const char *key, rl_service_limit *out) {
     pthread_mutex_lock(&service->admin_mutex);
     rl_status status = RL_UNKNOWN_LIMIT_KEY;
-    if (rl_registry_get(service->registry, key, &out->def))
+    char origin[RL_REGISTRY_ORIGIN_MAX_LEN + 1];
+    if (rl_registry_get_origin(service->registry, key, &out->def, origin)) {
+        rl__service_limit_source(out, origin);
         status = rl__service_read_usage(service, &out->def, &out->usage);
-    else
+    } else {
         status = rl__service_get_made(service, service->templates, key, out);
+    }
     pthread_mutex_unlock(&service->admin_mutex);
     return status;
 }
@@ -253,7 +279,10 @@ static rl_status local_list(rl_service *service, rl_service_limit **out, size_t 
         if (limits == NULL) status = RL_NO_MEMORY;
     }
     for (size_t i = 0; i < n && status == RL_OK; i++) {
+        char origin[RL_REGISTRY_ORIGIN_MAX_LEN + 1];
+        if (!rl_registry_get_origin(service->registry, defs[i].key, &limits[i].def, origin)) origin[0] = '\0';
         limits[i].def = defs[i];
+        rl__service_limit_source(&limits[i], origin);
         status = rl__service_read_usage(service, &defs[i], &limits[i].usage);
     }
     if (status == RL_OK) {

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/limit_def.h"
+#include "core/preset_rule.h"
 #include "server/service_internal.h"
 
 static int compare_defs(const void *a, const void *b) {
@@ -143,6 +144,27 @@ static rl_status shared_open(rl_service *service, char *err, size_t err_size) {
     return status;
 }
 
+static rl_status get_backend(rl_service *service, const char *key, rl_limit_def *out);
+
+/* Whether a preset's put goes ahead (rl__service_preset_goes), on what the
+ * store holds for its key now: Redis keeps no origins, so the definition's
+ * own words say who made it (core/preset_rule.h). A store that cannot be
+ * read fails the put. */
+static bool preset_goes(rl_service *service, rl_service_put *put) {
+    rl_limit_def held;
+    rl_status status = get_backend(service, put->def.key, &held);
+    if (status == RL_UNKNOWN_LIMIT_KEY) return rl__service_preset_goes(put, NULL, "");
+    if (status != RL_OK) {
+        put->status = status == RL_NO_MEMORY ? RL_NO_MEMORY : RL_BACKEND_ERROR;
+        snprintf(put->err, sizeof put->err, "cannot read what the %s backend holds for it: %s", service->backend_name,
+                 rl_status_name(status));
+        return false;
+    }
+    char origin[RL_REGISTRY_ORIGIN_MAX_LEN + 1];
+    rl__preset_origin_of_def(&held, origin);
+    return rl__service_preset_goes(put, &held, origin);
+}
+
 static void shared_put_limits(rl_service *service, rl_service_put *puts, size_t count) {
     rl_limit_def *changed = malloc(count * sizeof *changed);
     size_t changed_count = 0, new_keys = 0, applied_count = 0;
@@ -150,6 +172,7 @@ static void shared_put_limits(rl_service *service, rl_service_put *puts, size_t 
     for (size_t i = 0; i < count; i++) {
         rl_service_put *put = &puts[i];
         if (put->status != RL_OK) continue;
+        if (put->origin[0] != '\0' && !preset_goes(service, put)) continue;
         rl_limit_def previous;
         bool known = rl_registry_get(service->registry, put->def.key, &previous);
         for (size_t j = 0; !known && j < changed_count; j++) known = strcmp(changed[j].key, put->def.key) == 0;
@@ -254,6 +277,7 @@ static rl_status shared_get(rl_service *service, const char *key, rl_service_lim
         rl_limit_def mine;
         if (!rl_registry_get(service->registry, key, &mine) || !rl__limit_def_equal(&mine, &out->def))
             refresh_registry_best_effort(service, &out->def, 1);
+        rl__service_limit_source(out, NULL);
         status = rl__service_read_usage(service, &out->def, &out->usage);
     } else if (status == RL_UNKNOWN_LIMIT_KEY) {
         rl__template_set *templates = backend_templates(service, &status);
@@ -314,6 +338,7 @@ static rl_status shared_list(rl_service *service, rl_service_limit **out, size_t
     }
     for (size_t i = 0; i < n && status == RL_OK; i++) {
         limits[i].def = remote[i];
+        rl__service_limit_source(&limits[i], NULL);
         status = rl__service_read_usage(service, &remote[i], &limits[i].usage);
     }
     pthread_mutex_unlock(&service->admin_mutex);

@@ -9,6 +9,8 @@
  * deadline. Issue 11: a budget is counted in Redis for every daemon.
  * Issue 13: a limit deleted through A is unknown to B at once and never put
  * back by B, not even when Redis comes back empty; with allotments too.
+ * Provider presets: who made a limit is read from its definition, the
+ * operator's PUT through one daemon wins over an apply through the other.
  * Skipped when redis-server is not installed. */
 #include <pthread.h>
 #include <setjmp.h>
@@ -568,6 +570,57 @@ static void test_stopped_redis_costs_a_request_one_deadline(void **state) {
     assert_int_equal(rl_test_daemon_stop(&c->a), 0);
 }
 
+/* Provider presets in shared mode: Redis keeps no origins, so a definition
+ * that is exactly a preset's is that preset's, any other the operator's.
+ * A starts with --preset; B sees who made the limits, and an operator's PUT
+ * through B wins over A's next apply; a restart of A with the same preset
+ * changes nothing but what the operator took. */
+static void presets_follow_the_store(cluster *c, bool allotments) {
+    const char *args[] = {"--backend", "redis", "--redis", c->redis_address, "--preset", "openai-tier-1",
+                          allotments ? "--allotments" : NULL, NULL};
+    char text[16384];
+    assert_true(rl_test_daemon_start(&c->a, args));
+    rl_test_daemon_read_stderr(&c->a, text, sizeof text);
+    assert_non_null(strstr(text, "presets openai-tier-1: 10 defined, 0 updated, 0 unchanged, 0 kept"));
+    start_with(c, &c->b, allotments);
+    expect(c, &c->b, "GET", "/v1/admin/limits/global:llm:openai:gpt-4o:tpm", NULL, 200,
+           ",\"preset\":\"openai-tier-1\"}}");
+    expect(c, &c->b, "PUT", "/v1/admin/limits",
+           "{\"key\":\"global:llm:openai:gpt-4o:rpm\",\"kind\":\"rolling\",\"capacity\":7,\"window_seconds\":60}",
+           200, NULL);
+    expect(c, &c->a, "PUT", "/v1/admin/presets/openai-tier-2/apply", NULL, 200,
+           "{\"key\":\"global:llm:openai:gpt-4o:rpm\",\"result\":\"kept\"}");
+    assert_non_null(strstr(c->body, "{\"key\":\"global:llm:openai:gpt-4o:tpm\",\"result\":\"updated\""));
+    expect(c, &c->b, "GET", "/v1/admin/limits/global:llm:openai:gpt-4o:tpm", NULL, 200,
+           ",\"preset\":\"openai-tier-2\"}}");
+    expect(c, &c->b, "GET", "/v1/admin/limits/global:llm:openai:gpt-4o:rpm", NULL, 200, "\"capacity\":7,");
+    assert_null(strstr(c->body, "\"preset\""));
+    /* B reserves on what A's apply defined: 450,000 tokens a minute now. */
+    assert_int_equal(reserve(c, &c->b, "global:llm:openai:gpt-4o:tpm", 450000), 200);
+    assert_non_null(strstr(c->body, "\"allowed\":true"));
+
+    /* A restarts with its preset: tier 1 again where tier 2 was, the
+     * operator's rpm kept; and once more: nothing to change. */
+    assert_int_equal(rl_test_daemon_stop(&c->a), 0);
+    assert_true(rl_test_daemon_start(&c->a, args));
+    rl_test_daemon_read_stderr(&c->a, text, sizeof text);
+    assert_non_null(strstr(text, "presets openai-tier-1: 0 defined, 7 updated, 2 unchanged, 1 kept"));
+    assert_int_equal(rl_test_daemon_stop(&c->a), 0);
+    assert_true(rl_test_daemon_start(&c->a, args));
+    rl_test_daemon_read_stderr(&c->a, text, sizeof text);
+    assert_non_null(strstr(text, "presets openai-tier-1: 0 defined, 0 updated, 9 unchanged, 1 kept"));
+    expect(c, &c->b, "GET", "/v1/admin/limits/global:llm:openai:gpt-4o:rpm", NULL, 200, "\"capacity\":7,");
+    /* Deleted through B, defined again by A's apply. */
+    expect(c, &c->b, "DELETE", "/v1/admin/limits/global:llm:openai:gpt-4o:rpm", NULL, 200, NULL);
+    expect(c, &c->a, "PUT", "/v1/admin/presets/openai-tier-1/apply", NULL, 200,
+           "{\"key\":\"global:llm:openai:gpt-4o:rpm\",\"result\":\"defined\"");
+    expect(c, &c->b, "GET", "/v1/admin/limits/global:llm:openai:gpt-4o:rpm", NULL, 200,
+           ",\"preset\":\"openai-tier-1\"}}");
+}
+
+static void test_presets_follow_the_store(void **state) { presets_follow_the_store(*state, false); }
+static void test_presets_follow_the_store_with_allotments(void **state) { presets_follow_the_store(*state, true); }
+
 int main(void) {
     rl_test_http_global_init();
     const struct CMUnitTest tests[] = {
@@ -585,6 +638,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_stopped_redis_costs_a_request_one_deadline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_on_a_is_never_put_back_by_b, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_on_a_is_never_put_back_by_b_with_allotments, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_presets_follow_the_store, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_presets_follow_the_store_with_allotments, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

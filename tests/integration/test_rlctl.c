@@ -642,6 +642,67 @@ static void test_unreachable(void **state) {
 #undef DEAD
 }
 
+/* rlctl presets and rlctl preset apply: the list, one preset, an apply
+ * that keeps the operator's key (the group's registry holds gpt-4o:rpm),
+ * and each refusal's exit code. */
+static void test_presets(void **state) {
+    (void)state;
+    RLCTL("presets", "--help");
+    expect_code(0);
+    expect_contains(ran.out, "usage: rlctl [global options] presets");
+    RLCTL("preset", "--help");
+    expect_code(0);
+    expect_contains(ran.out, "preset apply [--json] NAME");
+    RLCTL("presets");
+    expect_code(0);
+    expect_contains(ran.out, "NAME                PROVIDER    TIER     AS OF       LIMITS\n");
+    expect_contains(ran.out, "openai-tier-1       openai      Tier 1   2025-06-30  10\n");
+    expect_contains(ran.out, "local               local                            0\n");
+    RLCTL("presets", "gemini-free");
+    expect_code(0);
+    expect_contains(ran.out, "source    https://ai.google.dev/");
+    expect_contains(ran.out, "global:llm:gemini:gemini-2.5-pro:rpd");
+    expect_contains(ran.out, "  86400  requests\n");
+    RLCTL("presets", "--json");
+    expect_code(0);
+    expect_contains(ran.out, "{\"presets\":[{\"name\":\"anthropic-tier-1\"");
+    RLCTL("presets", "--json", "openai-free");
+    expect_code(0);
+    expect_contains(ran.out, "{\"name\":\"openai-free\",\"provider\":\"openai\"");
+    RLCTL("presets", "openai-tier-9");
+    expect_code(3);
+    expect_contains(ran.err, "no preset named \"openai-tier-9\"");
+    RLCTL("presets", "a", "b");
+    expect_code(2);
+
+    RLCTL("preset", "apply", "openai-tier-1");
+    expect_code(0);
+    expect_contains(ran.out, "global:llm:openai:gpt-4o:rpm kept\n");
+    expect_contains(ran.out, "global:llm:openai:gpt-4o:tpm defined\n");
+    RLCTL("preset", "apply", "openai-tier-1");
+    expect_code(0);
+    expect_contains(ran.out, "global:llm:openai:gpt-4o:tpm unchanged\n");
+    RLCTL("preset", "apply", "--json", "openai-tier-1");
+    expect_code(0);
+    expect_contains(ran.out, "{\"ok\":true,\"preset\":\"openai-tier-1\",\"limits\":[");
+    RLCTL("get", "global:llm:openai:gpt-4o:tpm");
+    expect_code(0);
+    expect_contains(ran.out, "openai-tier-1");
+
+    RLCTL("preset", "apply", "openai-tier-9");
+    expect_code(3);
+    expect_contains(ran.err, "HTTP 404 invalid_request: no preset named \"openai-tier-9\"; the presets are:");
+    RLCTL("preset", "apply");
+    expect_code(2);
+    RLCTL("preset", "apply", "a", "b");
+    expect_code(2);
+    RLCTL("preset", "remove", "openai-tier-1");
+    expect_code(2);
+    RLCTL("preset", "apply", "Open/AI");
+    expect_code(2);
+    expect_contains(ran.err, "is not a preset name");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_help_and_version), cmocka_unit_test(test_health),
@@ -652,6 +713,7 @@ int main(void) {
         cmocka_unit_test(test_reserve_optional_and_dry_run),
         cmocka_unit_test(test_delete),
         cmocka_unit_test(test_templates),
+        cmocka_unit_test(test_presets),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -39,15 +39,19 @@ static void writer_done(rl_admin_job *job) { rl__api_call_done(job->context); }
 
 bool rl__admin_change_submit(rl_handler_ctx *ctx, const rl_api_route *route, rl_api_call *call,
                              rl_http_response *res) {
-    rl_service_put *put = &call->admin_put.put;
+    rl_admin_job *job = &call->admin_put;
+    rl_service_put *puts = job->puts != NULL ? job->puts : &job->put;
+    size_t count = job->puts != NULL ? job->count : 1;
     if (ctx->admin_writer != NULL) {
-        call->admin_put.done = writer_done;
-        call->admin_put.context = call;
-        if (rl_admin_writer_submit(ctx->admin_writer, &call->admin_put)) return false;
-        put->status = RL_BACKEND_ERROR;
-        snprintf(put->err, sizeof put->err, "the daemon is stopping");
+        job->done = writer_done;
+        job->context = call;
+        if (rl_admin_writer_submit(ctx->admin_writer, job)) return false;
+        for (size_t i = 0; i < count; i++) {
+            puts[i].status = RL_BACKEND_ERROR;
+            snprintf(puts[i].err, sizeof puts[i].err, "the daemon is stopping");
+        }
     } else {
-        rl_service_put_limits(ctx->service, put, 1);
+        rl_service_put_limits(ctx->service, puts, count);
     }
     route->finish(ctx, call, res);
     return true;

@@ -29,9 +29,10 @@ void rl__admin_change_failed(rl_handler_ctx *ctx, rl_http_response *res, const c
 /* {"ok":true} as res's answer. */
 void rl__admin_change_ok(rl_handler_ctx *ctx, rl_http_response *res);
 
-/* Hands call->admin_put (its change filled and checked) to the admin writer
- * when the context has one (false: the writer answers later, through the
- * route's finish), else does it now and calls route->finish (true). */
+/* Hands call->admin_put (its change, or its puts when job.puts is set: a
+ * preset's, done whole; filled and checked) to the admin writer when the
+ * context has one (false: the writer answers later, through the route's
+ * finish), else does it now and calls route->finish (true). */
 bool rl__admin_change_submit(rl_handler_ctx *ctx, const rl_api_route *route, rl_api_call *call,
                              rl_http_response *res);
 

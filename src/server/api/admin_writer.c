@@ -19,14 +19,18 @@ void rl_admin_writer_put_limits(void *service, rl_service_put *puts, size_t coun
     rl_service_put_limits(service, puts, count);
 }
 
-/* Takes up to RL_ADMIN_WRITER_MAX_GROUP jobs off the queue, in order; the
- * caller holds the mutex. */
+/* How many changes job holds: its puts, or its one put. */
+static size_t changes_of(const rl_admin_job *job) { return job->puts != NULL ? job->count : 1; }
+
+/* Takes whole jobs off the queue, in order, up to RL_ADMIN_WRITER_MAX_GROUP
+ * changes in all; *count is how many changes. The caller holds the mutex. */
 static rl_admin_job *take_group(rl_admin_writer *writer, size_t *count) {
     rl_admin_job *first = writer->head, *last = NULL;
     size_t n = 0;
-    for (rl_admin_job *job = first; job != NULL && n < RL_ADMIN_WRITER_MAX_GROUP; job = job->next) {
+    for (rl_admin_job *job = first; job != NULL && n + changes_of(job) <= RL_ADMIN_WRITER_MAX_GROUP;
+         job = job->next) {
         last = job;
-        n++;
+        n += changes_of(job);
     }
     if (last != NULL) {
         writer->head = last->next;
@@ -47,12 +51,16 @@ static void *writer_main(void *arg) {
         rl_admin_job *group = take_group(writer, &count);
         pthread_mutex_unlock(&writer->mutex);
         size_t i = 0;
-        for (rl_admin_job *job = group; job != NULL; job = job->next) writer->scratch[i++] = job->put;
+        for (rl_admin_job *job = group; job != NULL; job = job->next) {
+            if (job->puts == NULL) writer->scratch[i++] = job->put;
+            else for (size_t k = 0; k < job->count; k++) writer->scratch[i++] = job->puts[k];
+        }
         writer->group_fn(writer->context, writer->scratch, count);
         i = 0;
         for (rl_admin_job *job = group, *next; job != NULL; job = next) {
             next = job->next; /* done may free the job */
-            job->put = writer->scratch[i++];
+            if (job->puts == NULL) job->put = writer->scratch[i++];
+            else for (size_t k = 0; k < job->count; k++) job->puts[k] = writer->scratch[i++];
             job->done(job);
         }
         pthread_mutex_lock(&writer->mutex);
@@ -80,6 +88,7 @@ rl_admin_writer *rl_admin_writer_start(rl_admin_group_fn group_fn, void *context
 }
 
 bool rl_admin_writer_submit(rl_admin_writer *writer, rl_admin_job *job) {
+    if (job->puts != NULL && (job->count == 0 || job->count > RL_ADMIN_WRITER_MAX_GROUP)) return false;
     pthread_mutex_lock(&writer->mutex);
     bool taken = !writer->stopping;
     if (taken) {

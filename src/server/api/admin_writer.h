@@ -33,6 +33,12 @@
 typedef struct rl_admin_job rl_admin_job;
 struct rl_admin_job {
     rl_service_put put; /* in: put.def and put.op (a put or a delete); out: the rest, when done is called */
+    /* Or, when puts is not NULL, count changes (1..RL_ADMIN_WRITER_MAX_GROUP,
+     * the caller's memory; put is then unused) done together, in order, in
+     * one group, never split between two: a preset's apply, one registry
+     * write. */
+    rl_service_put *puts;
+    size_t count;
     void (*done)(rl_admin_job *job);
     void *context;      /* the caller's */
     rl_admin_job *next; /* the writer's */
@@ -47,7 +53,8 @@ typedef struct rl_admin_writer rl_admin_writer;
 /* Starts the writer thread. NULL if out of memory or no thread. */
 rl_admin_writer *rl_admin_writer_start(rl_admin_group_fn group_fn, void *context);
 
-/* Queues job. false (job untouched, done never called) once stopping. */
+/* Queues job. false (job untouched, done never called) once stopping, or
+ * for a job of more than RL_ADMIN_WRITER_MAX_GROUP changes. */
 bool rl_admin_writer_submit(rl_admin_writer *writer, rl_admin_job *job);
 
 /* Does what is queued, stops the thread and frees the writer. NULL is allowed. */

@@ -96,6 +96,15 @@ bool rl__template_delete_start(rl_handler_ctx *ctx, const rl_api_route *route, c
 void rl__template_change_finish(rl_handler_ctx *ctx, rl_api_call *call, rl_http_response *res);
 void rl__templates_list(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http_request *req,
                         rl_http_response *res);
+/* handlers_presets.c: GET /v1/admin/presets; PUT
+ * /v1/admin/presets/{name}/apply, the name the rest of the path, its puts
+ * done as one change of the admin writer (their memory let go by end). */
+void rl__admin_presets_list(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http_request *req,
+                            rl_http_response *res);
+bool rl__admin_preset_apply_start(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http_request *req,
+                                  rl_api_call *call, rl_http_response *res);
+void rl__admin_preset_apply_finish(rl_handler_ctx *ctx, rl_api_call *call, rl_http_response *res);
+void rl__admin_preset_apply_end(rl_api_call *call);
 
 /* handlers_audit.c: GET /v1/admin/audit, the query string its parameters. */
 void rl__admin_audit(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http_request *req,

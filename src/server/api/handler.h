@@ -95,7 +95,8 @@ struct rl_api_call {
     /* Each endpoint's state (not a union: the lease arrays are kept
      * between requests, whichever endpoint comes next). */
     rl_lease_call lease;    /* the four lease endpoints */
-    rl_admin_job admin_put; /* PUT /v1/admin/limits, DELETE /v1/admin/limits/{key} */
+    rl_admin_job admin_put; /* PUT /v1/admin/limits, DELETE /v1/admin/limits/{key}, a preset's puts */
+    const rl_preset *preset; /* PUT /v1/admin/presets/{name}/apply */
 };
 
 /* A new call: nothing held. */

@@ -28,6 +28,7 @@ void rl_handler_ctx_trim(rl_handler_ctx *ctx) {
 
 #define ADMIN_LIMITS_PATH "/v1/admin/limits"
 #define ADMIN_TEMPLATES_PATH "/v1/admin/templates"
+#define ADMIN_PRESETS_PATH "/v1/admin/presets"
 
 #define ANSWER(method, path, allow, fn) {method, sizeof(method) - 1, path, sizeof(path) - 1, false, allow, fn, NULL, NULL, NULL, NULL}
 #define LEASE(path, endpoint)                                                                                      \
@@ -53,6 +54,10 @@ static const rl_api_route routes[] = {
     /* The pattern, percent-encoded where needed ('{' and '}' may be sent as is). */
     {"DELETE", 6, ADMIN_TEMPLATES_PATH "/", sizeof(ADMIN_TEMPLATES_PATH "/") - 1, true, "DELETE", NULL,
      rl__template_delete_start, rl__template_change_finish, NULL, NULL},
+    ANSWER("GET", ADMIN_PRESETS_PATH, "GET", rl__admin_presets_list),
+    /* The name, then "/apply". */
+    {"PUT", 3, ADMIN_PRESETS_PATH "/", sizeof(ADMIN_PRESETS_PATH "/") - 1, true, "PUT", NULL,
+     rl__admin_preset_apply_start, rl__admin_preset_apply_finish, rl__admin_preset_apply_end, NULL},
     ANSWER("GET", "/v1/admin/audit", "GET", rl__admin_audit),
     ANSWER("GET", "/healthz", "GET", rl__healthz),
 };

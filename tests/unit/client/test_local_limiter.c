@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "ratelimiter/limiter.h"
+#include "ratelimiter/registry.h"
 #include "support/lease_ids.h"
 
 static char dir[] = "/tmp/rl_local_limiter_XXXXXX";
@@ -216,6 +217,127 @@ static void deletes_a_limit_at_run_time(void **state) {
     rl_limiter_destroy(limiter);
 }
 
+/* The result of key in results[0..count). */
+static const rl_preset_result *result_of(const rl_preset_result *results, size_t count, const char *key) {
+    for (size_t i = 0; i < count; i++)
+        if (strcmp(results[i].key, key) == 0) return &results[i];
+    fail_msg("no result for %s", key);
+    return NULL;
+}
+
+static void assert_outcomes(const rl_preset_result *results, size_t count, rl_preset_outcome outcome,
+                            const char *except) {
+    for (size_t i = 0; i < count; i++) {
+        if (except != NULL && strcmp(results[i].key, except) == 0) continue;
+        assert_int_equal(results[i].status, RL_OK);
+        if (results[i].outcome != outcome)
+            fail_msg("%s: %s", results[i].key, rl_preset_outcome_name(results[i].outcome));
+    }
+}
+
+/* rl_limiter_local_apply_preset: the file's and define's limits are the
+ * operator's and win; a preset takes what a preset made; delete frees. */
+static void applies_a_preset_where_the_operator_has_not_defined(void **state) {
+    (void)state;
+    const char *path = write_file("presets.json",
+                                  "[{\"key\":\"global:llm:openai:gpt-4o:rpm\",\"kind\":\"rolling\",\"capacity\":7,"
+                                  "\"window_seconds\":60}]");
+    char err[RL_LIMITER_ERR_SIZE];
+    rl_limiter *limiter;
+    assert_int_equal(rl_limiter_local_open(path, NULL, &limiter, err), RL_OK);
+    rl_preset_result results[RL_PRESET_MAX_LIMITS];
+    size_t count = 0;
+    assert_int_equal(rl_limiter_local_apply_preset(limiter, "openai-tier-1", results, &count), RL_OK);
+    assert_int_equal(count, rl_preset_limit_count(rl_preset_find("openai-tier-1")));
+    assert_int_equal(result_of(results, count, "global:llm:openai:gpt-4o:rpm")->outcome, RL_PRESET_KEPT);
+    assert_outcomes(results, count, RL_PRESET_DEFINED, "global:llm:openai:gpt-4o:rpm");
+    /* In force: tier 1's 30,000 tokens a minute for gpt-4o. */
+    char id[27];
+    rl_requirement too_much[] = {{"global:llm:openai:gpt-4o:tpm", 30001, false}};
+    rl_reserve_request request = {rl_test_lease_id(1, id), NULL, too_much, 1, false};
+    rl_reserve_result result;
+    assert_int_equal(rl_limiter_reserve(limiter, &request, &result), RL_OK);
+    assert_int_equal(result.status, RL_EXCEEDS_CAPACITY);
+    /* Again: nothing changes. Another tier takes the preset's keys. */
+    assert_int_equal(rl_limiter_local_apply_preset(limiter, "openai-tier-1", results, &count), RL_OK);
+    assert_outcomes(results, count, RL_PRESET_UNCHANGED, "global:llm:openai:gpt-4o:rpm");
+    assert_int_equal(rl_limiter_local_apply_preset(limiter, "openai-tier-2", results, &count), RL_OK);
+    assert_int_equal(result_of(results, count, "global:llm:openai:gpt-4o:rpm")->outcome, RL_PRESET_KEPT);
+    assert_outcomes(results, count, RL_PRESET_UPDATED, "global:llm:openai:gpt-4o:rpm");
+    /* define makes a preset's key the operator's; delete frees one. */
+    rl_limit_def mine = {.key = "global:llm:openai:gpt-4o:tpm", .kind = RL_KIND_ROLLING, .capacity = 5,
+                         .window_seconds = 60};
+    assert_int_equal(rl_limiter_local_define(limiter, &mine, NULL), RL_OK);
+    assert_int_equal(rl_limiter_local_delete(limiter, "global:llm:openai:gpt-4o:rpm"), RL_OK);
+    assert_int_equal(rl_limiter_local_apply_preset(limiter, "openai-tier-2", NULL, NULL), RL_OK);
+    assert_int_equal(rl_limiter_local_apply_preset(limiter, "openai-tier-2", results, &count), RL_OK);
+    assert_int_equal(result_of(results, count, "global:llm:openai:gpt-4o:tpm")->outcome, RL_PRESET_KEPT);
+    assert_int_equal(result_of(results, count, "global:llm:openai:gpt-4o:rpm")->outcome, RL_PRESET_UNCHANGED);
+    /* "local" makes nothing; unknown names and other limiters are refused. */
+    assert_int_equal(rl_limiter_local_apply_preset(limiter, "local", results, &count), RL_OK);
+    assert_int_equal(count, 0);
+    assert_int_equal(rl_limiter_local_apply_preset(limiter, "openai-tier-9", results, &count), RL_INVALID_REQUEST);
+    assert_non_null(strstr(rl_limiter_last_error(), "no preset named \"openai-tier-9\""));
+    assert_int_equal(rl_limiter_local_apply_preset(limiter, NULL, results, &count), RL_INVALID_REQUEST);
+    assert_int_equal(rl_limiter_local_apply_preset(NULL, "openai-tier-1", results, &count), RL_INVALID_REQUEST);
+    assert_non_null(strstr(rl_limiter_last_error(), "not a local limiter"));
+    rl_limiter_destroy(limiter);
+}
+
+/* Who made a limit survives: a daemon's limits.json keeps origins (a limit
+ * an older table made is updated, through decreasing when usage is above
+ * the new capacity), and with a journal a limit an earlier run's apply made
+ * is the preset's again while it is still exactly the preset's. */
+static void knows_who_made_a_limit_across_opens(void **state) {
+    (void)state;
+    char path[300], journal[300], err[RL_LIMITER_ERR_SIZE];
+    snprintf(path, sizeof path, "%s/origins.json", dir);
+    snprintf(journal, sizeof journal, "%s/origins.journal", dir);
+    rl_registry *registry;
+    assert_int_equal(rl_registry_open(path, 0, &registry, err, sizeof err), RL_OK);
+    rl_registry_change change = {.op = RL_REGISTRY_PUT, .origin = "preset:openai-tier-1",
+                                 .def = {.key = "global:llm:openai:gpt-4o:rpm", .kind = RL_KIND_ROLLING,
+                                         .capacity = 800, .window_seconds = 60, .description = "older table"}};
+    assert_int_equal(rl_registry_apply(registry, &change, 1, err, sizeof err), RL_OK);
+    rl_registry_close(registry);
+
+    rl_memory_options options;
+    rl_memory_options_default(&options);
+    options.journal_path = journal;
+    rl_limiter *limiter;
+    if (rl_limiter_local_open(path, &options, &limiter, err) != RL_OK) fail_msg("%s", err);
+    char id[27];
+    rl_requirement many[] = {{"global:llm:openai:gpt-4o:rpm", 600, false}};
+    rl_reserve_request request = {rl_test_lease_id(1, id), NULL, many, 1, false};
+    rl_reserve_result result;
+    assert_int_equal(rl_limiter_reserve(limiter, &request, &result), RL_OK);
+    assert_true(result.allowed);
+    rl_preset_result results[RL_PRESET_MAX_LIMITS];
+    size_t count = 0;
+    assert_int_equal(rl_limiter_local_apply_preset(limiter, "openai-tier-1", results, &count), RL_OK);
+    const rl_preset_result *rpm = result_of(results, count, "global:llm:openai:gpt-4o:rpm");
+    assert_int_equal(rpm->outcome, RL_PRESET_UPDATED);
+    assert_int_equal(rpm->limit_status, RL_LIMIT_STATUS_DECREASING);
+    assert_outcomes(results, count, RL_PRESET_DEFINED, "global:llm:openai:gpt-4o:rpm");
+    rl_limit_def mine = {.key = "global:llm:openai:gpt-4o:tpm", .kind = RL_KIND_ROLLING, .capacity = 3,
+                         .window_seconds = 60};
+    assert_int_equal(rl_limiter_local_define(limiter, &mine, NULL), RL_OK);
+    rl_limiter_destroy(limiter);
+
+    /* Reopened: the file's key as the file says (800, the older table's,
+     * updated again); of the journal's, the preset's recognised as such,
+     * the one the operator defined kept. */
+    if (rl_limiter_local_open(path, &options, &limiter, err) != RL_OK) fail_msg("%s", err);
+    assert_int_equal(rl_limiter_local_apply_preset(limiter, "openai-tier-1", results, &count), RL_OK);
+    assert_int_equal(result_of(results, count, "global:llm:openai:gpt-4o:rpm")->outcome, RL_PRESET_UPDATED);
+    assert_int_equal(result_of(results, count, "global:llm:openai:gpt-4o:tpm")->outcome, RL_PRESET_KEPT);
+    for (size_t i = 0; i < count; i++)
+        if (strcmp(results[i].key, "global:llm:openai:gpt-4o:rpm") != 0 &&
+            strcmp(results[i].key, "global:llm:openai:gpt-4o:tpm") != 0)
+            assert_int_equal(results[i].outcome, RL_PRESET_UNCHANGED);
+    rl_limiter_destroy(limiter);
+}
+
 static int setup(void **state) {
     (void)state;
     return mkdtemp(dir) == NULL ? -1 : 0;
@@ -278,6 +400,8 @@ int main(void) {
         cmocka_unit_test(audit_lists_what_was_charged),
         cmocka_unit_test(deletes_a_limit_at_run_time),
         cmocka_unit_test(defines_templates_at_run_time),
+        cmocka_unit_test(applies_a_preset_where_the_operator_has_not_defined),
+        cmocka_unit_test(knows_who_made_a_limit_across_opens),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -98,11 +98,25 @@ static void test_a_known_figure(void **state) {
     assert_true(seen_rpm && seen_rpd);
 }
 
+/* Every preset fits the room callers give one apply, and every outcome has
+ * its name on the wire. */
+static void test_bounds_and_outcome_names(void **state) {
+    (void)state;
+    for (size_t i = 0; i < rl_preset_count(); i++) assert_true(rl_preset_limit_count(rl_preset_at(i)) <= RL_PRESET_MAX_LIMITS);
+    assert_string_equal(rl_preset_outcome_name(RL_PRESET_DEFINED), "defined");
+    assert_string_equal(rl_preset_outcome_name(RL_PRESET_UPDATED), "updated");
+    assert_string_equal(rl_preset_outcome_name(RL_PRESET_UNCHANGED), "unchanged");
+    assert_string_equal(rl_preset_outcome_name(RL_PRESET_KEPT), "kept");
+    assert_string_equal(rl_preset_outcome_name(RL_PRESET_REFUSED), "refused");
+    assert_string_equal(rl_preset_outcome_name((rl_preset_outcome)99), "?");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_preset_is_found_by_name_in_order),
         cmocka_unit_test(test_limits_are_valid_and_on_the_helpers_keys),
         cmocka_unit_test(test_a_known_figure),
+        cmocka_unit_test(test_bounds_and_outcome_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -603,6 +603,56 @@ static void test_validate(void **state) {
     assert_non_null(strstr(err, "audit.retention_days must be 1..3660"));
 }
 
+/* presets: a list of known preset names, in order; --preset adds after it
+ * (rl_server_config_add_preset), and validate checks names set otherwise. */
+static void test_presets(void **state) {
+    (void)state;
+    rl_server_config config;
+    char err[RL_CONFIG_ERR_SIZE];
+    assert_true(load(&config, "presets: [openai-tier-1, anthropic-tier-2]\n", err, sizeof err));
+    assert_int_equal(config.preset_count, 2);
+    assert_string_equal(config.presets[0], "openai-tier-1");
+    assert_string_equal(config.presets[1], "anthropic-tier-2");
+    assert_true(rl_server_config_add_preset(&config, "gemini-free", err, sizeof err));
+    assert_int_equal(config.preset_count, 3);
+    assert_string_equal(config.presets[2], "gemini-free");
+    if (!rl_server_config_validate(&config, err, sizeof err)) fail_msg("%s", err);
+    assert_true(load(&config, "server:\n  threads: 1\npresets:\n  - local\n  - gemini-tier-3\n", err, sizeof err));
+    assert_int_equal(config.preset_count, 2);
+    assert_string_equal(config.presets[1], "gemini-tier-3");
+    assert_true(load(&config, "presets: []\n", err, sizeof err));
+    assert_int_equal(config.preset_count, 0);
+    assert_true(load(&config, "presets:\n", err, sizeof err));
+    assert_int_equal(config.preset_count, 0);
+
+    expect_error("presets:\n  - openai-tier-1\n  - openai-tier-9\n", "config.yaml:3:",
+                 "'presets': no preset named \"openai-tier-9\"; the presets are: anthropic-tier-1, ");
+    expect_error("presets: openai-tier-1\n", "config.yaml:1:", "'presets' must be a list of preset names");
+    expect_error("presets: [[openai-tier-1]]\n", "'presets' must be a list of preset names (strings)", NULL);
+    expect_error("presets: {a: 1}\n", "'presets' must be a list", NULL);
+    expect_error("presets: []\npresets: [local]\n", "config.yaml:2:", "duplicate section 'presets'");
+    char many[2048] = "presets: [local";
+    for (int i = 0; i < RL_CONFIG_MAX_PRESETS; i++) strcat(many, ", local");
+    strcat(many, "]\n");
+    expect_error(many, "at most 32 presets", NULL);
+    expect_error("presetz: []\n", "unknown section 'presetz'", "presets)");
+
+    /* A flag's name no preset has; a name set by other means, checked. */
+    rl_server_config_default(&config);
+    assert_false(rl_server_config_add_preset(&config, "openai-tier-0", err, sizeof err));
+    assert_non_null(strstr(err, "no preset named \"openai-tier-0\"; the presets are:"));
+    assert_int_equal(config.preset_count, 0);
+    config.journal.set = true; /* no journal: nothing else to complain about */
+    config.journal.path[0] = '\0';
+    snprintf(config.presets[config.preset_count++], sizeof config.presets[0], "nope");
+    assert_false(rl_server_config_validate(&config, err, sizeof err));
+    assert_non_null(strstr(err, "no preset named \"nope\""));
+    for (uint32_t i = config.preset_count = 0; i < RL_CONFIG_MAX_PRESETS; i++)
+        assert_true(rl_server_config_add_preset(&config, "local", err, sizeof err));
+    assert_false(rl_server_config_add_preset(&config, "local", err, sizeof err));
+    assert_non_null(strstr(err, "at most 32 presets"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),
@@ -624,6 +674,7 @@ int main(void) {
         cmocka_unit_test(test_example_config),
         cmocka_unit_test(test_validate),
         cmocka_unit_test(test_registry_log_clash),
+        cmocka_unit_test(test_presets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -138,11 +138,53 @@ static void test_groups_are_bounded(void **state) {
     assert_int_equal(rec.sizes[2], JOBS - 1);
 }
 
+/* A job of many changes (a preset's apply) is one piece of a group: when
+ * it does not fit beside what is queued before it, it waits whole for the
+ * next group; its done comes once, after every one of its puts is answered. */
+static int many_done_calls, many_answered;
+
+static void many_done(rl_admin_job *job) {
+    pthread_mutex_lock(&rec.mutex);
+    many_done_calls++;
+    for (size_t i = 0; i < job->count; i++) {
+        rl_limit_status expected = job->puts[i].def.capacity % 2 ? RL_LIMIT_STATUS_DECREASING : RL_LIMIT_STATUS_ACTIVE;
+        if (job->puts[i].status == RL_OK && job->puts[i].limit_status == expected) many_answered++;
+    }
+    pthread_cond_broadcast(&rec.changed);
+    pthread_mutex_unlock(&rec.mutex);
+}
+
+static void test_a_job_of_many_puts_is_never_split(void **state) {
+    (void)state;
+    init_jobs();
+    enum { MANY = RL_ADMIN_WRITER_MAX_GROUP - 10 };
+    static rl_service_put puts[MANY];
+    memset(puts, 0, sizeof puts);
+    for (size_t i = 0; i < MANY; i++) puts[i].def.capacity = i;
+    rl_admin_job many = {.puts = puts, .count = MANY, .done = many_done};
+    many_done_calls = many_answered = 0;
+    rl_admin_writer *writer = queued_behind_a_group(&many, 1);
+    /* Never more than a group, never none. */
+    rl_admin_job empty = {.puts = puts, .count = 0, .done = many_done};
+    rl_admin_job too_many = {.puts = puts, .count = RL_ADMIN_WRITER_MAX_GROUP + 1, .done = many_done};
+    assert_false(rl_admin_writer_submit(writer, &empty));
+    assert_false(rl_admin_writer_submit(writer, &too_many));
+    release();
+    rl_admin_writer_stop(writer);
+    assert_int_equal(rec.groups, 3);
+    assert_int_equal(rec.sizes[1], JOBS - 1);
+    assert_int_equal(rec.sizes[2], MANY);
+    assert_int_equal(many_done_calls, 1);
+    assert_int_equal(many_answered, MANY);
+    assert_int_equal(rec.done_count, JOBS);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_waiting_puts_are_one_group),
         cmocka_unit_test(test_stop_drains),
         cmocka_unit_test(test_groups_are_bounded),
+        cmocka_unit_test(test_a_job_of_many_puts_is_never_split),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
