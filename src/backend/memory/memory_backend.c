@@ -723,6 +723,7 @@ static void destroy(rl_backend *base) {
     rl__mem_limit_table_free(&backend->limits);
     if (backend->absent != NULL) rl__mem_limit_table_free(backend->absent);
     free(backend->absent);
+    rl__template_set_free(backend->templates);
     free(backend->walk_scratch);
     free(backend);
 }
