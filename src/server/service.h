@@ -100,8 +100,8 @@ rl_status rl_service_health(rl_service *service, size_t *limits, char *detail, s
 
 /* Creates or updates a limit; the state after the call goes to *out_status.
  *
- * Local mode: validates def, persists it (the registry rewrites its file
- * atomically), then applies it to the backend. If validation or persisting
+ * Local mode: validates def, persists it (the registry appends it to its
+ * log, durably), then applies it to the backend. If validation or persisting
  * fails nothing changes. Returns RL_OK; RL_INVALID_REQUEST (invalid, or the
  * registry is full) with a sentence in err; RL_IO_ERROR or RL_NO_MEMORY
  * (persisting failed); RL_BACKEND_ERROR if the backend refused a definition
@@ -124,7 +124,7 @@ rl_status rl_service_put_limit(rl_service *service, const rl_limit_def *def,
 /* Deletes the limit of key with everything it holds: its open reservations
  * and holds are dropped, nothing charged (backend.h, delete_definition).
  *
- * Local mode: the registry first (its file rewritten atomically), then the
+ * Local mode: the registry first (its log appended to, durably), then the
  * backend. If the registry cannot be written nothing changes; if the
  * backend cannot take the delete the registry gets the definition back.
  * A key the registry does not hold is deleted from the backend all the

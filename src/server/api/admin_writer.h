@@ -1,17 +1,18 @@
 /* server/api/admin_writer.h — admin puts and deletes done off the event
  * loops, many at once.
  *
- * A PUT /v1/admin/limits rewrites and fsyncs the whole registry file: ~1 ms
- * at 2,000 limits, ~8 ms at 10,000, more at max_limits; a DELETE
- * /v1/admin/limits/{key} too. Done on an event loop it stalls every reserve
- * and complete of that loop meanwhile. So the loop only decodes and checks
+ * An admin change (a PUT or DELETE of a limit or a template, a preset's
+ * puts) waits for an fdatasync of the registry's log and, on the memory
+ * backend, of its journal, and now and then for a compaction of the
+ * registry (about 0.1 s at 100,000 limits). Done on an event loop it would
+ * stall every reserve and complete of that loop meanwhile. So the loop only decodes and checks
  * the body (or the key), hands the change to this writer and goes on; the
  * writer thread takes every change waiting, does them in submit order as
  * one group (the group function: rl_service_put_limits in the daemon, one
  * registry write for each run of puts) and only then tells each change,
  * through its `done`, which hands it back to its loop for the answer. An
  * answer is therefore sent only once the change is durable, and a flood of
- * puts costs one file write per group, not one per put.
+ * puts costs one sync per group, not one per put.
  *
  * Threading: submit from any thread; `done` runs on the writer thread, one
  * job after another, after the group function returned. stop drains: every
