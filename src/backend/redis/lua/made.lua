@@ -102,12 +102,10 @@ local function gen_token(L)
   return fmt(L.gen)
 end
 
--- common.lua's made_from: K's limit made from the template the daemon named
--- for it, as a fresh limit not yet in Redis (L.virtual: save() writes it
--- once it holds something).
-made_from = function(K)
-  local T = TEMPLATES[K]
-  if not T then return nil end
+-- K's limit made from the template of pattern T (nil if Redis holds none),
+-- as a fresh limit not yet in Redis (L.virtual: save() writes it once it
+-- holds something).
+local function fresh(K, T)
   local t = template(T)
   if not t then return nil end
   local L = {key = K, lk = P .. 'l:' .. K, ek = P .. 'e:' .. K, ak = P .. 'a:' .. K, kind = t.kind,
@@ -123,6 +121,14 @@ made_from = function(K)
   return L
 end
 
+-- common.lua's made_from: K's limit made from the template the daemon named
+-- for it.
+made_from = function(K)
+  local T = TEMPLATES[K]
+  if not T then return nil end
+  return fresh(K, T)
+end
+
 -- Enters made limit L in m:T until mx (NOW's clock), and m:T lives as long.
 local function note_made(L, mx)
   local mk = P .. 'm:' .. L.tp
@@ -133,7 +139,10 @@ local function note_made(L, mx)
 end
 
 -- common.lua's made_follow: L (loaded, purged, made from a template) as
--- its template says now; nil if the template was deleted (L dropped).
+-- its template says now; nil if the template was deleted (L dropped). One
+-- that holds nothing is forgotten here, and read as made afresh (what it
+-- counted, its overage totals, goes with it), so that whatever touches it
+-- first sees what a later touch would.
 made_follow = function(L)
   local t = template(L.tp)
   if not t or t.tg ~= L.tg then
@@ -151,6 +160,11 @@ made_follow = function(L)
       local ttl = redis.call('PTTL', L.lk)
       if ttl > 0 then note_made(L, NOW + ttl + 1000) end
     end
+  end
+  if L.act == 0 and L.used == 0 then
+    drop_made(L)
+    redis.call('ZREM', P .. 'm:' .. L.tp, L.key)
+    return fresh(L.key, L.tp)
   end
   if t.v == L.tv then return L end
   -- a budget's new calendar needs the bounds the daemon passes with
