@@ -156,8 +156,9 @@ bool rl_redis_define_again(redis_backend *backend, const char *key, uint64_t dea
 
 /* Reads key's definition from Redis again, by deadline_ms, so that this
  * daemon learns a budget's latest calendar (budget_periods.h) after a
- * script asked for bounds it did not pass. True if Redis holds one that
- * decodes. */
+ * script asked for bounds it did not pass; for a key with no definition of
+ * its own that a template matches, the templates (its calendar is its
+ * template's). True if Redis holds one that decodes. */
 bool rl_redis_read_again(redis_backend *backend, const char *key, uint64_t deadline_ms);
 
 /* Starts following the store's definitions from their current version
@@ -218,12 +219,14 @@ typedef struct rl__redis_call_keys {
     size_t made;
     char (*patterns)[RL_KEY_MAX_LEN + 1]; /* each pattern named once */
     size_t pattern_count, pattern_capacity;
+    const char **seen; /* the keys added, hashed: each told once however many leases name it */
+    size_t seen_mask;
 } rl__redis_call_keys;
 
 /* Room for max_keys keys. False when out of memory (free in any case). */
 bool rl__redis_call_keys_init(redis_backend *backend, rl__redis_call_keys *c, size_t max_keys);
 void rl__redis_call_keys_free(rl__redis_call_keys *c);
-/* Adds key (each at most max_keys times in all). */
+/* Adds key (max_keys keys in all, repeats counted; a repeat adds nothing). */
 void rl__redis_call_keys_add(redis_backend *backend, rl__redis_call_keys *c, const char *key);
 /* How many arguments rl__redis_call_keys_push pushes. */
 size_t rl__redis_call_keys_argc(const rl__redis_call_keys *c);

@@ -222,11 +222,15 @@ bool rl__redis_call_keys_init(redis_backend *backend, rl__redis_call_keys *c, si
     c->budgets_known = rl__budget_periods_any(backend->budgets);
     c->templates_known = rl__template_copy_count(backend->templates) > 0;
     if (!c->budgets_known && !c->templates_known) return true; /* nothing to tell: no allocation */
+    size_t slots = 16;
+    while (slots < 2 * max_keys) slots *= 2;
+    c->seen = calloc(slots, sizeof *c->seen);
+    c->seen_mask = slots - 1;
     c->bounds = malloc(max_keys * sizeof *c->bounds);
     c->bounds_keys = malloc(max_keys * sizeof *c->bounds_keys);
     c->made_keys = c->templates_known ? malloc(max_keys * sizeof *c->made_keys) : NULL;
     c->made_pattern = c->templates_known ? malloc(max_keys * sizeof *c->made_pattern) : NULL;
-    return c->bounds != NULL && c->bounds_keys != NULL &&
+    return c->seen != NULL && c->bounds != NULL && c->bounds_keys != NULL &&
            (!c->templates_known || (c->made_keys != NULL && c->made_pattern != NULL));
 }
 
@@ -236,6 +240,7 @@ void rl__redis_call_keys_free(rl__redis_call_keys *c) {
     free(c->made_keys);
     free(c->made_pattern);
     free(c->patterns);
+    free(c->seen);
     memset(c, 0, sizeof *c);
 }
 
@@ -254,18 +259,25 @@ static long pattern_index(rl__redis_call_keys *c, const char *pattern) {
     return (long)c->pattern_count++;
 }
 
-static bool has_bounds(const rl__redis_call_keys *c, const char *key) {
-    for (size_t k = 0; k < c->budgets; k++)
-        if (strcmp(c->bounds_keys[k], key) == 0) return true;
-    return false;
+/* True the first time key is seen (then remembered), false for a repeat. */
+static bool first_sight(rl__redis_call_keys *c, const char *key) {
+    uint64_t h = UINT64_C(14695981039346656037); /* FNV-1a */
+    for (const char *k = key; *k != '\0'; k++) h = (h ^ (unsigned char)*k) * UINT64_C(1099511628211);
+    for (size_t at = (size_t)h & c->seen_mask;; at = (at + 1) & c->seen_mask) {
+        if (c->seen[at] == NULL) {
+            c->seen[at] = key;
+            return true;
+        }
+        if (strcmp(c->seen[at], key) == 0) return false;
+    }
 }
 
 void rl__redis_call_keys_add(redis_backend *backend, rl__redis_call_keys *c, const char *key) {
-    if (c->bounds == NULL) return;
+    if (c->bounds == NULL || !first_sight(c, key)) return;
     /* a budget this daemon knows as the key's own: its bounds */
-    if (c->budgets_known && !has_bounds(c, key) &&
-        rl__budget_periods_bounds(backend->budgets, key, c->unix_now_ms, &c->bounds[c->budgets]))
-        c->bounds_keys[c->budgets++] = key;
+    bool bounded = c->budgets_known &&
+                   rl__budget_periods_bounds(backend->budgets, key, c->unix_now_ms, &c->bounds[c->budgets]);
+    if (bounded) c->bounds_keys[c->budgets++] = key;
     char pattern[RL_KEY_MAX_LEN + 1];
     rl_kind kind;
     if (!c->templates_known || !rl__template_copy_match(backend->templates, key, pattern, &kind)) return;
@@ -274,7 +286,7 @@ void rl__redis_call_keys_add(redis_backend *backend, rl__redis_call_keys *c, con
     c->made_keys[c->made] = key;
     c->made_pattern[c->made++] = (size_t)at;
     /* a budget made from its template: the template's bounds, unless it has its own */
-    if (kind == RL_KIND_BUDGET && !has_bounds(c, key) &&
+    if (kind == RL_KIND_BUDGET && !bounded &&
         rl__template_copy_bounds(backend->templates, pattern, c->unix_now_ms, &c->bounds[c->budgets]))
         c->bounds_keys[c->budgets++] = key;
 }

@@ -18,6 +18,7 @@
 #include <hiredis/hiredis.h>
 
 #include "ratelimiter/redis.h"
+#include "ratelimiter/submitter.h"
 #include "support/lease_ids.h"
 #include "support/redis_server.h"
 
@@ -480,6 +481,37 @@ static void a_bad_template_is_refused(void **state) {
     rl_backend_destroy(backend);
 }
 
+/* The daemon's stacks pass templates through: the submitter over the
+ * redis backend, and the backend with allotments (which decides a made
+ * key's leases in Redis). */
+static void the_submitter_and_allotments_pass_templates_through(void **state) {
+    (void)state;
+    rl_backend *submitter = NULL;
+    assert_int_equal(rl_submitter_create(open_backend("stack:"), NULL, &submitter), RL_OK);
+    put_template(submitter, rolling("tenant:{t}:rpm", 1, 60));
+    rl_redis_options options;
+    rl_redis_options_default(&options);
+    options.port = server.port;
+    options.key_prefix = "stack:";
+    rl_backend *allotted = NULL;
+    char err[256];
+    if (rl_allotted_backend_create(&options, NULL, NULL, &allotted, err, sizeof err) != RL_OK) fail_msg("%s", err);
+    rl_limit_def *templates = NULL;
+    size_t count = 0;
+    assert_int_equal(rl_backend_list_templates(allotted, &templates, &count), RL_OK);
+    assert_int_equal(count, 1);
+    free(templates);
+    assert_true(reserve(allotted, 1, "tenant:a:rpm", 1).allowed);
+    assert_false(reserve(submitter, 2, "tenant:a:rpm", 1).allowed); /* one limit, made in Redis */
+    assert_int_equal(rl_backend_delete_template(allotted, "tenant:{t}:rpm"), RL_OK);
+    assert_int_equal(rl_backend_list_templates(submitter, &templates, &count), RL_OK);
+    assert_int_equal(count, 0);
+    free(templates);
+    assert_int_equal(rl_backend_delete_template(submitter, "tenant:{t}:rpm"), RL_UNKNOWN_LIMIT_KEY);
+    rl_backend_destroy(allotted);
+    rl_backend_destroy(submitter);
+}
+
 static int setup(void **state) {
     (void)state;
     return rl_test_redis_start(&server) == RL_TEST_REDIS_STARTED ? 0 : -1;
@@ -505,6 +537,7 @@ int main(void) {
         cmocka_unit_test(a_budget_is_made_from_its_template),
         cmocka_unit_test(a_redis_that_lost_everything_gets_templates_back_not_made_limits),
         cmocka_unit_test(a_bad_template_is_refused),
+        cmocka_unit_test(the_submitter_and_allotments_pass_templates_through),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

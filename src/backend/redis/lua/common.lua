@@ -72,8 +72,8 @@ local function load(K)
   if not v[1] then return nil end
   local win = tonumber(v[5])
   return {key = K, lk = lk, ek = P .. 'e:' .. K, ak = P .. 'a:' .. K, kind = v[1],
-          enf = tonumber(v[2]), pend = tonumber(v[3]), used = tonumber(v[4]), win = win,
-          ovg = v[6], debt = tonumber(v[7]), denied = tonumber(v[8]), act = tonumber(v[9]) or 0,
+          enf = tonumber(v[2]), pend = tonumber(v[3]) or 0, used = tonumber(v[4]), win = win,
+          ovg = v[6], debt = tonumber(v[7]) or 0, denied = tonumber(v[8]) or 0, act = tonumber(v[9]) or 0,
           cal = v[10], ps = tonumber(v[11]) or 0, pe = tonumber(v[12]) or 0, com = tonumber(v[13]) or 0,
           gen = tonumber(v[14]) or 0,
           -- made from a template (made.lua): its pattern, the template's
@@ -293,9 +293,8 @@ local function limit(K)
       if L.tp then L = made_follow(L) end
     end
     if L == nil then
-      L = made_from(K)
+      L = made_from(K) -- new: nothing to purge
       if L == nil then return nil end
-      purge(L)
     end
     limits[K] = L
   end

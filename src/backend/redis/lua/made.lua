@@ -96,10 +96,16 @@ local function made_incarnate(L)
   if L.gen == 0 then L.gen = redis.call('HINCRBY', P .. 'defs:version', 'n', 1) end
 end
 
--- An entry's incarnation in a lease record: 'gen', or 'gen/tg' for a made limit.
+-- An entry's incarnation in a lease record: 'gen', or 'gen/tg' for a made
+-- limit; formatted once per call (every lease of a batch writes it).
 local function gen_token(L)
-  if L.tp then return fmt(L.gen) .. '/' .. fmt(L.tg) end
-  return fmt(L.gen)
+  local token = L.token
+  if token == nil or L.token_gen ~= L.gen then
+    token = fmt(L.gen)
+    if L.tp then token = token .. '/' .. fmt(L.tg) end
+    L.token, L.token_gen = token, L.gen
+  end
+  return token
 end
 
 -- K's limit made from the template of pattern T (nil if Redis holds none),
@@ -129,11 +135,29 @@ made_from = function(K)
   return fresh(K, T)
 end
 
--- Enters made limit L in m:T until mx (NOW's clock), and m:T lives as long.
-local function note_made(L, mx)
+-- Enters made limit L in m:T until mx (NOW's clock); m:T lives as long,
+-- and loses the members its TTLs forgot (once a call per template: the
+-- limits a batch makes share one mx).
+local function enter_made(L, mx)
   local mk = P .. 'm:' .. L.tp
   redis.call('ZADD', mk, mx, L.key)
+  local t = TPL[L.tp]
+  if t and (t.noted_mx or 0) >= mx then return end
+  if t then
+    if not t.noted_mx then redis.call('ZREMRANGEBYSCORE', mk, '-inf', NOW) end
+    t.noted_mx = mx
+  end
   extend_ttl(mk, mx - NOW + 1000)
+end
+
+-- mx for a limit whose keys live want ms from now: a margin past it (up to
+-- MX_MARGIN_MS), so that a limit in use moves in m:T once in a while, not
+-- on every call, and m:T outlives its last limit by that margin at most.
+local MX_MARGIN_MS = 5000
+local function mx_for(want) return NOW + want + math.min(want, MX_MARGIN_MS) end
+
+local function note_made(L, mx)
+  enter_made(L, mx)
   redis.call('HSET', L.lk, 'mx', fmt(mx))
   L.mx = mx
 end
@@ -158,7 +182,7 @@ made_follow = function(L)
       L.tv = -1
       redis.call('HSET', L.lk, 'tp', T, 'tg', fmt(u.tg))
       local ttl = redis.call('PTTL', L.lk)
-      if ttl > 0 then note_made(L, NOW + ttl + 1000) end
+      if ttl > 0 then note_made(L, mx_for(ttl)) end
     end
   end
   if L.act == 0 and L.used == 0 then
@@ -179,9 +203,41 @@ made_follow = function(L)
   return L
 end
 
--- common.lua's made_save: false when made limit L holds nothing, so that
--- save() writes nothing: a limit not yet written stays unwritten, one in
--- Redis is forgotten now. Else writes a new one's definition, and true.
+-- Writes made limit L, new (L.virtual) and holding what this call gave it
+-- (new entries in its bucket of now, or a budget's reservations), in as
+-- few commands as a limit can be: one HSET of everything, the TTLs set
+-- outright (its keys are new), its place in m:T.
+local function write_new(L)
+  made_incarnate(L)
+  flush_adds(L)
+  local want = (L.last_at > 0 and L.last_at or L.at) - NOW + 1000
+  local mx = mx_for(want)
+  -- (pend, debt and denied left out while 0, as load() reads them: a new
+  -- limit's HSET is most of what making one costs)
+  local fields = {'kind', L.kind, 'win', fmt(L.win), 'ovg', L.ovg, 'tp', L.tp, 'tv', fmt(L.tv), 'tg', fmt(L.tg),
+                  'gen', fmt(L.gen), 'mx', fmt(mx), 'enf', fmt(L.enf), 'used', fmt(L.used), 'act', L.act}
+  for _, f in ipairs({'pend', 'debt', 'denied'}) do
+    if L[f] ~= 0 then fields[#fields + 1] = f; fields[#fields + 1] = fmt(L[f]) end
+  end
+  local keep = want
+  if L.kind == 'b' then
+    for _, v in ipairs({'cal', L.cal, 'ps', fmt(L.ps), 'pe', fmt(L.pe), 'com', fmt(L.com)}) do fields[#fields + 1] = v end
+    redis.call('PEXPIRE', L.bk, want)
+    redis.call('PEXPIRE', L.rk, want)
+    if L.com > 0 and L.pe > UNIX_NOW then keep = math.max(want, L.pe - UNIX_NOW + 1000) end
+  else
+    redis.call('PEXPIRE', L.ek, want)
+    redis.call('PEXPIRE', L.ak, want)
+  end
+  redis.call('HSET', L.lk, unpack(fields))
+  redis.call('PEXPIRE', L.lk, keep)
+  enter_made(L, math.max(mx, mx_for(keep)))
+  L.virtual, L.dirty, L.changes, L.last_at, L.mx = false, false, nil, 0, mx
+end
+
+-- common.lua's made_save: false when save() has nothing more to do for
+-- made limit L: it holds nothing (a limit not yet written stays unwritten,
+-- one in Redis is forgotten now), or it is new and now written whole.
 made_save = function(L)
   if L.act == 0 and L.used == 0 then
     if not L.virtual then
@@ -191,15 +247,8 @@ made_save = function(L)
     return false
   end
   if L.virtual then
-    made_incarnate(L)
-    redis.call('HSET', L.lk, 'kind', L.kind, 'win', fmt(L.win), 'ovg', L.ovg, 'tp', L.tp, 'tv', fmt(L.tv),
-               'tg', fmt(L.tg), 'gen', fmt(L.gen))
-    if L.kind == 'b' then redis.call('HSET', L.lk, 'cal', L.cal) end
-    -- the members whose limits their TTLs forgot
-    redis.call('ZREMRANGEBYSCORE', P .. 'm:' .. L.tp, '-inf', NOW)
-    L.virtual = false
-    L.dirty = true
-    L.fresh = true
+    write_new(L)
+    return false
   end
   return true
 end
@@ -214,11 +263,9 @@ made_kept = function(L)
     if want > 0 then extend_ttl(L.bk, want); extend_ttl(L.rk, want) end
     if L.com > 0 and L.pe > UNIX_NOW then want = math.max(want, L.pe - UNIX_NOW + 1000) end
   end
-  if L.fresh and want <= 0 then want = L.win + 1000 end -- never a made limit without a TTL
-  L.fresh = nil
   if want <= 0 then return end
   extend_ttl(L.lk, want)
-  if NOW + want > L.mx then note_made(L, NOW + want + math.min(want, 60000)) end
+  if NOW + want > L.mx then note_made(L, mx_for(want)) end
 end
 
 -- Made limit L (loaded) becomes its key's own (define.lua): no template,

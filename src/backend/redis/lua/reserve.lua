@@ -136,7 +136,7 @@ end
 
 -- Scratch space reused by every lease of the call: a script's time per lease
 -- goes largely to making tables, so the hot path makes only one.
-local lims, amounts, amount_texts, parts = {}, {}, {}, {'1', '0', UNIX_NOW_TEXT, '0', '=', '0'}
+local lims, amounts, amount_texts, gens, parts = {}, {}, {}, {}, {'1', '0', UNIX_NOW_TEXT, '0', '=', '0'}
 
 -- Decides the lease whose id, count, fingerprint, job id, flags and (key,
 -- amount) pairs start at ARGV[base]. exceeds_capacity beats
@@ -207,10 +207,9 @@ local function reserve(base)
     parts[p + 3] = amount_texts[i]; parts[p + 4] = lim.at_text
   end
   local last = 9 + 4 * m
-  if incarnations then -- a limit defined again after a delete: its entries say which
-    local gens = {}
+  if incarnations then -- a limit defined again after a delete, or made: its entries say which
     for i = 1, m do gens[i] = gen_token(lims[i]) end
-    parts[last] = '^' .. table.concat(gens, ',')
+    parts[last] = '^' .. table.concat(gens, ',', 1, m)
     last = last + 1
   end
   parts[last] = '#' .. fingerprint
