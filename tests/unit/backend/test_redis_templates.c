@@ -225,6 +225,16 @@ static void a_keys_own_limit_wins_and_its_delete_returns_it_to_the_template(void
     assert_int_equal(redis_do("ZSCORE own:m:tenant:{t}:rpm tenant:vip:rpm"), -3);
     complete(a, 3, "tenant:vip:rpm", 1); /* a lease reserved on the made limit completes on the own one */
     assert_int_equal(usage_of(a, "tenant:vip:rpm").used, 1);
+
+    /* a daemon putting back its registry's definition at start: a made
+     * limit in its place is no definition, so the key's own wins */
+    assert_true(reserve(a, 4, "tenant:reg:rpm", 2).allowed);
+    rl_limit_def registry = rolling("tenant:reg:rpm", 3, 60);
+    assert_int_equal(rl_backend_restore_definition(b, &registry), RL_OK);
+    assert_int_equal(redis_do("SISMEMBER own:defs tenant:reg:rpm"), 1);
+    usage = usage_of(a, "tenant:reg:rpm");
+    assert_int_equal(usage.capacity, 3);
+    assert_int_equal(usage.used, 2);
     rl_backend_destroy(a);
     rl_backend_destroy(b);
 }
