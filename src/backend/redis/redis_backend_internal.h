@@ -119,6 +119,11 @@ rl_status rl_redis_eval_page(redis_backend *backend, rl_redis_script script, con
  * one that does not decode. */
 typedef rl_status (*rl_redis_decode_fn)(redis_backend *backend, const char *json, size_t len, rl_limit_def *out);
 
+/* The six values every script that writes a definition takes first: key,
+ * kind (r|c|b), capacity, lifetime ms (window or timeout), overage
+ * (debt|deny), its JSON (borrowed until the call returns). */
+void rl_redis_push_definition_head(rl_redis_args *a, const rl_limit_def *def, const char *json, size_t json_len);
+
 /* decode(json, len, out, detail) of a JSON Redis holds: RL_OK, or
  * RL_BACKEND_ERROR with a line on stderr naming what (a "definition", a
  * "template") cannot be read, why, and how to replace it: a JSON every

@@ -63,21 +63,21 @@ static void forget_deleted(redis_backend *backend, const char *key) {
     pthread_mutex_unlock(&backend->hook_lock);
 }
 
-static const char *kind_letter(rl_kind kind) {
-    return kind == RL_KIND_ROLLING ? "r" : kind == RL_KIND_CONCURRENCY ? "c" : "b";
+void rl_redis_push_definition_head(rl_redis_args *a, const rl_limit_def *def, const char *json, size_t json_len) {
+    rl_redis_args_push_str(a, def->key);
+    rl_redis_args_push_str(a, def->kind == RL_KIND_ROLLING ? "r" : def->kind == RL_KIND_CONCURRENCY ? "c" : "b");
+    rl_redis_args_push_u64(a, def->capacity);
+    rl_redis_args_push_u64(a, (uint64_t)(def->kind == RL_KIND_ROLLING ? def->window_seconds : def->timeout_seconds) *
+                                  1000u);
+    rl_redis_args_push_str(a, def->overage == RL_OVERAGE_DEBT ? "debt" : "deny");
+    rl_redis_args_push(a, json, json_len);
 }
 
 /* The 11 values define.lua takes for one limit; json and bounds (a
  * budget's, else unused) must live until the call returns. */
 static void push_definition(rl_redis_args *a, const rl_limit_def *def, const char *json, size_t json_len,
                             const rl_budget_bounds *bounds) {
-    rl_redis_args_push_str(a, def->key);
-    rl_redis_args_push_str(a, kind_letter(def->kind));
-    rl_redis_args_push_u64(a, def->capacity);
-    rl_redis_args_push_u64(a, (uint64_t)(def->kind == RL_KIND_ROLLING ? def->window_seconds : def->timeout_seconds) *
-                                  1000u);
-    rl_redis_args_push_str(a, def->overage == RL_OVERAGE_DEBT ? "debt" : "deny");
-    rl_redis_args_push(a, json, json_len);
+    rl_redis_push_definition_head(a, def, json, json_len);
     if (def->kind == RL_KIND_BUDGET) {
         rl_redis_args_push_str(a, bounds->cal);
         for (int i = 0; i < 4; i++) rl_redis_args_push_u64(a, bounds->at_unix_ms[i]);

@@ -24,10 +24,6 @@
 /* template.lua's answers to a put. */
 enum { PUT_DONE = 0, PUT_IN_USE = 2, PUT_KEPT = 3, PUT_DELETED = 4, PUT_FULL = 5 };
 
-static const char *kind_letter(rl_kind kind) {
-    return kind == RL_KIND_ROLLING ? "r" : kind == RL_KIND_CONCURRENCY ? "c" : "b";
-}
-
 /* A template's JSON as Redis holds it: decoded into *out and kept in this
  * daemon's copy; one that does not decode is an error, as a definition's
  * (redis_definitions.c). */
@@ -55,13 +51,7 @@ static rl_status put(redis_backend *backend, const char *mode, const rl_limit_de
     if (rl_redis_args_init(&a, TEMPLATE_ARGS)) {
         rl__redis_push_header(&a, backend, backend->clock);
         rl_redis_args_push_str(&a, mode);
-        rl_redis_args_push_str(&a, def->key);
-        rl_redis_args_push_str(&a, kind_letter(def->kind));
-        rl_redis_args_push_u64(&a, def->capacity);
-        rl_redis_args_push_u64(&a, (uint64_t)(def->kind == RL_KIND_ROLLING ? def->window_seconds
-                                                                             : def->timeout_seconds) * 1000u);
-        rl_redis_args_push_str(&a, def->overage == RL_OVERAGE_DEBT ? "debt" : "deny");
-        rl_redis_args_push(&a, json, json_len);
+        rl_redis_push_definition_head(&a, def, json, json_len); /* the pattern in the key's place */
         rl_redis_args_push_str(&a, cal);
         rl_redis_args_push_u64(&a, RL_TEMPLATE_MAX_COUNT);
         char err[ERR_SIZE];
