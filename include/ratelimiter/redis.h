@@ -41,6 +41,17 @@
  * keeps what it has seen, so that when Redis comes back empty (restarted
  * without persistence, flushed) every daemon that knew a definition puts it
  * back: within a second by itself, and at once on a reserve that names it.
+ *
+ * Limit templates (put_template, backend.h) live in Redis too, followed by
+ * every daemon in the same way (and put back the same way); a daemon names,
+ * for each key of a call that a template matches, the most specific one,
+ * and the script makes the key's limit from the template Redis holds when
+ * the key has no limit of its own. A made limit is written once something
+ * holds on it and forgotten once nothing does (deleted then, or ended by
+ * TTLs that cover what it holds); it is never a definition: not listed,
+ * counted, read by get_definition, deleted by delete_definition (unknown
+ * key) or put back after a loss. With allotments, its leases are decided
+ * by Redis (docs/allotments.md).
  * Usage lives only in Redis: the reservations, budget charges, lease records
  * and audit entries a Redis without persistence loses on a restart stay
  * lost. Run Redis with appendonly yes: appendfsync always loses nothing it

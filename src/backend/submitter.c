@@ -92,6 +92,18 @@ static rl_status restore_definition(rl_backend *base, const rl_limit_def *def) {
     return rl_backend_restore_definition(from_base(base)->inner, def);
 }
 
+static rl_status put_template(rl_backend *base, const rl_limit_def *def) {
+    return rl_backend_put_template(from_base(base)->inner, def);
+}
+
+static rl_status delete_template(rl_backend *base, const char *pattern) {
+    return rl_backend_delete_template(from_base(base)->inner, pattern);
+}
+
+static rl_status list_templates(rl_backend *base, rl_limit_def **out, size_t *count) {
+    return rl_backend_list_templates(from_base(base)->inner, out, count);
+}
+
 static rl_status audit_query(rl_backend *base, const rl_audit_query *query, rl_audit_page *page) {
     return from_base(base)->inner->ops->audit_query(from_base(base)->inner, query, page);
 }
@@ -127,6 +139,9 @@ rl_status rl_submitter_create(rl_backend *inner, const rl_submitter_options *opt
         .audit_query = inner->ops->audit_query != NULL ? audit_query : NULL,
         .delete_definition = inner->ops->delete_definition != NULL ? delete_definition : NULL,
         .restore_definition = inner->ops->restore_definition != NULL ? restore_definition : NULL,
+        .put_template = inner->ops->put_template != NULL ? put_template : NULL,
+        .delete_template = inner->ops->delete_template != NULL ? delete_template : NULL,
+        .list_templates = inner->ops->list_templates != NULL ? list_templates : NULL,
         /* Always: waiting for a flush is the submitter's, whatever inner is. */
         .reserve_batch_async = reserve_batch_async, .complete_batch_async = complete_batch_async,
     };

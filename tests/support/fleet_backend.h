@@ -151,6 +151,36 @@ static rl_status rl_test_fleet_audit_query(rl_backend *base, const rl_audit_quer
     return rl_backend_audit_query(rl_test_fleet_of(base)->daemons[0], query, page);
 }
 
+/* A template put through the first daemon; the others read the templates
+ * at once, as their followers would within a second (taken as instant, as
+ * a definition's reaching them). */
+static rl_status rl_test_fleet_put_template(rl_backend *base, const rl_limit_def *def) {
+    rl_test_fleet *fleet = rl_test_fleet_of(base);
+    rl_status status = rl_backend_put_template(fleet->daemons[0], def);
+    for (size_t i = 1; i < fleet->count; i++) {
+        rl_limit_def *templates = NULL;
+        size_t count = 0;
+        (void)rl_backend_list_templates(fleet->daemons[i], &templates, &count);
+        free(templates);
+    }
+    rl_test_fleet_step_looking(base, true);
+    return status;
+}
+
+/* Deleted through the first daemon; the others forget it at once (their
+ * own delete of it finds it gone, and forgets it as a follower would). */
+static rl_status rl_test_fleet_delete_template(rl_backend *base, const char *pattern) {
+    rl_test_fleet *fleet = rl_test_fleet_of(base);
+    rl_status status = rl_backend_delete_template(fleet->daemons[0], pattern);
+    for (size_t i = 1; i < fleet->count; i++) (void)rl_backend_delete_template(fleet->daemons[i], pattern);
+    rl_test_fleet_step_looking(base, true);
+    return status;
+}
+
+static rl_status rl_test_fleet_list_templates(rl_backend *base, rl_limit_def **out, size_t *count) {
+    return rl_backend_list_templates(rl_test_fleet_of(base)->daemons[0], out, count);
+}
+
 static const rl_backend_ops rl_test_fleet_ops = {
     .abi_version = RL_BACKEND_ABI_VERSION,
     .name = "redis",
@@ -163,6 +193,9 @@ static const rl_backend_ops rl_test_fleet_ops = {
     .list_definitions = rl_test_fleet_list_definitions,
     .audit_query = rl_test_fleet_audit_query,
     .delete_definition = rl_test_fleet_delete_definition,
+    .put_template = rl_test_fleet_put_template,
+    .delete_template = rl_test_fleet_delete_template,
+    .list_templates = rl_test_fleet_list_templates,
 };
 
 /* count daemons (1..RL_TEST_FLEET_MAX) on redis (its clock drives them all;

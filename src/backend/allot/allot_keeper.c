@@ -297,6 +297,11 @@ static void apply(allotted_backend *backend, key_state *s, const rl__allot_resul
         s->admit_until_ms = 0;
         s->version = 0;
         if (mirrored) (void)rl__memory_local_forget(backend->local, s->key);
+        /* undefined: an optional requirement on it is skipped here for a
+         * while, unless a template would make its limit on first use (Redis
+         * decides those leases, making it) */
+        else if (!rl__redis_made_from_template(backend->redis, s->key))
+            rl__memory_local_absent(backend->local, s->key, sent_ms + ABSENT_MS);
         return;
     }
     if (r->status == RL__ALLOT_KIND) {
@@ -304,7 +309,6 @@ static void apply(allotted_backend *backend, key_state *s, const rl__allot_resul
         s->amount = r->amount;
         s->admit_until_ms = 0;
         if (mirrored) rl__memory_local_allow(backend->local, s->key, 0, 0);
-        else if (r->status == RL__ALLOT_UNKNOWN) rl__memory_local_absent(backend->local, s->key, sent_ms + ABSENT_MS);
         return;
     }
     if (r->status == RL__ALLOT_GENERATION) {

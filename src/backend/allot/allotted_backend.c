@@ -47,8 +47,12 @@ static size_t decide_locally(allotted_backend *backend, const rl_reserve_request
         if (!forwarded[i]) continue;
         sent++;
         if (results[i].status_key == NULL) continue;
-        for (size_t j = 0; j < requests[i].requirement_count; j++)
-            rl__allot_want_key(backend, requests[i].requirements[j].key, requests[i].requirements[j].amount);
+        for (size_t j = 0; j < requests[i].requirement_count; j++) {
+            const char *key = requests[i].requirements[j].key;
+            /* a limit made from a template is decided by Redis: no allotment to ask for */
+            if (rl__redis_made_from_template(backend->redis, key)) continue;
+            rl__allot_want_key(backend, key, requests[i].requirements[j].amount);
+        }
     }
     atomic_fetch_add_explicit(&backend->leases_local, count - sent, memory_order_relaxed);
     atomic_fetch_add_explicit(&backend->leases_forwarded, sent, memory_order_relaxed);
@@ -264,6 +268,20 @@ static rl_status restore_definition(rl_backend *base, const rl_limit_def *def) {
     return rl_backend_restore_definition(rl__allotted_of(base)->redis, def);
 }
 
+/* Templates are Redis's: the limits made from them are decided there
+ * (never allotted), so nothing here changes with them. */
+static rl_status put_template(rl_backend *base, const rl_limit_def *def) {
+    return rl_backend_put_template(rl__allotted_of(base)->redis, def);
+}
+
+static rl_status delete_template(rl_backend *base, const char *pattern) {
+    return rl_backend_delete_template(rl__allotted_of(base)->redis, pattern);
+}
+
+static rl_status list_templates(rl_backend *base, rl_limit_def **out, size_t *count) {
+    return rl_backend_list_templates(rl__allotted_of(base)->redis, out, count);
+}
+
 static rl_status limit_usage(rl_backend *base, const char *key, rl_limit_usage *out) {
     return rl_backend_limit_usage(rl__allotted_of(base)->redis, key, out);
 }
@@ -353,6 +371,9 @@ static const rl_backend_ops allotted_ops = {
     .audit_query = audit_query,
     .delete_definition = delete_definition,
     .restore_definition = restore_definition,
+    .put_template = put_template,
+    .delete_template = delete_template,
+    .list_templates = list_templates,
 };
 
 rl_status rl_allotted_backend_create(const rl_redis_options *redis_options, const rl_submitter_options *submitter,

@@ -106,6 +106,14 @@ char *rl_definition_cache_get(rl_definition_cache *cache, const char *key) {
     return json;
 }
 
+bool rl_definition_cache_has(rl_definition_cache *cache, const char *key) {
+    pthread_mutex_lock(&cache->lock);
+    bool found;
+    (void)find(cache, key, &found);
+    pthread_mutex_unlock(&cache->lock);
+    return found;
+}
+
 size_t rl_definition_cache_count(rl_definition_cache *cache) {
     pthread_mutex_lock(&cache->lock);
     size_t count = cache->count;

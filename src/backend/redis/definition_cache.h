@@ -24,6 +24,9 @@ void rl_definition_cache_remove(rl_definition_cache *cache, const char *key);
 /* A malloc'd copy of key's JSON (the caller frees it), or NULL if unknown. */
 char *rl_definition_cache_get(rl_definition_cache *cache, const char *key);
 
+/* True if key's definition is kept. */
+bool rl_definition_cache_has(rl_definition_cache *cache, const char *key);
+
 /* How many definitions are kept. */
 size_t rl_definition_cache_count(rl_definition_cache *cache);
 

@@ -124,6 +124,13 @@ void rl__redis_on_deleted(rl_backend *redis, void (*hook)(void *context, const c
  * a daemon deciding from allotments says while Redis cannot tell. */
 size_t rl__redis_known_definitions(rl_backend *redis);
 
+/* True when key's limit is, as far as this daemon knows, made from a
+ * template (lua/made.lua): a template of its copy matches key, and it has
+ * seen no definition of the key's own. Such keys get no allotments: their
+ * leases are decided by Redis (docs/allotments.md). Thread-safe; no call
+ * to Redis, nothing but a flag read while there are no templates. */
+bool rl__redis_made_from_template(rl_backend *redis, const char *key);
+
 /* What one rolling key of a local Complete leaves to the store (settle.lua):
  * its audit entry, and an overage to charge by the limit's policy. */
 typedef struct rl__allot_spend {

@@ -45,6 +45,7 @@ static void destroy(rl_backend *base) {
     rl_redis_pool_destroy(backend->pool);
     rl_definition_cache_destroy(backend->definitions);
     rl__budget_periods_destroy(backend->budgets);
+    rl__template_copy_destroy(backend->templates);
     for (size_t i = 0; i < backend->interned_count; i++) free(backend->interned[i]);
     free(backend->interned);
     pthread_mutex_destroy(&backend->interned_lock);
@@ -69,6 +70,9 @@ static const rl_backend_ops redis_ops = {
     .audit_query = rl__redis_audit_query,
     .delete_definition = rl_redis_delete_definition,
     .restore_definition = rl_redis_restore_definition,
+    .put_template = rl_redis_put_template,
+    .delete_template = rl_redis_delete_template,
+    .list_templates = rl_redis_list_templates,
 };
 
 rl_status rl_redis_backend_create(const rl_redis_options *options, rl_backend **out, char *err, size_t err_size) {
@@ -95,10 +99,15 @@ rl_status rl_redis_backend_create(const rl_redis_options *options, rl_backend **
     backend->audit_retention_ms = (uint64_t)retention_days * 86400000u;
     backend->definitions = rl_definition_cache_create();
     backend->budgets = rl__budget_periods_create();
-    rl_status status =
-        backend->prefix != NULL && backend->definitions != NULL && backend->budgets != NULL ? RL_OK : RL_NO_MEMORY;
+    backend->templates = rl__template_copy_create();
+    rl_status status = backend->prefix != NULL && backend->definitions != NULL && backend->budgets != NULL &&
+                               backend->templates != NULL
+                           ? RL_OK
+                           : RL_NO_MEMORY;
     if (status == RL_OK) status = rl_redis_pool_create(options, &backend->pool, err, err_size);
     if (status == RL_OK) status = rl_redis_definitions_follow(backend, err, err_size);
+    /* after the version is taken: a template put meanwhile is read twice, none missed */
+    if (status == RL_OK) status = rl__redis_templates_load(backend, err, err_size);
     if (status == RL_OK) {
         /* Sweeps more often than the step run at the sweep's own pace. */
         uint32_t step_ms = backend->sweep_interval_ms != 0 && backend->sweep_interval_ms < PERIODIC_STEP_MS

@@ -16,6 +16,7 @@
 #include "backend/redis/definition_cache.h"
 #include "backend/redis/redis_args.h"
 #include "backend/redis/redis_pool.h"
+#include "backend/redis/template_copy.h"
 #include "ratelimiter/redis.h"
 
 typedef struct redis_backend {
@@ -29,6 +30,7 @@ typedef struct redis_backend {
     rl_complete_retry *retry;   /* Completes waiting for Redis to come back; the periodic work */
     rl_definition_cache *definitions; /* to define again what a restarted Redis lost */
     rl_budget_periods *budgets;       /* the calendars of the budgets it knows (budget_periods.h) */
+    rl__template_copy *templates;     /* the templates in Redis, as this daemon knows them (template_copy.h) */
     uint64_t audit_retention_ms;      /* how long the audit log keeps an entry (lua/audit.lua) */
     /* Completes of leases Redis does not know are relayed to the daemons
      * (complete.lua): set by a backend with allotments (redis_allot.h). */
@@ -104,11 +106,37 @@ bool rl__redis_retry_send(void *context, const rl_complete_request *requests, si
  * sweep when one is due. */
 void rl__redis_periodic(void *context);
 
-/* One call of a script that walks the definitions set a page at a time
- * (sweep, definitions): ARGV[4] = the SSCAN cursor, ARGV[5] = keys a page.
- * Each page has a deadline of its own. */
+/* One call of a script that walks a set a page at a time (sweep,
+ * definitions): ARGV[5] = the cursor, ARGV[6] = members a page, and
+ * ARGV[7] = which unless NULL (the set walked instead of the definitions':
+ * sweep.lua's made from a template, definitions.lua's "templates"). Each
+ * page has a deadline of its own. */
 rl_status rl_redis_eval_page(redis_backend *backend, rl_redis_script script, const char *cursor,
-                             const char *per_call, redisReply **reply);
+                             const char *per_call, const char *which, redisReply **reply);
+
+/* Decodes a JSON that Redis holds into *out, learning it (the definition
+ * cache, the copy of the templates); RL_BACKEND_ERROR (said on stderr) for
+ * one that does not decode. */
+typedef rl_status (*rl_redis_decode_fn)(redis_backend *backend, const char *json, size_t len, rl_limit_def *out);
+
+/* The six values every script that writes a definition takes first: key,
+ * kind (r|c|b), capacity, lifetime ms (window or timeout), overage
+ * (debt|deny), its JSON (borrowed until the call returns). */
+void rl_redis_push_definition_head(rl_redis_args *a, const rl_limit_def *def, const char *json, size_t json_len);
+
+/* decode(json, len, out, detail) of a JSON Redis holds: RL_OK, or
+ * RL_BACKEND_ERROR with a line on stderr naming what (a "definition", a
+ * "template") cannot be read, why, and how to replace it: a JSON every
+ * build writes that does not decode was edited by hand, damaged, or
+ * written by a build that knows more, and is an error, never an absence. */
+rl_status rl_redis_decode_stored(const char *what, rl_status (*decode)(const char *, size_t, rl_limit_def *, char *),
+                                 const char *json, size_t len, rl_limit_def *out);
+
+/* Every JSON of definitions.lua's listing of which (NULL: the definitions)
+ * decoded by learn, a page per script call, sorted by key, repeats
+ * dropped, in one malloc'd array (NULL when empty). */
+rl_status rl_redis_list_paged(redis_backend *backend, const char *which, rl_redis_decode_fn learn,
+                              rl_limit_def **out, size_t *count);
 
 /* ---- definitions (redis_definitions.c) ---- */
 
@@ -133,8 +161,9 @@ bool rl_redis_define_again(redis_backend *backend, const char *key, uint64_t dea
 
 /* Reads key's definition from Redis again, by deadline_ms, so that this
  * daemon learns a budget's latest calendar (budget_periods.h) after a
- * script asked for bounds it did not pass. True if Redis holds one that
- * decodes. */
+ * script asked for bounds it did not pass; for a key with no definition of
+ * its own that a template matches, the templates (its calendar is its
+ * template's). True if Redis holds one that decodes. */
 bool rl_redis_read_again(redis_backend *backend, const char *key, uint64_t deadline_ms);
 
 /* Starts following the store's definitions from their current version
@@ -149,5 +178,64 @@ rl_status rl_redis_definitions_follow(redis_backend *backend, char *err, size_t 
  * defines again every one this daemon knows that it lacks. Not thread-safe:
  * one thread calls it. */
 void rl_redis_definitions_sync(redis_backend *backend);
+
+/* ---- templates (redis_templates.c) ---- */
+
+/* The vtable's template operations (ratelimiter/backend.h). */
+rl_status rl_redis_put_template(rl_backend *base, const rl_limit_def *def);
+rl_status rl_redis_delete_template(rl_backend *base, const char *pattern);
+rl_status rl_redis_list_templates(rl_backend *base, rl_limit_def **out, size_t *count);
+
+/* Reads every template into this daemon's copy (at creation, after the
+ * definitions' version is taken: later changes are followed).
+ * RL_BACKEND_ERROR with err if Redis does not answer. */
+rl_status rl__redis_templates_load(redis_backend *backend, char *err, size_t err_size);
+
+/* Reads the templates again (a script asked for the bounds of a budget
+ * made from one this daemon may not know as it is). True if Redis answered. */
+bool rl__redis_templates_read_again(redis_backend *backend);
+
+/* The pattern named by a change the follower read (changes.lua), or NULL
+ * when the change is a definition's. */
+const char *rl__redis_template_change(const char *member);
+
+/* A change of the template of pattern that the follower read: its JSON,
+ * or empty for a template deleted. */
+void rl__redis_template_followed(redis_backend *backend, const char *pattern, const char *json, size_t json_len);
+
+/* Puts back every template this daemon knows that a store which lost its
+ * definitions lacks (one deleted meanwhile stays deleted). */
+void rl__redis_templates_restore(redis_backend *backend);
+
+/* What a script call that names keys tells about them (reserve.lua,
+ * usage.lua): the bounds of the budgets among them (budget.lua), then the
+ * keys a template matches with its pattern (made.lua's TEMPLATES). Keys
+ * are borrowed (they must live until the call returns); a call without
+ * budgets or templates known allocates nothing. Not thread-safe: one per
+ * call. */
+typedef struct rl__redis_call_keys {
+    uint64_t unix_now_ms;
+    bool budgets_known, templates_known;
+    rl_budget_bounds *bounds;
+    const char **bounds_keys;
+    size_t budgets;
+    const char **made_keys;
+    size_t *made_pattern; /* index in patterns */
+    size_t made;
+    char (*patterns)[RL_KEY_MAX_LEN + 1]; /* each pattern named once */
+    size_t pattern_count, pattern_capacity;
+    const char **seen; /* the keys added, hashed: each told once however many leases name it */
+    size_t seen_mask;
+} rl__redis_call_keys;
+
+/* Room for max_keys keys. False when out of memory (free in any case). */
+bool rl__redis_call_keys_init(redis_backend *backend, rl__redis_call_keys *c, size_t max_keys);
+void rl__redis_call_keys_free(rl__redis_call_keys *c);
+/* Adds key (max_keys keys in all, repeats counted; a repeat adds nothing). */
+void rl__redis_call_keys_add(redis_backend *backend, rl__redis_call_keys *c, const char *key);
+/* How many arguments rl__redis_call_keys_push pushes. */
+size_t rl__redis_call_keys_argc(const rl__redis_call_keys *c);
+/* The bounds section, then the templates section. */
+void rl__redis_call_keys_push(rl_redis_args *a, const rl__redis_call_keys *c);
 
 #endif

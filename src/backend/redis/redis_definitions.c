@@ -36,15 +36,18 @@ static bool decode_cached(const char *json, rl_limit_def *out) {
  * an absence. Left out, the limit would still be enforced by the scripts
  * but be missing from the admin API, and a daemon starting up would seed
  * the key again from its own registry file, over what Redis holds. */
-static rl_status decode_stored(redis_backend *backend, const char *json, size_t len, rl_limit_def *out) {
+rl_status rl_redis_decode_stored(const char *what, rl_status (*decode)(const char *, size_t, rl_limit_def *, char *),
+                                 const char *json, size_t len, rl_limit_def *out) {
     char detail[RL_WIRE_DETAIL_SIZE];
-    if (rl__wire_decode_limit_def(json, len, out, detail) != RL_OK) {
-        fprintf(stderr,
-                "ratelimiterd: a limit definition in Redis cannot be read (%s); PUT the limit "
-                "again to replace it: %.*s\n",
-                detail, len > 300 ? 300 : (int)len, json);
+    if (decode(json, len, out, detail) == RL_OK) return RL_OK;
+    fprintf(stderr, "ratelimiterd: a limit %s in Redis cannot be read (%s); PUT the %s again to replace it: %.*s\n",
+            what, detail, what, len > 300 ? 300 : (int)len, json);
+    return RL_BACKEND_ERROR;
+}
+
+static rl_status decode_stored(redis_backend *backend, const char *json, size_t len, rl_limit_def *out) {
+    if (rl_redis_decode_stored("definition", rl__wire_decode_limit_def, json, len, out) != RL_OK)
         return RL_BACKEND_ERROR;
-    }
     rl_definition_cache_put(backend->definitions, out->key, json, len);
     (void)rl__budget_periods_learn(backend->budgets, out); /* a zone it cannot read: the scripts ask again */
     return RL_OK;
@@ -60,21 +63,21 @@ static void forget_deleted(redis_backend *backend, const char *key) {
     pthread_mutex_unlock(&backend->hook_lock);
 }
 
-static const char *kind_letter(rl_kind kind) {
-    return kind == RL_KIND_ROLLING ? "r" : kind == RL_KIND_CONCURRENCY ? "c" : "b";
+void rl_redis_push_definition_head(rl_redis_args *a, const rl_limit_def *def, const char *json, size_t json_len) {
+    rl_redis_args_push_str(a, def->key);
+    rl_redis_args_push_str(a, def->kind == RL_KIND_ROLLING ? "r" : def->kind == RL_KIND_CONCURRENCY ? "c" : "b");
+    rl_redis_args_push_u64(a, def->capacity);
+    rl_redis_args_push_u64(a, (uint64_t)(def->kind == RL_KIND_ROLLING ? def->window_seconds : def->timeout_seconds) *
+                                  1000u);
+    rl_redis_args_push_str(a, def->overage == RL_OVERAGE_DEBT ? "debt" : "deny");
+    rl_redis_args_push(a, json, json_len);
 }
 
 /* The 11 values define.lua takes for one limit; json and bounds (a
  * budget's, else unused) must live until the call returns. */
 static void push_definition(rl_redis_args *a, const rl_limit_def *def, const char *json, size_t json_len,
                             const rl_budget_bounds *bounds) {
-    rl_redis_args_push_str(a, def->key);
-    rl_redis_args_push_str(a, kind_letter(def->kind));
-    rl_redis_args_push_u64(a, def->capacity);
-    rl_redis_args_push_u64(a, (uint64_t)(def->kind == RL_KIND_ROLLING ? def->window_seconds : def->timeout_seconds) *
-                                  1000u);
-    rl_redis_args_push_str(a, def->overage == RL_OVERAGE_DEBT ? "debt" : "deny");
-    rl_redis_args_push(a, json, json_len);
+    rl_redis_push_definition_head(a, def, json, json_len);
     if (def->kind == RL_KIND_BUDGET) {
         rl_redis_args_push_str(a, bounds->cal);
         for (int i = 0; i < 4; i++) rl_redis_args_push_u64(a, bounds->at_unix_ms[i]);
@@ -285,7 +288,9 @@ void rl_redis_definitions_sync(redis_backend *backend) {
             const redisReply *key = reply->element[i], *json = reply->element[i + 1];
             rl_limit_def def; /* one that does not decode is said on stderr and not kept */
             if (key->type != REDIS_REPLY_STRING || json->type != REDIS_REPLY_STRING) continue;
-            if (json->len == 0) forget_deleted(backend, key->str); /* deleted: its tombstone */
+            const char *pattern = rl__redis_template_change(key->str);
+            if (pattern != NULL) rl__redis_template_followed(backend, pattern, json->str, json->len);
+            else if (json->len == 0) forget_deleted(backend, key->str); /* deleted: its tombstone */
             else (void)decode_stored(backend, json->str, json->len, &def);
         }
         const char *epoch = reply->element[0]->str;
@@ -294,12 +299,16 @@ void rl_redis_definitions_sync(redis_backend *backend) {
          * no epoch at all while this daemon knows definitions: it lost them
          * and nothing was defined since. Either way, put back what it lacks. */
         bool lost = strcmp(epoch, backend->followed_epoch) != 0 ||
-                    (epoch[0] == '\0' && rl_definition_cache_count(backend->definitions) > 0);
+                    (epoch[0] == '\0' && (rl_definition_cache_count(backend->definitions) > 0 ||
+                                          rl__template_copy_count(backend->templates) > 0));
         snprintf(backend->followed_epoch, sizeof backend->followed_epoch, "%s", epoch);
         backend->followed_version = rl__redis_number(reply->element[1]);
         bool more = rl__redis_number(reply->element[2]) != 0;
         freeReplyObject(reply);
-        if (lost) restore_all(backend);
+        if (lost) {
+            restore_all(backend);
+            rl__redis_templates_restore(backend); /* the limits made from them are not: they start empty */
+        }
         if (!more) return;
     }
 }
@@ -330,7 +339,13 @@ rl_status rl_redis_get_definition(rl_backend *base, const char *key, rl_limit_de
 
 bool rl_redis_read_again(redis_backend *backend, const char *key, uint64_t deadline_ms) {
     rl_limit_def def; /* decode_stored learns it */
-    return read_definition(backend, key, strlen(key), deadline_ms, &def) == RL_OK;
+    rl_status status = read_definition(backend, key, strlen(key), deadline_ms, &def);
+    char pattern[RL_KEY_MAX_LEN + 1];
+    /* no definition of its own: a limit made from a template, whose budget
+     * calendar this daemon may not know as it is now */
+    if (status == RL_UNKNOWN_LIMIT_KEY && rl__template_copy_match(backend->templates, key, pattern, NULL))
+        return rl__redis_templates_read_again(backend);
+    return status == RL_OK;
 }
 
 /* SCARD of the definitions set. */
@@ -352,11 +367,10 @@ rl_status rl_redis_count_definitions(rl_backend *base, size_t *count) {
     return status;
 }
 
-/* Adds one definition's JSON to defs (growing it), remembering it in the
- * definition cache. One that does not decode fails the listing
- * (decode_stored). */
-static rl_status add_definition(redis_backend *backend, const redisReply *json, rl_limit_def **defs, size_t *n,
-                                size_t *capacity) {
+/* Adds one JSON of a listing to defs (growing it), decoded and learned by
+ * learn; one that does not decode fails the listing. */
+static rl_status add_listed(redis_backend *backend, rl_redis_decode_fn learn, const redisReply *json,
+                            rl_limit_def **defs, size_t *n, size_t *capacity) {
     if (json->type != REDIS_REPLY_STRING) return RL_OK;
     if (*n == *capacity) {
         size_t grown = *capacity > 0 ? *capacity * 2 : 64;
@@ -365,7 +379,7 @@ static rl_status add_definition(redis_backend *backend, const redisReply *json, 
         *defs = bigger;
         *capacity = grown;
     }
-    rl_status status = decode_stored(backend, json->str, json->len, &(*defs)[*n]);
+    rl_status status = learn(backend, json->str, json->len, &(*defs)[*n]);
     if (status == RL_OK) (*n)++;
     return status;
 }
@@ -374,10 +388,8 @@ static int by_key(const void *a, const void *b) {
     return strcmp(((const rl_limit_def *)a)->key, ((const rl_limit_def *)b)->key);
 }
 
-/* Every definition, a page per script call (definitions.lua: SSCAN and the
- * JSONs of DEFINITIONS_PER_CALL keys), sorted by key, repeats dropped. */
-rl_status rl_redis_list_definitions(rl_backend *base, rl_limit_def **out, size_t *count) {
-    redis_backend *backend = rl_redis_backend_of(base);
+rl_status rl_redis_list_paged(redis_backend *backend, const char *which, rl_redis_decode_fn learn,
+                              rl_limit_def **out, size_t *count) {
     *out = NULL;
     *count = 0;
     rl_limit_def *defs = NULL;
@@ -386,7 +398,7 @@ rl_status rl_redis_list_definitions(rl_backend *base, rl_limit_def **out, size_t
     rl_status status = RL_OK;
     do {
         redisReply *page = NULL;
-        status = rl_redis_eval_page(backend, RL_SCRIPT_DEFINITIONS, cursor, DEFINITIONS_PER_CALL, &page);
+        status = rl_redis_eval_page(backend, RL_SCRIPT_DEFINITIONS, cursor, DEFINITIONS_PER_CALL, which, &page);
         if (status == RL_OK && (page->type != REDIS_REPLY_ARRAY || page->elements < 1 ||
                                 page->element[0]->type != REDIS_REPLY_STRING ||
                                 page->element[0]->len >= sizeof cursor))
@@ -394,7 +406,7 @@ rl_status rl_redis_list_definitions(rl_backend *base, rl_limit_def **out, size_t
         if (status == RL_OK) {
             snprintf(cursor, sizeof cursor, "%s", page->element[0]->str);
             for (size_t i = 1; i < page->elements && status == RL_OK; i++)
-                status = add_definition(backend, page->element[i], &defs, &n, &capacity);
+                status = add_listed(backend, learn, page->element[i], &defs, &n, &capacity);
         }
         if (page != NULL) freeReplyObject(page);
     } while (status == RL_OK && strcmp(cursor, "0") != 0);
@@ -406,7 +418,17 @@ rl_status rl_redis_list_definitions(rl_backend *base, rl_limit_def **out, size_t
     size_t kept = 0;
     for (size_t i = 0; i < n; i++)
         if (kept == 0 || strcmp(defs[kept - 1].key, defs[i].key) != 0) defs[kept++] = defs[i];
+    if (kept == 0) {
+        free(defs);
+        defs = NULL;
+    }
     *out = defs;
     *count = kept;
     return RL_OK;
+}
+
+/* Every definition (definitions.lua over the definitions set), each
+ * remembered in the definition cache (decode_stored). */
+rl_status rl_redis_list_definitions(rl_backend *base, rl_limit_def **out, size_t *count) {
+    return rl_redis_list_paged(rl_redis_backend_of(base), NULL, decode_stored, out, count);
 }

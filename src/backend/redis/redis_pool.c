@@ -58,7 +58,7 @@ static const char *script_source(rl_redis_script script) {
         [RL_SCRIPT_SWEEP] = rl_lua_sweep,             [RL_SCRIPT_DEFINITIONS] = rl_lua_definitions,
         [RL_SCRIPT_CHANGES] = rl_lua_changes,         [RL_SCRIPT_AUDIT_PAGE] = rl_lua_audit_page,
         [RL_SCRIPT_ALLOT] = rl_lua_allot,             [RL_SCRIPT_SETTLE] = rl_lua_settle,
-        [RL_SCRIPT_DELETE] = rl_lua_delete,
+        [RL_SCRIPT_DELETE] = rl_lua_delete,           [RL_SCRIPT_TEMPLATE] = rl_lua_template,
     };
     return sources[script];
 }
@@ -104,7 +104,8 @@ static rl_status reply_status(rl_redis_pool *pool, redisContext *ctx, redisReply
  * under pool->lock. */
 static rl_status load_scripts(rl_redis_pool *pool, redisContext *ctx, char *err, size_t err_size) {
     for (int s = 0; s < RL_SCRIPT_COUNT; s++) {
-        const char *parts[] = {rl_lua_common, rl_lua_audit, rl_lua_budget, script_source((rl_redis_script)s)};
+        const char *parts[] = {rl_lua_common, rl_lua_audit, rl_lua_budget, rl_lua_made,
+                               script_source((rl_redis_script)s)};
         size_t len = 0;
         for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) len += strlen(parts[i]) + 1;
         char *text = malloc(len);
@@ -305,7 +306,7 @@ static const char *const script_names[RL_SCRIPT_COUNT] = {
     [RL_SCRIPT_SWEEP] = "sweep.lua",     [RL_SCRIPT_DEFINITIONS] = "definitions.lua",
     [RL_SCRIPT_CHANGES] = "changes.lua",   [RL_SCRIPT_AUDIT_PAGE] = "audit_page.lua",
     [RL_SCRIPT_ALLOT] = "allot.lua",     [RL_SCRIPT_SETTLE] = "settle.lua",
-    [RL_SCRIPT_DELETE] = "delete.lua",
+    [RL_SCRIPT_DELETE] = "delete.lua",   [RL_SCRIPT_TEMPLATE] = "template.lua",
 };
 
 /* Why a script call failed, for the operator: the callers answer their

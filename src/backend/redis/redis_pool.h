@@ -36,6 +36,7 @@ typedef enum rl_redis_script {
     RL_SCRIPT_ALLOT,
     RL_SCRIPT_SETTLE,
     RL_SCRIPT_DELETE,
+    RL_SCRIPT_TEMPLATE,
     RL_SCRIPT_COUNT
 } rl_redis_script;
 

@@ -26,6 +26,13 @@ size_t rl__redis_known_definitions(rl_backend *base) {
     return rl_definition_cache_count(rl_redis_backend_of(base)->definitions);
 }
 
+bool rl__redis_made_from_template(rl_backend *base, const char *key) {
+    redis_backend *backend = rl_redis_backend_of(base);
+    char pattern[RL_KEY_MAX_LEN + 1];
+    return rl__template_copy_match(backend->templates, key, pattern, NULL) &&
+           !rl_definition_cache_has(backend->definitions, key);
+}
+
 /* A stream id as Redis writes it: ms-seq. */
 static bool stream_id_ok(const redisReply *r) {
     if (r->type != REDIS_REPLY_STRING || r->len == 0 || r->len > STREAM_ID_MAX) return false;

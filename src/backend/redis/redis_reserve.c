@@ -71,54 +71,34 @@ static rl_status status_of_code(uint64_t code) {
     }
 }
 
-/* The bounds of every budget the requests name that this daemon knows, each
- * once, into bounds and keys (room for every requirement); returns how many. */
-static size_t budget_bounds(redis_backend *backend, const rl_reserve_request *requests, size_t count,
-                            rl_budget_bounds *bounds, const char **keys) {
-    size_t found = 0;
-    uint64_t unix_now_ms = rl__redis_unix_now_ms(backend->clock);
-    for (size_t i = 0; i < count; i++) {
-        for (size_t j = 0; j < requests[i].requirement_count; j++) {
-            const char *key = requests[i].requirements[j].key;
-            bool seen = false;
-            for (size_t k = 0; k < found && !seen; k++) seen = strcmp(keys[k], key) == 0;
-            if (!seen && rl__budget_periods_bounds(backend->budgets, key, unix_now_ms, &bounds[found]))
-                keys[found++] = key;
-        }
-    }
-    return found;
-}
-
 /* Requests are valid (backend.h; asserted in debug builds). needs_bounds[i]
  * (if not NULL) tells whether lease i met a budget whose bounds this daemon
  * could not pass (its result is then a backend error naming the key). */
 static void run_reserves(redis_backend *backend, const rl_reserve_request *requests, size_t count,
                          uint64_t deadline_ms, rl_reserve_result *results, bool *needs_bounds) {
     if (count == 0) return;
-    size_t argc = 7, requirements = 0;
+    size_t argc = 6, requirements = 0;
     for (size_t i = 0; i < count; i++) {
         RL__ASSERT_REQUEST_VALID(rl__reserve_request_is_valid(&requests[i]));
         argc += 5 + 2 * requests[i].requirement_count;
         requirements += requests[i].requirement_count;
     }
-    /* room for every requirement's bounds, while this daemon knows budgets */
-    bool any = rl__budget_periods_any(backend->budgets);
-    rl_budget_bounds *bounds = any ? malloc(requirements * sizeof *bounds) : NULL;
-    const char **bounds_keys = any ? malloc(requirements * sizeof *bounds_keys) : NULL;
-    size_t budgets = any && bounds != NULL && bounds_keys != NULL
-                         ? budget_bounds(backend, requests, count, bounds, bounds_keys)
-                         : 0;
-    argc += 6 * budgets;
+    /* the bounds of the budgets, and the templates of the keys they match */
+    rl__redis_call_keys keys;
+    bool keys_ok = rl__redis_call_keys_init(backend, &keys, requirements);
+    for (size_t i = 0; keys_ok && i < count; i++)
+        for (size_t j = 0; j < requests[i].requirement_count; j++)
+            rl__redis_call_keys_add(backend, &keys, requests[i].requirements[j].key);
+    argc += rl__redis_call_keys_argc(&keys);
     rl_redis_args a;
     memset(&a, 0, sizeof a);
     char err[ERR_SIZE];
     redisReply *reply = NULL;
     rl_status status = RL_NO_MEMORY;
-    if ((!any || (bounds != NULL && bounds_keys != NULL)) && rl_redis_args_init(&a, (int)argc)) {
+    if (keys_ok && rl_redis_args_init(&a, (int)argc)) {
         rl__redis_push_header(&a, backend, backend->clock);
         rl_redis_args_push_u64(&a, backend->lease_memory_ms);
-        rl_redis_args_push_u64(&a, budgets);
-        for (size_t k = 0; k < budgets; k++) rl_redis_args_push_bounds(&a, bounds_keys[k], &bounds[k]);
+        rl__redis_call_keys_push(&a, &keys);
         rl_redis_args_push_u64(&a, count);
         for (size_t i = 0; i < count; i++) {
             rl_redis_args_push_lease_id(&a, requests[i].lease_id);
@@ -136,8 +116,7 @@ static void run_reserves(redis_backend *backend, const rl_reserve_request *reque
                                sizeof err);
     }
     rl_redis_args_free(&a);
-    free(bounds);
-    free(bounds_keys);
+    rl__redis_call_keys_free(&keys);
     if (status == RL_OK && (reply->type != REDIS_REPLY_ARRAY || reply->elements != REPLY_PER_LEASE * count))
         status = RL_BACKEND_ERROR;
     for (size_t i = 0, at = 0; i < count; i++, at += REPLY_PER_LEASE) {

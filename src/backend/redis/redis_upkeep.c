@@ -17,23 +17,25 @@
 #define OOM_RECENT_MS 10000u
 
 /* One usage.lua call for key, with its bounds if this daemon knows it as
- * a budget. */
+ * a budget, and the template that makes it if one matches. */
 static rl_status read_usage(redis_backend *backend, const char *key, uint64_t deadline_ms, redisReply **reply) {
-    rl_budget_bounds bounds;
-    bool budget = rl__budget_periods_bounds(backend->budgets, key, rl__redis_unix_now_ms(backend->clock), &bounds);
+    rl__redis_call_keys keys;
     rl_redis_args a;
-    if (!rl_redis_args_init(&a, 12)) {
-        rl_redis_args_free(&a);
-        return RL_NO_MEMORY;
+    memset(&a, 0, sizeof a);
+    rl_status status = RL_NO_MEMORY;
+    if (rl__redis_call_keys_init(backend, &keys, 1)) {
+        rl__redis_call_keys_add(backend, &keys, key);
+        if (rl_redis_args_init(&a, 5 + (int)rl__redis_call_keys_argc(&keys))) {
+            rl__redis_push_header(&a, backend, backend->clock);
+            rl_redis_args_push_str(&a, key);
+            rl__redis_call_keys_push(&a, &keys);
+            char err[ERR_SIZE];
+            status = rl_redis_eval(backend->pool, deadline_ms, RL_SCRIPT_USAGE, a.count, a.argv, a.len, reply, err,
+                                   sizeof err);
+        }
     }
-    rl__redis_push_header(&a, backend, backend->clock);
-    rl_redis_args_push_str(&a, key);
-    rl_redis_args_push_u64(&a, budget ? 1 : 0);
-    if (budget) rl_redis_args_push_bounds(&a, key, &bounds);
-    char err[ERR_SIZE];
-    rl_status status = rl_redis_eval(backend->pool, deadline_ms, RL_SCRIPT_USAGE, a.count, a.argv, a.len, reply, err,
-                                     sizeof err);
     rl_redis_args_free(&a);
+    rl__redis_call_keys_free(&keys);
     return status;
 }
 
@@ -51,7 +53,7 @@ rl_status rl__redis_limit_usage(rl_backend *base, const char *key, rl_limit_usag
     for (int reads = 0; status == RL_OK && asks_for_bounds(reply) && reads < BOUNDS_READS_MAX; reads++) {
         freeReplyObject(reply);
         reply = NULL;
-        if (!rl_redis_read_again(backend, key, deadline_ms)) return RL_BACKEND_ERROR;
+        if (!rl_redis_read_again(backend, key, deadline_ms)) return RL_BACKEND_ERROR; /* its template's too */
         status = read_usage(backend, key, deadline_ms, &reply);
     }
     if (status == RL_OK) {
@@ -82,16 +84,17 @@ rl_status rl__redis_limit_usage(rl_backend *base, const char *key, rl_limit_usag
 }
 
 rl_status rl_redis_eval_page(redis_backend *backend, rl_redis_script script, const char *cursor,
-                             const char *per_call, redisReply **reply) {
+                             const char *per_call, const char *which, redisReply **reply) {
     *reply = NULL;
     rl_redis_args a;
-    if (!rl_redis_args_init(&a, 6)) {
+    if (!rl_redis_args_init(&a, 7)) {
         rl_redis_args_free(&a);
         return RL_NO_MEMORY;
     }
     rl__redis_push_header(&a, backend, backend->clock);
     rl_redis_args_push_str(&a, cursor);
     rl_redis_args_push_str(&a, per_call);
+    if (which != NULL) rl_redis_args_push_str(&a, which);
     char err[ERR_SIZE];
     rl_status status = rl_redis_eval(backend->pool, rl_redis_pool_deadline_ms(backend->pool, 0), script, a.count,
                                      a.argv, a.len, reply, err, sizeof err);
@@ -99,19 +102,36 @@ rl_status rl_redis_eval_page(redis_backend *backend, rl_redis_script script, con
     return status;
 }
 
-void rl__redis_sweep(rl_backend *base) {
-    redis_backend *backend = rl_redis_backend_of(base);
+/* One pass of sweep.lua over the definitions (made_from NULL) or over the
+ * limits made from a template. False if a call failed. */
+static bool sweep_pass(redis_backend *backend, const char *made_from) {
     char cursor[RL_REDIS_NUMBER_SIZE] = "0";
     do {
         redisReply *reply = NULL;
-        rl_status status = rl_redis_eval_page(backend, RL_SCRIPT_SWEEP, cursor, SWEEP_LIMITS_PER_CALL, &reply);
+        rl_status status =
+            rl_redis_eval_page(backend, RL_SCRIPT_SWEEP, cursor, SWEEP_LIMITS_PER_CALL, made_from, &reply);
         if (status != RL_OK || reply->type != REDIS_REPLY_STRING) {
             if (reply != NULL) freeReplyObject(reply);
-            return; /* the next sweep tries again */
+            return false; /* the next sweep tries again */
         }
         snprintf(cursor, sizeof cursor, "%s", reply->str);
         freeReplyObject(reply);
     } while (strcmp(cursor, "0") != 0);
+    return true;
+}
+
+/* The definitions, then the limits made from budget templates: their
+ * reservations whose timeout passed are refunded and audited here too
+ * (made rolling and concurrency limits need no sweep: what a script does
+ * not purge, their TTLs end). */
+void rl__redis_sweep(rl_backend *base) {
+    redis_backend *backend = rl_redis_backend_of(base);
+    if (!sweep_pass(backend, NULL)) return;
+    size_t count = 0;
+    char(*patterns)[RL_KEY_MAX_LEN + 1] = rl__template_copy_budget_patterns(backend->templates, &count);
+    for (size_t i = 0; i < count && sweep_pass(backend, patterns[i]); i++) {
+    }
+    free(patterns);
 }
 
 /* INFO memory: Redis answers (the daemon can serve), and how close it is to

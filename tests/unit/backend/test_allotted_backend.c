@@ -13,7 +13,9 @@
  *    its next look; a destroyed daemon gives back all it holds, keeping
  *    what is live as entries of their own;
  *  - a Complete through another daemon reaches the lease's own;
- *  - a lease naming a budget goes to Redis;
+ *  - a lease naming a budget goes to Redis, and so does one naming a key
+ *    made from a template; an optional key Redis does not define is
+ *    skipped here;
  *  - Redis stopped: a daemon decides from what it holds until its
  *    allotments end, says so in its health, then fails closed.
  */
@@ -400,6 +402,36 @@ static void without_redis_a_daemon_decides_from_what_it_holds_then_fails_closed(
     fleet_free(f);
 }
 
+/* A key made from a template gets no allotment: its leases are decided
+ * by Redis, which makes its limit; an optional requirement on it is never
+ * skipped here, while one on a key Redis does not define (and no template
+ * matches) is, once the keeper has looked, so that such leases are decided
+ * locally on their other keys. */
+static void a_made_limit_is_decided_by_redis_and_an_undefined_optional_key_skipped_here(void **state) {
+    (void)state;
+    fleet_fixture *f = fleet_of(1);
+    define(&f->base, "o:rpm", RL_KIND_ROLLING, 1000000, 60, RL_OVERAGE_DEBT);
+    rl_limit_def daily = {.kind = RL_KIND_ROLLING, .capacity = 2, .window_seconds = 600};
+    snprintf(daily.key, sizeof daily.key, "tenant:{t}:rpd");
+    assert_int_equal(rl_backend_put_template(f->base.backend, &daily), RL_OK);
+
+    rl_requirement undefined[] = {{"o:rpm", 1, false}, {"o:rpd", 1, true}};
+    assert_true(reserve_n(&f->base, 1, undefined, 2).allowed); /* Redis: no allotment yet, o:rpd unknown */
+    uint64_t forwarded = forwarded_of(f, 0);
+    assert_true(reserve_n(&f->base, 2, undefined, 2).allowed);
+    assert_int_equal(forwarded_of(f, 0), forwarded); /* here: o:rpd skipped, o:rpm from its allotment */
+
+    rl_requirement made[] = {{"o:rpm", 1, false}, {"tenant:a:rpd", 1, true}};
+    for (uint64_t lease = 3; lease <= 4; lease++) assert_true(reserve_n(&f->base, lease, made, 2).allowed);
+    assert_int_equal(forwarded_of(f, 0), forwarded + 2); /* never skipped, never allotted: Redis */
+    rl_reserve_result denied = reserve_n(&f->base, 5, made, 2);
+    assert_false(denied.allowed);
+    assert_string_equal(denied.denied_by.key, "tenant:a:rpd");
+    assert_int_equal(usage_of(&f->base, "tenant:a:rpd").used, 2);
+    assert_int_equal(usage_of(&f->base, "tenant:a:rpd").allotted, 0);
+    fleet_free(f);
+}
+
 static int start(void **state) {
     (void)state;
     return rl_test_redis_start(&server) == RL_TEST_REDIS_STARTED ? 0 : -1;
@@ -423,6 +455,7 @@ int main(void) {
         cmocka_unit_test(a_complete_through_another_daemon_reaches_the_lease),
         cmocka_unit_test(a_budget_lease_goes_to_redis),
         cmocka_unit_test(without_redis_a_daemon_decides_from_what_it_holds_then_fails_closed),
+        cmocka_unit_test(a_made_limit_is_decided_by_redis_and_an_undefined_optional_key_skipped_here),
     };
     char executable[512];
     if (!rl_test_redis_find_executable(executable, sizeof executable)) {

@@ -1457,6 +1457,211 @@ static void deleting_an_unknown_key_changes_nothing(void **state) {
     assert_string_equal(fresh.status_key, "d:tpm");
 }
 
+/* ---- limit templates -------------------------------------------------------- */
+
+/* Puts a template (def.key its pattern) of kind with capacity and a window
+ * or timeout of seconds; skips the case on a backend without templates
+ * (rl_backend_put_template answers RL_INVALID_REQUEST for a missing op). */
+static rl_status apply_template(fixture *f, const char *pattern, rl_kind kind, uint64_t capacity, uint32_t seconds) {
+    rl_limit_def def;
+    memset(&def, 0, sizeof def);
+    snprintf(def.key, sizeof def.key, "%s", pattern);
+    def.kind = kind;
+    def.capacity = capacity;
+    if (kind == RL_KIND_ROLLING) def.window_seconds = seconds;
+    else def.timeout_seconds = seconds;
+    if (f->backend->ops->put_template == NULL) skip();
+    return rl_backend_put_template(f->backend, &def);
+}
+
+static void put_template(fixture *f, const char *pattern, rl_kind kind, uint64_t capacity, uint32_t seconds) {
+    assert_int_equal(apply_template(f, pattern, kind, capacity, seconds), RL_OK);
+}
+
+/* A key no limit defines that a template matches names a limit made from
+ * it on first use: a usage read and a dry run see it, a reserve holds on
+ * it, it denies at its capacity; it is no definition of its own (not
+ * listed, not deletable). A key no template matches stays unknown. */
+static void templates_make_limits_on_first_use(void **state) {
+    fixture *f = *state;
+    put_template(f, "tenant:{t}:rpm", RL_KIND_ROLLING, 2, 60);
+    rl_limit_usage u = usage_of(f, "tenant:a:rpm");
+    assert_int_equal(u.capacity, 2);
+    assert_int_equal(u.used, 0);
+    rl_requirement one = {"tenant:a:rpm", 2, false};
+    assert_true(reserve_request(f, 1, &one, 1, true).allowed); /* a dry run changes nothing */
+    assert_int_equal(usage_of(f, "tenant:a:rpm").used, 0);
+    assert_true(reserve1(f, 2, "tenant:a:rpm", 1).allowed);
+    assert_true(reserve1(f, 3, "tenant:a:rpm", 1).allowed);
+    rl_reserve_result denied = reserve1(f, 4, "tenant:a:rpm", 1);
+    assert_false(denied.allowed);
+    assert_string_equal(denied.denied_by.key, "tenant:a:rpm");
+    assert_int_equal(denied.denied_by.capacity, 2);
+    assert_true(reserve1(f, 5, "tenant:b:rpm", 2).allowed); /* each key its own limit */
+    complete1(f, 2, "tenant:a:rpm", 0);
+    assert_int_equal(usage_of(f, "tenant:a:rpm").used, 1);
+    if (f->backend->ops->delete_definition != NULL)
+        assert_int_equal(rl_backend_delete_definition(f->backend, "tenant:a:rpm"), RL_UNKNOWN_LIMIT_KEY);
+    if (rl_backend_is_shared(f->backend)) {
+        rl_limit_def *defs = NULL;
+        size_t count = 9;
+        assert_int_equal(rl_backend_list_definitions(f->backend, &defs, &count), RL_OK);
+        assert_int_equal(count, 0);
+        free(defs);
+    }
+    assert_int_equal(reserve1(f, 6, "tenant:a:tpm", 1).status, RL_UNKNOWN_LIMIT_KEY);
+    expect_unknown(f, "tenant:a:tpm");
+    rl_limit_def *templates = NULL;
+    size_t count = 0;
+    if (rl_backend_list_templates(f->backend, &templates, &count) == RL_OK) {
+        assert_int_equal(count, 1);
+        assert_string_equal(templates[0].key, "tenant:{t}:rpm");
+        assert_int_equal(templates[0].capacity, 2);
+        free(templates);
+    }
+}
+
+/* Of the templates that match a key, the most specific makes its limit,
+ * whatever the order they were put in. */
+static void templates_the_most_specific_makes_the_limit(void **state) {
+    fixture *f = *state;
+    put_template(f, "tenant:{t}:rpm", RL_KIND_ROLLING, 3, 60);
+    put_template(f, "{scope}:{t}:rpm", RL_KIND_ROLLING, 10, 60);
+    put_template(f, "tenant:{t}:{limit}", RL_KIND_CONCURRENCY, 20, 60);
+    assert_int_equal(usage_of(f, "tenant:a:rpm").capacity, 3);
+    assert_int_equal(usage_of(f, "team:a:rpm").capacity, 10);
+    assert_int_equal(usage_of(f, "tenant:a:conc").capacity, 20);
+    assert_true(reserve1(f, 1, "tenant:a:rpm", 3).allowed);
+    assert_false(reserve1(f, 2, "tenant:a:rpm", 1).allowed);
+}
+
+/* A key's own limit wins over a template that matches it, and keeps what
+ * it holds when it is defined over a limit made from one; deleting it
+ * leaves the key to the template again, made anew, empty. */
+static void templates_a_keys_own_limit_wins(void **state) {
+    fixture *f = *state;
+    put_template(f, "tenant:{t}:rpm", RL_KIND_ROLLING, 5, 60);
+    define(f, "tenant:vip:rpm", RL_KIND_ROLLING, 1, 60, RL_OVERAGE_DEBT);
+    assert_true(reserve1(f, 1, "tenant:vip:rpm", 1).allowed);
+    assert_false(reserve1(f, 2, "tenant:vip:rpm", 1).allowed);
+    assert_true(reserve1(f, 3, "tenant:a:rpm", 4).allowed);
+    define(f, "tenant:a:rpm", RL_KIND_ROLLING, 50, 60, RL_OVERAGE_DEBT);
+    rl_limit_usage u = usage_of(f, "tenant:a:rpm");
+    assert_int_equal(u.capacity, 50);
+    assert_int_equal(u.used, 4);
+    if (f->backend->ops->delete_definition == NULL) return;
+    assert_int_equal(rl_backend_delete_definition(f->backend, "tenant:vip:rpm"), RL_OK);
+    u = usage_of(f, "tenant:vip:rpm");
+    assert_int_equal(u.capacity, 5);
+    assert_int_equal(u.used, 0);
+    assert_true(reserve1(f, 4, "tenant:vip:rpm", 5).allowed);
+}
+
+/* A limit made from a template whose reservations are over holds nothing:
+ * it is made again, empty, when next named (a backend may forget it
+ * meanwhile), and a lease of it completed late changes nothing. */
+static void templates_an_idle_limit_is_made_again_empty(void **state) {
+    fixture *f = *state;
+    put_template(f, "tenant:{t}:rpm", RL_KIND_ROLLING, 10, 60);
+    put_template(f, "tenant:{t}:conc", RL_KIND_CONCURRENCY, 1, 30);
+    rl_requirement both[] = {{"tenant:a:rpm", 10, false}, {"tenant:a:conc", 1, false}};
+    assert_true(reserve_n(f, 1, both, 2).allowed);
+    assert_false(reserve_n(f, 2, both, 2).allowed);
+    rl_manual_clock_advance(&f->clock, 61000);
+    rl_backend_sweep(f->backend);
+    rl_limit_usage u = usage_of(f, "tenant:a:rpm");
+    assert_int_equal(u.used, 0);
+    assert_int_equal(u.active, 0);
+    assert_int_equal(usage_of(f, "tenant:a:conc").active, 0);
+    assert_true(reserve_n(f, 3, both, 2).allowed);
+    complete1(f, 1, "tenant:a:rpm", 5); /* the first lease, long over */
+    assert_int_equal(usage_of(f, "tenant:a:rpm").used, 10);
+    assert_int_equal(usage_of(f, "tenant:a:conc").active, 1);
+}
+
+/* A template put again: the limits made from it take the new definition as
+ * apply_definition would (an increase at once, a decrease once usage
+ * allows), and a change of kind while one of them holds anything is
+ * RL_LIMIT_IN_USE, changing nothing. */
+static void templates_replaced_are_followed_by_their_limits(void **state) {
+    fixture *f = *state;
+    put_template(f, "tenant:{t}:rpm", RL_KIND_ROLLING, 2, 60);
+    assert_true(reserve1(f, 1, "tenant:a:rpm", 2).allowed);
+    put_template(f, "tenant:{t}:rpm", RL_KIND_ROLLING, 3, 60);
+    assert_true(reserve1(f, 2, "tenant:a:rpm", 1).allowed);
+    assert_false(reserve1(f, 3, "tenant:a:rpm", 1).allowed);
+    put_template(f, "tenant:{t}:rpm", RL_KIND_ROLLING, 1, 60);
+    rl_limit_usage u = usage_of(f, "tenant:a:rpm");
+    assert_int_equal(u.status, RL_LIMIT_STATUS_DECREASING);
+    assert_int_equal(u.pending_decrease_to, 1);
+    assert_int_equal(u.used, 3);
+    assert_int_equal(reserve1(f, 4, "tenant:a:rpm", 1).status, RL_LIMIT_DECREASING);
+    assert_int_equal(apply_template(f, "tenant:{t}:rpm", RL_KIND_CONCURRENCY, 5, 30), RL_LIMIT_IN_USE);
+    assert_int_equal(usage_of(f, "tenant:a:rpm").pending_decrease_to, 1);
+    rl_manual_clock_advance(&f->clock, 61000);
+    rl_backend_sweep(f->backend);
+    u = usage_of(f, "tenant:a:rpm");
+    assert_int_equal(u.status, RL_LIMIT_STATUS_ACTIVE);
+    assert_int_equal(u.capacity, 1);
+    put_template(f, "tenant:{t}:rpm", RL_KIND_CONCURRENCY, 5, 30); /* it holds nothing now */
+    assert_true(reserve1(f, 5, "tenant:a:rpm", 5).allowed);
+    assert_int_equal(usage_of(f, "tenant:a:rpm").active, 1);
+}
+
+/* A template deleted: the limits made from it are dropped with what they
+ * hold, none is made any more (a less specific template takes their keys),
+ * and deleting it again is RL_UNKNOWN_LIMIT_KEY. */
+static void templates_deleted_drop_their_limits(void **state) {
+    fixture *f = *state;
+    put_template(f, "tenant:{t}:conc", RL_KIND_CONCURRENCY, 1, 300);
+    put_template(f, "{scope}:{t}:conc", RL_KIND_CONCURRENCY, 4, 300);
+    assert_true(reserve1(f, 1, "tenant:a:conc", 1).allowed);
+    assert_false(reserve1(f, 2, "tenant:a:conc", 1).allowed);
+    assert_int_equal(rl_backend_delete_template(f->backend, "tenant:{t}:conc"), RL_OK);
+    rl_limit_usage u = usage_of(f, "tenant:a:conc");
+    assert_int_equal(u.capacity, 4);
+    assert_int_equal(u.active, 0);
+    assert_true(reserve1(f, 3, "tenant:a:conc", 4).allowed);
+    complete_n(f, 1, NULL, 0); /* a lease of the dropped limit releases nothing of the new one */
+    assert_int_equal(usage_of(f, "tenant:a:conc").active, 1);
+    assert_int_equal(rl_backend_delete_template(f->backend, "{scope}:{t}:conc"), RL_OK);
+    assert_int_equal(reserve1(f, 4, "tenant:b:conc", 1).status, RL_UNKNOWN_LIMIT_KEY);
+    expect_unknown(f, "tenant:a:conc");
+    assert_int_equal(rl_backend_delete_template(f->backend, "tenant:{t}:conc"), RL_UNKNOWN_LIMIT_KEY);
+    put_template(f, "tenant:{t}:conc", RL_KIND_CONCURRENCY, 1, 300);
+    assert_true(reserve1(f, 5, "tenant:a:conc", 1).allowed); /* put again: made anew, empty */
+}
+
+/* An optional requirement counts a key a template matches as defined: it
+ * is reserved, and can deny. */
+static void templates_an_optional_key_a_template_matches_is_reserved(void **state) {
+    fixture *f = *state;
+    put_template(f, "tenant:{t}:rpd", RL_KIND_ROLLING, 1, 600);
+    define(f, "t:rpm", RL_KIND_ROLLING, 100, 60, RL_OVERAGE_DEBT);
+    rl_requirement reqs[] = {{"t:rpm", 1, false}, {"tenant:a:rpd", 1, true}, {"tenant:a:rph", 1, true}};
+    assert_true(reserve_n(f, 1, reqs, 3).allowed);
+    assert_int_equal(usage_of(f, "tenant:a:rpd").used, 1);
+    rl_reserve_result r = reserve_n(f, 2, reqs, 3);
+    assert_false(r.allowed);
+    assert_string_equal(r.denied_by.key, "tenant:a:rpd");
+    assert_int_equal(usage_of(f, "t:rpm").used, 1);
+}
+
+/* What put_template refuses changes nothing: a key without a placeholder,
+ * a definition a limit could not have. */
+static void templates_a_bad_template_is_refused(void **state) {
+    fixture *f = *state;
+    assert_int_equal(apply_template(f, "tenant:a:rpm", RL_KIND_ROLLING, 2, 60), RL_INVALID_REQUEST);
+    assert_int_equal(apply_template(f, "tenant:{t}:rpm", RL_KIND_ROLLING, 2, 0), RL_INVALID_REQUEST);
+    assert_int_equal(reserve1(f, 1, "tenant:a:rpm", 1).status, RL_UNKNOWN_LIMIT_KEY);
+    rl_limit_def *templates = NULL;
+    size_t count = 9;
+    if (rl_backend_list_templates(f->backend, &templates, &count) == RL_OK) {
+        assert_int_equal(count, 0);
+        free(templates);
+    }
+}
+
 #define CONFORMANCE_CASES(setup, teardown)                                                                \
     cmocka_unit_test_setup_teardown(example1_rolling_reconcile_frees_early, setup, teardown),             \
     cmocka_unit_test_setup_teardown(example2_concurrency_released_on_complete, setup, teardown),          \
@@ -1497,7 +1702,15 @@ static void deleting_an_unknown_key_changes_nothing(void **state) {
     cmocka_unit_test_setup_teardown(a_dry_run_changes_nothing, setup, teardown),                          \
     cmocka_unit_test_setup_teardown(delete_drops_a_limit_and_what_it_holds, setup, teardown),            \
     cmocka_unit_test_setup_teardown(a_limit_defined_again_after_a_delete_starts_empty, setup, teardown),  \
-    cmocka_unit_test_setup_teardown(deleting_an_unknown_key_changes_nothing, setup, teardown)
+    cmocka_unit_test_setup_teardown(deleting_an_unknown_key_changes_nothing, setup, teardown),            \
+    cmocka_unit_test_setup_teardown(templates_make_limits_on_first_use, setup, teardown),                \
+    cmocka_unit_test_setup_teardown(templates_the_most_specific_makes_the_limit, setup, teardown),       \
+    cmocka_unit_test_setup_teardown(templates_a_keys_own_limit_wins, setup, teardown),                   \
+    cmocka_unit_test_setup_teardown(templates_an_idle_limit_is_made_again_empty, setup, teardown),       \
+    cmocka_unit_test_setup_teardown(templates_replaced_are_followed_by_their_limits, setup, teardown),   \
+    cmocka_unit_test_setup_teardown(templates_deleted_drop_their_limits, setup, teardown),               \
+    cmocka_unit_test_setup_teardown(templates_an_optional_key_a_template_matches_is_reserved, setup, teardown), \
+    cmocka_unit_test_setup_teardown(templates_a_bad_template_is_refused, setup, teardown)
 
 static void redis_server_missing(void **state) {
     (void)state;

@@ -22,7 +22,11 @@
  * entries dropped, charged and audited nothing; a lease that held some
  * keeps its others, and its retries their first outcome; the key unknown
  * until defined again, as a new limit that starts empty, which the old
- * leases' Completes never touch) and of a key with no limit. Budgets: a reservation belongs to
+ * leases' Completes never touch) and of a key with no limit; and, on a
+ * backend with templates, puts and deletes of one template two keys are
+ * made from (each follows a put as a PUT of its own would, a change of
+ * kind refused while either holds anything; a delete drops both; one that
+ * holds nothing is forgotten, what it counted with it). Budgets: a reservation belongs to
  * the period it was made in (completed after the boundary it is charged
  * there: nothing now), its timeout refunds it in full, its actual (or
  * without one what it reserved) is charged under the overage policy.
@@ -73,8 +77,14 @@
 
 /* Limits 0..2 start rolling, 3..4 concurrency, 5..6 budgets; UNDEFINED
  * starts unknown to the backend and is defined by an admin change some time
- * in the run. */
-enum { LIMITS = 8, FIRST_BUDGET = 5, UNDEFINED = 7, MAX_LEASES = 12000, MAX_LIVE = 20000, MAX_SECONDS = 5, BATCH_MAX = 4 };
+ * in the run; FIRST_MADE.. are keys no limit defines, made from the one
+ * template of MADE_PATTERN (rolling or concurrency) on a backend with
+ * templates, its admin changes put_template and delete_template (on one
+ * without, they stay unknown). */
+enum { LIMITS = 10, FIRST_BUDGET = 5, UNDEFINED = 7, FIRST_MADE = 8, MAX_LEASES = 12000, MAX_LIVE = 20000, MAX_SECONDS = 5, BATCH_MAX = 4 };
+#define MADE_PATTERN "model:{n}:made"
+static bool is_made(int l) { return l >= FIRST_MADE; }
+static bool has_templates; /* the backend under test has the template ops */
 /* The model's audit entries, per limit. */
 enum { MAX_AUDIT = 12000 };
 
@@ -142,6 +152,7 @@ static struct coverage {
     unsigned long periods, period_edges, refunds, budget_charges, late_completes, calendars, audit_entries;
     unsigned long restarts, deletes, deletes_unknown, deleted_entries;
     unsigned long dry_runs, skipped;
+    unsigned long template_puts, template_kind_in_use, template_deletes, made_forgotten;
     unsigned long fleet_denials, fleet_later_retries, fleet_decreases_waiting; /* answers allotments make differ */
 } cov;
 
@@ -155,7 +166,8 @@ static void print_coverage(const char *what) {
                   "clamped; %lu advances to an expiry edge; budgets: %lu periods started, %lu advances to a period's "
                   "edge, %lu reservations refunded by timeout, %lu charged, %lu completed after their period, %lu "
                   "calendar changes; %lu audit entries compared; %lu restarts from the journal; %lu dry runs, %lu "
-                  "optional keys skipped; %lu deletes (%lu live entries dropped), %lu of an unknown key; fleet: %lu "
+                  "optional keys skipped; %lu deletes (%lu live entries dropped), %lu of an unknown key; templates: %lu "
+                  "puts (%lu kind changes refused), %lu deletes, %lu made limits forgotten with totals; fleet: %lu "
                   "denials the "
                   "model would not give, %lu longer retry_after_ms, %lu decreases answered pending\n",
                   what, cov.steps, cov.allowed, cov.denied_full, cov.exceeds, cov.decreasing, cov.unknown, cov.replays, cov.conflicts,
@@ -165,6 +177,7 @@ static void print_coverage(const char *what) {
                   cov.admin_other, cov.kind_in_use, cov.clamped, cov.edge_advances, cov.periods, cov.period_edges,
                   cov.refunds, cov.budget_charges, cov.late_completes, cov.calendars, cov.audit_entries, cov.restarts,
                   cov.dry_runs, cov.skipped, cov.deletes, cov.deleted_entries, cov.deletes_unknown,
+                  cov.template_puts, cov.template_kind_in_use, cov.template_deletes, cov.made_forgotten,
                   cov.fleet_denials, cov.fleet_later_retries, cov.fleet_decreases_waiting);
     memset(&cov, 0, sizeof cov);
 }
@@ -278,6 +291,8 @@ static const char *job_of(int lease, char out[64]) {
     return out;
 }
 
+static void forget_made(int l);
+
 static void expire(void) {
     for (int l = 0; l < LIMITS; l++) {
         model_limit *lim = &limits[l];
@@ -312,6 +327,8 @@ static void expire(void) {
         cov.refunds++;
     }
     for (int l = 0; l < LIMITS; l++) try_decrease(l);
+    for (int l = FIRST_MADE; l < LIMITS; l++)
+        if (limits[l].defined && active_of(l) == 0) forget_made(l);
 }
 
 static int by_expiry(const void *a, const void *b) {
@@ -627,6 +644,14 @@ static uint64_t admin_capacity[LIMITS]; /* the capacity the last admin change se
 static bool kind_changed[LIMITS];
 static uint64_t last_debt_total[LIMITS], last_denied_total[LIMITS];
 
+/* A limit made from a template that holds nothing is forgotten, made again
+ * empty when next named: what it counted goes with it. */
+static void forget_made(int l) {
+    if (limits[l].debt_total != 0 || limits[l].overage_denied_total != 0) cov.made_forgotten++;
+    limits[l].debt_total = limits[l].overage_denied_total = 0;
+    last_debt_total[l] = last_denied_total[l] = 0;
+}
+
 /* The ledger's entries that may still hold something (amount > 0, not
  * expired); dropped by ledger_compact. */
 static ledger_entry *ledger_live[MAX_LIVE];
@@ -888,7 +913,9 @@ static void random_requirements(request_record *r) {
     r->n = 0;
     for (int l = 0; l < LIMITS; l++) {
         /* a fleet decides a lease that names a budget by Redis: fewer of those */
-        unsigned percent = l == UNDEFINED && !limits[l].defined ? 10 : fleet_semantics && l >= FIRST_BUDGET ? 8 : 40;
+        unsigned percent = (l == UNDEFINED || is_made(l)) && !limits[l].defined ? 10
+                           : fleet_semantics && l >= FIRST_BUDGET && !is_made(l) ? 8
+                                                                                 : 40;
         if (!chance(percent)) continue;
         uint64_t amount, capacity = limits[l].capacity;
         unsigned roll = (unsigned)pick(100);
@@ -900,7 +927,7 @@ static void random_requirements(request_record *r) {
         else amount = 1 + pick(capacity / 3 + 1);
         r->keys[r->n] = l;
         /* the key defined later mostly optional (skipped until then), the others now and then */
-        r->optional[r->n] = chance(l == UNDEFINED ? 50 : 15);
+        r->optional[r->n] = chance(l == UNDEFINED || (is_made(l) && !limits[l].defined) ? 50 : 15);
         r->amounts[r->n++] = amount;
     }
     if (r->n == 0) {
@@ -1292,8 +1319,70 @@ static void op_delete(rl_backend *backend, int l) {
     last_debt_total[l] = last_denied_total[l] = 0;
 }
 
+/* The template of the made keys: put (its limits follow it as a PUT of
+ * each would; a change of kind is refused while any of them holds
+ * anything), or deleted (each dropped as a DELETE would, unknown until put
+ * again). */
+static void op_template(rl_backend *backend) {
+    bool defined = limits[FIRST_MADE].defined;
+    rl_limit_def d = limits[FIRST_MADE].def;
+    unsigned roll = (unsigned)pick(100);
+    if (roll < (defined ? 7u : 20u)) {
+        note("t=%llu template delete%s", (unsigned long long)now_ms, defined ? "" : " (unknown)");
+        rl_status status = rl_backend_delete_template(backend, MADE_PATTERN);
+        rl_status want = defined ? RL_OK : RL_UNKNOWN_LIMIT_KEY;
+        if (status != want) fail_step("delete_template: %s, model %s", rl_status_name(status), rl_status_name(want));
+        if (!defined) return;
+        cov.template_deletes++;
+        for (int l = FIRST_MADE; l < LIMITS; l++) {
+            model_delete(l);
+            for (int i = 0; i < ledger_live_count; i++)
+                if (ledger_live[i]->limit == l) ledger_live[i]->amount = 0;
+            admin_capacity[l] = 0;
+            kind_changed[l] = false;
+            last_debt_total[l] = last_denied_total[l] = 0;
+        }
+        return;
+    }
+    const char *what = "capacity";
+    if (!defined) what = "put";
+    else if (roll < 50) d.capacity = fleet_semantics ? 30 + pick(300) : 3 + pick(50);
+    else if (roll < 65) what = "overage", d.overage = d.overage == RL_OVERAGE_DEBT ? RL_OVERAGE_DENY : RL_OVERAGE_DEBT;
+    else if (roll < 85) what = "lifetime", set_kind(&d, d.kind, (uint32_t)(1 + pick(MAX_SECONDS)));
+    else
+        what = "kind", set_kind(&d, d.kind == RL_KIND_ROLLING ? RL_KIND_CONCURRENCY : RL_KIND_ROLLING,
+                                (uint32_t)(1 + pick(MAX_SECONDS)));
+    rl_limit_def t = d;
+    snprintf(t.key, sizeof t.key, "%s", MADE_PATTERN);
+    note("t=%llu template %s: %s capacity %llu %s %us overage %s", (unsigned long long)now_ms, what,
+         rl_kind_name(t.kind), (unsigned long long)t.capacity, t.kind == RL_KIND_ROLLING ? "window" : "timeout",
+         t.kind == RL_KIND_ROLLING ? t.window_seconds : t.timeout_seconds, rl_overage_name(t.overage));
+    rl_status status = rl_backend_put_template(backend, &t);
+    expire();
+    bool in_use = false;
+    for (int l = FIRST_MADE; l < LIMITS; l++) in_use |= defined && d.kind != limits[l].def.kind && active_of(l) > 0;
+    rl_status want = in_use ? RL_LIMIT_IN_USE : RL_OK;
+    if (status != want) fail_step("put_template (%s): %s, model %s", what, rl_status_name(status), rl_status_name(want));
+    cov.template_puts++;
+    if (in_use) {
+        cov.template_kind_in_use++;
+        return;
+    }
+    for (int l = FIRST_MADE; l < LIMITS; l++) {
+        rl_limit_def made = d;
+        snprintf(made.key, sizeof made.key, "%s", limits[l].def.key);
+        if (defined && made.kind != limits[l].def.kind) kind_changed[l] = true;
+        (void)model_apply(l, &made);
+        admin_capacity[l] = made.capacity;
+    }
+}
+
 static void op_admin(rl_backend *backend) {
     int l = (int)pick(LIMITS);
+    if (is_made(l)) {
+        if (has_templates) op_template(backend);
+        return;
+    }
     rl_limit_def d = limits[l].def;
     const char *what;
     unsigned roll = (unsigned)pick(100);
@@ -1592,22 +1681,38 @@ static void run_sequence(const target *t, unsigned run, unsigned seed, int steps
     rl_manual_clock clock;
     rl_manual_clock_init(&clock, T0_MONOTONIC, T0_UNIX);
     rl_backend *backend = t->create(&clock.base, run);
+    has_templates = backend->ops->put_template != NULL;
     for (int l = 0; l < LIMITS; l++) {
         rl_limit_def *d = &limits[l].def;
-        snprintf(d->key, sizeof d->key, "model:%d", l);
-        rl_kind kind = l >= FIRST_BUDGET && l != UNDEFINED ? RL_KIND_BUDGET
+        snprintf(d->key, sizeof d->key, is_made(l) ? "model:%d:made" : "model:%d", l);
+        if (is_made(l) && l > FIRST_MADE) { /* the same template's */
+            *d = limits[FIRST_MADE].def;
+            snprintf(d->key, sizeof d->key, "model:%d:made", l);
+            continue;
+        }
+        rl_kind kind = is_made(l) ? (chance(50) ? RL_KIND_ROLLING : RL_KIND_CONCURRENCY)
+                       : l >= FIRST_BUDGET && l != UNDEFINED ? RL_KIND_BUDGET
                        : l >= 3 && l != UNDEFINED     ? RL_KIND_CONCURRENCY
                                                       : RL_KIND_ROLLING;
         set_kind(d, kind, (uint32_t)(1 + pick(MAX_SECONDS)));
         if (kind == RL_KIND_BUDGET) set_calendar(d);
         d->capacity = fleet_semantics ? 40 + pick(300) : 5 + pick(40);
         d->overage = chance(50) ? RL_OVERAGE_DEBT : RL_OVERAGE_DENY;
-        if (l == UNDEFINED) continue; /* defined by an admin change later, if ever */
+        if (l == UNDEFINED || is_made(l)) continue; /* defined by an admin change later, if ever */
         rl_limit_status status;
         assert_int_equal(rl_backend_apply_definition(backend, d, &status), RL_OK);
         assert_int_equal(status, RL_LIMIT_STATUS_ACTIVE);
         model_apply(l, d);
         admin_capacity[l] = d->capacity;
+    }
+    if (has_templates && chance(80)) { /* its template put now (else by an admin change later, if ever) */
+        rl_limit_def pattern = limits[FIRST_MADE].def;
+        snprintf(pattern.key, sizeof pattern.key, "%s", MADE_PATTERN);
+        assert_int_equal(rl_backend_put_template(backend, &pattern), RL_OK);
+        for (int l = FIRST_MADE; l < LIMITS; l++) {
+            model_apply(l, &limits[l].def);
+            admin_capacity[l] = limits[l].def.capacity;
+        }
     }
     check_all(backend, false);
     for (run_step = 0; run_step < steps; run_step++) {

@@ -116,8 +116,8 @@ for _ = 1, tonumber(ARGV[6]) do
   local status, others = 'ok', 0
   if L == nil then
     status = 'unknown'
-  elseif L.kind ~= 'r' and L.kind ~= 'c' then
-    status = 'kind'
+  elseif (L.kind ~= 'r' and L.kind ~= 'c') or L.tp then
+    status = 'kind' -- a made limit (made.lua) is decided by Redis too: docs/allotments.md
   else
     others = others_holding(L)
     if g > 0 and gen == g then

@@ -116,6 +116,7 @@ local function budget_hold(L, id, amount, job)
   redis.call('ZADD', L.bk, L.at, id)
   redis.call('HSET', L.rk, id, reservation_text(amount, L.ps, job))
   L.used = L.used + amount; L.act = L.act + 1; L.dirty = true
+  if L.at > L.last_at then L.last_at = L.at end -- a made budget's TTL covers it (made.lua)
 end
 
 -- Complete of lease id on L with actual (nil: the Complete named none for
@@ -180,7 +181,7 @@ end
 -- bounds taken: the period holding now is its. What L counted goes on
 -- counting there (a change never hands out a fresh budget), its open
 -- reservations moved along, unless L's own period had already ended.
-local function budget_enter(L, cal)
+budget_enter = function(L, cal) -- common.lua's
   local s, e = period_now(BOUNDS[L.key])
   if L.kind ~= 'b' then
     L.com, L.used = 0, 0 -- a limit changes kind only while it holds nothing
@@ -198,7 +199,7 @@ end
 
 -- L stops being a budget (it holds no reservation): what it charged is not
 -- a rolling or concurrency use.
-local function budget_leave(L)
+budget_leave = function(L) -- common.lua's
   redis.call('HDEL', L.lk, 'cal', 'ps', 'pe', 'com')
   L.com, L.used, L.dirty = 0, 0, true
 end

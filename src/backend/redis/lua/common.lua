@@ -1,5 +1,5 @@
 -- common.lua: the prelude of every script of the redis backend. The C side
--- sends it concatenated with audit.lua, budget.lua and one entry script
+-- sends it concatenated with audit.lua, budget.lua, made.lua and one entry script
 -- (reserve, complete, define, usage, sweep, ...), so each loaded script is
 -- self-contained.
 --
@@ -28,7 +28,11 @@
 --               reserve.lua), with a TTL
 --   P..'defs'   set: every defined K
 --   P..'defs:version', P..'defs:changed'  the numbered changes of the
---               definitions (number_change below; define.lua, delete.lua)
+--               definitions and templates (number_change below; define.lua,
+--               delete.lua, template.lua)
+--   P..'t:'..T, P..'tpls', P..'tpl:ids', P..'m:'..T  the template of
+--               pattern T, the set of patterns, and the limits made from
+--               them (made.lua)
 --   P..'H:'..K, P..'A:'..D..':'..K  daemons' allotments of K (allot.lua)
 --   P..'relay'  Completes relayed to the daemons (complete.lua)
 -- A limit deleted (delete.lua) loses l:, e:, a:, b:, r:, H: and the A:
@@ -64,14 +68,18 @@ local function fmt(x) return string.format('%.0f', x) end
 local function load(K)
   local lk = P .. 'l:' .. K
   local v = redis.call('HMGET', lk, 'kind', 'enf', 'pend', 'used', 'win', 'ovg', 'debt', 'denied', 'act',
-                       'cal', 'ps', 'pe', 'com', 'gen')
+                       'cal', 'ps', 'pe', 'com', 'gen', 'tp', 'tv', 'tg', 'mx')
   if not v[1] then return nil end
   local win = tonumber(v[5])
   return {key = K, lk = lk, ek = P .. 'e:' .. K, ak = P .. 'a:' .. K, kind = v[1],
-          enf = tonumber(v[2]), pend = tonumber(v[3]), used = tonumber(v[4]), win = win,
-          ovg = v[6], debt = tonumber(v[7]), denied = tonumber(v[8]), act = tonumber(v[9]) or 0,
+          enf = tonumber(v[2]), pend = tonumber(v[3]) or 0, used = tonumber(v[4]), win = win,
+          ovg = v[6], debt = tonumber(v[7]) or 0, denied = tonumber(v[8]) or 0, act = tonumber(v[9]) or 0,
           cal = v[10], ps = tonumber(v[11]) or 0, pe = tonumber(v[12]) or 0, com = tonumber(v[13]) or 0,
           gen = tonumber(v[14]) or 0,
+          -- made from a template (made.lua): its pattern, the template's
+          -- version and incarnation it follows, its place in m:T (nil: a
+          -- limit defined by its own key)
+          tp = v[15] or nil, tv = tonumber(v[16]) or 0, tg = tonumber(v[17]) or 0, mx = tonumber(v[18]) or 0,
           bk = P .. 'b:' .. K, rk = P .. 'r:' .. K,
           dirty = false,
           at = NOW + win, at_text = fmt(NOW + win), -- the bucket of entries made now
@@ -100,9 +108,15 @@ local function flush_adds(L)
   if L.at > L.last_at then L.last_at = L.at end
 end
 
+-- made.lua's: a made limit written, kept (TTLs, its place in m:T) or
+-- forgotten by save(). Declared here, for save().
+local made_save, made_kept
+
 -- Writes the state back: new entries, changed buckets, the counters, and
--- the buckets' TTL past the latest one.
+-- the buckets' TTL past the latest one. A limit made from a template is
+-- written only while it holds something (made.lua).
 local function save(L)
+  if L.tp and not made_save(L) then return end
   flush_adds(L)
   if L.changes then
     for X, d in pairs(L.changes) do
@@ -119,11 +133,12 @@ local function save(L)
     if L.kind == 'b' then redis.call('HSET', L.lk, 'ps', fmt(L.ps), 'pe', fmt(L.pe), 'com', fmt(L.com)) end
     L.dirty = false
   end
-  if L.last_at > 0 then
+  if L.last_at > 0 and L.kind ~= 'b' then
     local want = L.last_at - NOW + 1000
     extend_ttl(L.ek, want); extend_ttl(L.ak, want)
-    L.last_at = 0
   end
+  if L.tp then made_kept(L) end
+  L.last_at = 0
 end
 
 -- Moves L's bucket X (ms) by amount and count: for entries that do not
@@ -188,8 +203,9 @@ local function try_decrease(L)
 end
 
 -- budget.lua's: a budget's purge (its reservations due refunded, its next
--- period started when the bounds say so). Declared here, for purge().
-local budget_purge
+-- period started when the bounds say so), and the changes of kind and
+-- calendar. Declared here, for purge() and redefine().
+local budget_purge, budget_enter, budget_leave
 
 -- Drops every bucket that expired at or before NOW (a budget: every
 -- reservation whose timeout passed), then applies a pending decrease if
@@ -224,16 +240,62 @@ local function purge(L)
   try_decrease(L)
 end
 
+-- True while L holds anything a change of kind would have to honour:
+-- live entries, or (but for a budget, whose charges are no hold) units.
+-- unused, allotments, entries: allotments_of(L)'s, or zeros.
+local function holds_live(L, unused, allotments, entries)
+  return L.act - allotments + entries ~= 0 or (L.kind ~= 'b' and L.used - unused ~= 0)
+end
+
+-- Gives L (loaded and purged) the definition kind, capacity, win (ms),
+-- ovg, cal (a budget's, with its bounds taken: budget.lua), as
+-- apply_definition says: an increase at once (a pending decrease
+-- cancelled), a decrease once usage allows; a change of kind only while L
+-- holds nothing (allotments aside: define.lua passes allotments_of(L)).
+-- Returns 0 (active), 1 (decreasing) or 2 (in use: nothing changed).
+-- The caller writes the definition's own fields and saves L.
+local function redefine(L, kind, capacity, win, ovg, cal, unused, allotments, entries)
+  if L.kind ~= kind and holds_live(L, unused, allotments, entries) then return 2 end
+  if kind == 'b' and (L.kind ~= 'b' or L.cal ~= cal) then
+    budget_enter(L, cal)
+  elseif kind ~= 'b' and L.kind == 'b' then
+    budget_leave(L)
+  end
+  L.kind, L.win, L.ovg = kind, win, ovg
+  L.at = NOW + win; L.at_text = fmt(L.at)
+  if capacity >= L.enf then
+    L.enf = capacity; L.pend = 0
+  else
+    L.pend = capacity
+    try_decrease(L)
+  end
+  L.dirty = true
+  if L.pend ~= 0 then return 1 end
+  return 0
+end
+
+-- made.lua's: K's limit made from the template the daemon names for it
+-- (nil if none), and a made limit brought in line with its template (nil
+-- if it was dropped). Declared here, for limit().
+local made_from, made_follow
+
 -- The limits a script touches, each loaded and purged once, saved at the end
--- (the leases of one batch share them).
+-- (the leases of one batch share them). A key without a limit of its own
+-- is made from its template when the daemon names one (made.lua).
 local limits = {}
 
 local function limit(K)
   local L = limits[K]
   if L == nil then
     L = load(K)
-    if L == nil then return nil end
-    purge(L)
+    if L ~= nil then
+      purge(L)
+      if L.tp then L = made_follow(L) end
+    end
+    if L == nil then
+      L = made_from(K) -- new: nothing to purge
+      if L == nil then return nil end
+    end
     limits[K] = L
   end
   return L
@@ -255,11 +317,22 @@ local function number_change(K)
   return n
 end
 
+-- The store's epoch, made with its first numbered change, so that a store
+-- that lost everything gets a new one (changes.lua).
+local function ensure_epoch()
+  local version_key = P .. 'defs:version'
+  if redis.call('HEXISTS', version_key, 'epoch') == 0 then
+    local t = redis.call('TIME')
+    redis.call('HSET', version_key, 'epoch', t[1] .. '.' .. t[2])
+  end
+end
+
 -- A lease record, one string: "allowed retry_after reserved_at status
 -- =status_key completed forget_at n" then n times "key kind amount X" (X:
 -- the entry's bucket; a budget's: its timeout), then, if any of its limits
--- is an incarnation after a delete, "^G1,...,Gn" (each entry's limit's gen,
--- common.lua's key list; none: all 0), then "#F": F the
+-- is an incarnation after a delete or made from a template, "^G1,...,Gn"
+-- (each entry's limit's gen, common.lua's key list; none: all 0; a made
+-- limit's as "gen/tg", made.lua), then "#F": F the
 -- fingerprint of the reserve's requirements (core/lease_fingerprint.h;
 -- records written before it have none). Keys have no spaces, so spaces
 -- separate. An admitted lease with a job id ends with a newline and the job

@@ -27,14 +27,20 @@ local function read_record(text)
   local words, job = split_job(text)
   local t = {}
   for word in string.gmatch(words, '%S+') do t[#t + 1] = word end
-  local gens = {}
-  local g = string.match(words, ' %^([%d,]+)')
-  if g then for x in string.gmatch(g, '%d+') do gens[#gens + 1] = tonumber(x) end end
+  local gens, tgs = {}, {}
+  local g = string.match(words, ' %^([%d,/]+)')
+  if g then
+    for x in string.gmatch(g, '[^,]+') do
+      local gen, tg = string.match(x, '^(%d+)/?(%d*)$')
+      gens[#gens + 1] = tonumber(gen) or 0
+      tgs[#gens] = tonumber(tg) -- nil but for a limit made from a template
+    end
+  end
   local entries = {}
   for i = 1, tonumber(t[8]) do
     local at = 8 + 4 * (i - 1)
     entries[i] = {key = t[at + 1], kind = t[at + 2], amount = tonumber(t[at + 3]), X = t[at + 4],
-                  x = tonumber(t[at + 4]), gen = gens[i] or 0}
+                  x = tonumber(t[at + 4]), gen = gens[i] or 0, tg = tgs[i]}
   end
   return tonumber(t[1]), tonumber(t[6]), entries, job
 end
@@ -58,6 +64,18 @@ local function reconcile(L, e, actual)
     -- against what the limit's reservations really hold (allotments' unused room aside)
     resize(L, e, e.amount + overage_charge(L, actual - e.amount, L.used - allotments_of(L)))
   end
+end
+
+-- True when rolling entry e of a made limit outlived its limit (forgotten
+-- once it held nothing, its window over: nothing of e is live): its
+-- Complete is still audited, as the limit's would be. Not when the
+-- template was deleted since (its incarnation e.tg gone), nor when the key
+-- had a limit of its own deleted since (its tombstone, delete.lua): a
+-- deleted limit's Complete is skipped.
+local function outlived_made(e)
+  if e.tg == nil or e.kind ~= 'r' then return false end
+  if redis.call('HEXISTS', P .. 'tpl:ids', e.tg) == 0 then return false end
+  return (tonumber(redis.call('ZSCORE', P .. 'defs:changed', e.key)) or 0) < e.gen
 end
 
 -- The record with its completed flag set.
@@ -85,6 +103,7 @@ local function complete(id, base, n)
     local actual = actuals[e.key]
     if L ~= nil and L.gen ~= e.gen then L = nil end -- deleted since, and defined again: not this entry's
     if L == nil then -- nothing to charge: the limit was deleted, or the store lost it
+      if outlived_made(e) then audit({key = e.key}, UNIX_NOW, id, job, e.amount, actual or e.amount, 0, false) end
     elseif e.kind == 'c' then
       if is_live(L, e) then change_bucket(L, e.x, -e.amount, -1) end
     elseif e.kind == 'b' then

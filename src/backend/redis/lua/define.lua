@@ -18,6 +18,9 @@
 -- store holds), 4 left deleted (restore of a key the store deleted: its
 -- tombstone, delete.lua).
 --
+-- A key whose limit was made from a template (made.lua) becomes the key's
+-- own, as a definition over it, keeping what it holds.
+--
 -- Every change is numbered for the daemons that follow the definitions
 -- (common.lua's number_change); the store's epoch is made when the first
 -- definition is written, so a store that lost everything gets a new one. A
@@ -30,23 +33,21 @@ for i = 0, count - 1 do
   local at = 7 + ARGS * i
   if ARGV[at + 1] == 'b' then take_bounds(ARGV[at], at + 6) end
 end
-local version_key = P .. 'defs:version'
-
 -- Before anything else, so that a restore that finds every key in place
 -- still leaves an epoch for the followers to settle on.
-if count > 0 and redis.call('HEXISTS', version_key, 'epoch') == 0 then
-  local t = redis.call('TIME')
-  redis.call('HSET', version_key, 'epoch', t[1] .. '.' .. t[2])
-end
+if count > 0 then ensure_epoch() end
 
 local function define(at)
   local K, kind, capacity, cal = ARGV[at], ARGV[at + 1], tonumber(ARGV[at + 2]), ARGV[at + 6]
   local lk = P .. 'l:' .. K
-  if restore and redis.call('EXISTS', lk) == 1 then return 3 end
   local L = load(K) -- as it was: its kind and buckets
+  -- a limit made from a template is not the key's own definition: a put
+  -- (or a restore of the key's own) makes it the key's, keeping its usage
+  if restore and L ~= nil and not L.tp then return 3 end
   -- no definition, but numbered changes: deleted (its tombstone)
   local deleted = L == nil and redis.call('ZSCORE', P .. 'defs:changed', K) ~= false
   if restore and deleted then return 4 end
+  local code = 0
   if L and L.enf ~= nil then
     purge(L)
     -- what its reservations really hold: daemons' allotments (allot.lua)
@@ -55,10 +56,12 @@ local function define(at)
     -- but a budget counts no buckets: an allotment's would be dropped from
     -- used on the way in and taken from it again when it expires
     if kind == 'b' then unused, allotments, entries = 0, 0, 0 end
-    if L.kind ~= kind and (L.act - allotments + entries ~= 0 or (L.kind ~= 'b' and L.used - unused ~= 0)) then
+    code = redefine(L, kind, capacity, tonumber(ARGV[at + 3]), ARGV[at + 4], cal, unused, allotments, entries)
+    if code == 2 then
       save(L) -- what the purge freed
       return 2
     end
+    if L.tp then made_own(L) end
   end
   redis.call('HSET', lk, 'kind', kind, 'cap', ARGV[at + 2], 'win', ARGV[at + 3], 'ovg', ARGV[at + 4],
              'def', ARGV[at + 5])
@@ -74,22 +77,8 @@ local function define(at)
     end
     return 0
   end
-  if kind == 'b' and (L.kind ~= 'b' or L.cal ~= cal) then
-    budget_enter(L, cal)
-  elseif kind ~= 'b' and L.kind == 'b' then
-    budget_leave(L)
-  end
-  L.kind = kind
-  if capacity >= L.enf then
-    L.enf = capacity; L.pend = 0
-  else
-    L.pend = capacity
-    try_decrease(L)
-  end
-  L.dirty = true
   save(L)
-  if L.pend ~= 0 then return 1 end
-  return 0
+  return code
 end
 
 local out = {}

@@ -9,10 +9,12 @@
 -- as a change, and the key stays in defs:changed with no definition: the
 -- tombstone that tells a deleted key from one a store lost, so that no
 -- daemon puts it back (define.lua's restore; changes.lua tells the
--- followers). Returns 1, or 0 for a key with no definition (nothing changes).
+-- followers). Returns 1, or 0 for a key with no definition (nothing changes):
+-- a limit made from a template (made.lua) is none.
 local K = ARGV[5]
 local lk = P .. 'l:' .. K
-if redis.call('EXISTS', lk) == 0 then return 0 end
+local found = redis.call('HMGET', lk, 'kind', 'tp')
+if not found[1] or found[2] then return 0 end
 local hk = P .. 'H:' .. K
 for _, D in ipairs(redis.call('HKEYS', hk)) do redis.call('DEL', P .. 'A:' .. D .. ':' .. K) end
 redis.call('DEL', lk, P .. 'e:' .. K, P .. 'a:' .. K, P .. 'b:' .. K, P .. 'r:' .. K, hk)

@@ -1,6 +1,8 @@
 -- reserve.lua: decides a batch of leases, each all-or-nothing, in order.
 -- ARGV[5] = lease memory ms, ARGV[6] = the number of budgets whose bounds
--- follow (budget.lua), then their bounds, then the count of leases, then per
+-- follow (budget.lua), then their bounds, then the number of keys a
+-- template matches and their (key, pattern) pairs (made.lua), then the
+-- count of leases, then per
 -- lease: id, n, the fingerprint of its requirements, its job id (''), its
 -- flags, and n pairs (key, amount). Flags are '' for a plain lease, else a
 -- number whose bit 0 says a dry run and bit i that requirement i is
@@ -17,8 +19,12 @@
 -- lease would be now and writes nothing of its own: no record, no entry (a
 -- lease decided before answers its first outcome); what is due expires as
 -- in any call.
+--
+-- A key a template makes is decided as the limit made from it (made.lua),
+-- written only once a lease holds some of it: a dry run, a denial or a
+-- lease that holds nothing there leave no limit behind.
 local memory_ms = tonumber(ARGV[5])
-local leases_at = read_bounds(6)
+local leases_at = read_templates(read_bounds(6))
 
 -- Milliseconds until `amount` more would fit, walking the buckets in expiry
 -- order: usually the first few free enough, so fetch few, then more.
@@ -130,7 +136,7 @@ end
 
 -- Scratch space reused by every lease of the call: a script's time per lease
 -- goes largely to making tables, so the hot path makes only one.
-local lims, amounts, amount_texts, parts = {}, {}, {}, {'1', '0', UNIX_NOW_TEXT, '0', '=', '0'}
+local lims, amounts, amount_texts, gens, parts = {}, {}, {}, {}, {'1', '0', UNIX_NOW_TEXT, '0', '=', '0'}
 
 -- Decides the lease whose id, count, fingerprint, job id, flags and (key,
 -- amount) pairs start at ARGV[base]. exceeds_capacity beats
@@ -191,6 +197,9 @@ local function reserve(base)
     return deny(lease, fingerprint, wait, ST_OK, '', lim, 1, amounts[full], lim.enf, dry)
   end
   if dry then return 1, 0, UNIX_NOW, ST_OK, '', '', 0, 0, 0, 0, 0 end
+  for i = 1, m do -- a made limit's entries name its incarnation
+    if lims[i].tp then made_incarnate(lims[i]); incarnations = true end
+  end
   parts[7] = forget_text(lifetime); parts[8] = m
   for i = 1, m do
     local lim, p = lims[i], 4 + 4 * i
@@ -198,10 +207,9 @@ local function reserve(base)
     parts[p + 3] = amount_texts[i]; parts[p + 4] = lim.at_text
   end
   local last = 9 + 4 * m
-  if incarnations then -- a limit defined again after a delete: its entries say which
-    local gens = {}
-    for i = 1, m do gens[i] = fmt(lims[i].gen) end
-    parts[last] = '^' .. table.concat(gens, ',')
+  if incarnations then -- a limit defined again after a delete, or made: its entries say which
+    for i = 1, m do gens[i] = gen_token(lims[i]) end
+    parts[last] = '^' .. table.concat(gens, ',', 1, m)
     last = last + 1
   end
   parts[last] = '#' .. fingerprint

@@ -1,15 +1,16 @@
 -- usage.lua: live accounting of limit ARGV[5] for the admin API, after a
 -- purge; ARGV[6..] its bounds if the daemon knows it as a budget
--- (budget.lua). Returns {enf, pend, used, active, debt_total, denied_total,
+-- (budget.lua), then the template that makes it if the daemon knows one
+-- (made.lua: a key without a limit of its own reads as the fresh limit
+-- made from it; nothing is written for it). Returns {enf, pend, used, active, debt_total, denied_total,
 -- period_start, period_end, committed, allotted} (period and committed 0
 -- but for a budget), an empty array for an unknown key, or {'bounds'} for
 -- a budget whose bounds were not passed. Of allotments (allot.lua), what
 -- their daemons said they hold live is used (and its entries active), the
 -- rest is allotted: set aside, not used.
-read_bounds(6)
-local L = load(ARGV[5])
+read_templates(read_bounds(6))
+local L = limit(ARGV[5])
 if L == nil then return {} end
-purge(L)
 save(L)
 if L.kind ~= 'b' then
   local unused, allotments, entries = allotments_of(L)
