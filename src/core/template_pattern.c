@@ -93,6 +93,9 @@ static bool match_segment(const char *steps, size_t n, const char *key, size_t l
 }
 
 bool rl__template_pattern_match(const rl__template_pattern *pattern, const char *key, size_t key_len) {
+    /* Only a key: a placeholder takes any character but ':', which is a
+     * key's only if the text is one (no space, control character or NUL). */
+    if (!rl_key_is_valid(key, key_len)) return false;
     /* Segments align one to one: no placeholder takes a ':', so the pattern's
      * n-th ':' can only be the key's n-th. */
     const char *steps = pattern->steps;

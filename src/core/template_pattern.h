@@ -54,8 +54,9 @@ typedef struct rl__template_pattern {
 bool rl__template_pattern_parse(const char *text, size_t len, rl__template_pattern *out, char *err,
                                 size_t err_size);
 
-/* True if key[0..key_len) is a key the pattern names. Linear in the key's
- * length times the pattern's steps at worst; no allocation. */
+/* True if key[0..key_len) is a valid key (keys.h) the pattern names.
+ * Linear in the key's length times the pattern's steps at worst; no
+ * allocation. */
 bool rl__template_pattern_match(const rl__template_pattern *pattern, const char *key, size_t key_len);
 
 /* < 0 when a takes precedence over b, > 0 when b does, 0 only for the same

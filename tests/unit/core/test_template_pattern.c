@@ -108,6 +108,13 @@ static void test_matching(void **state) {
     assert_false(matches("a{b}c", "ac"));
     assert_true(matches("a{b}c:{d}", "abc:d"));
     assert_false(matches("a{b}c:{d}", "abc:"));
+    /* Only keys: a placeholder never takes what no key holds. */
+    assert_false(matches("{x}", "a b"));
+    rl__template_pattern p;
+    char err[200];
+    assert_true(parse("tenant:{t}:x", &p, err));
+    assert_false(rl__template_pattern_match(&p, "tenant:\0\0:x", 11));
+    assert_false(rl__template_pattern_match(&p, "tenant:a\tb:x", 12));
 }
 
 /* A pathological key and pattern stay quick: the walk is linear per
