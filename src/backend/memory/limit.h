@@ -93,6 +93,7 @@ typedef struct rl_mem_limit {
      * removed limit is freed when this falls to 0. */
     uint64_t holders;
     bool removed; /* out of the table: no entry counts in it any more */
+    bool forgotten; /* removed for being idle (memory_templates.c), not deleted: a late Complete is still audited */
     /* Made from the template of this pattern (malloc'd; memory_templates.c)
      * for a key no definition of its own names: forgotten once idle, made
      * again when named. NULL: the key's own definition (apply_definition). */

@@ -392,6 +392,7 @@ static void reserve_one(memory_backend *backend, const rl_reserve_request *reque
     for (size_t i = 0; i < count; i++) {
         rl_mem_limit *limit = limits[i];
         rl_mem_limit_expire(limit, now_ms, now_unix_ms);
+        rl__mem_made_read(limit);
         expires_at_ms[i] = rl__mem_limit_next_expiry_ms(limit, now_ms);
         if (expires_at_ms[i] > forget_at_ms) forget_at_ms = expires_at_ms[i];
     }
@@ -513,7 +514,13 @@ rl_status rl__mem_complete_one(memory_backend *backend, const rl_complete_reques
         rl_mem_entry *entry = &lease->entries[i];
         rl_mem_limit *limit = entry->limit;
         if (limit == NULL) continue;
-        if (limit->removed) { /* deleted since: nothing to charge, nothing audited */
+        if (limit->removed) {
+            /* Deleted since: nothing to charge, nothing audited. Forgotten
+             * (made from a template, idle: its window is over): nothing to
+             * charge, but what the call cost is still the billing truth. */
+            if (limit->forgotten && entry->kind == RL_KIND_ROLLING && backend->audit != NULL)
+                rl__mem_audit(backend, lease, entry, limit->def.key, entry->amount, actual_for(request, entry), false,
+                              now_unix_ms);
             rl_mem_entry_let_go(entry);
             continue;
         }
@@ -646,6 +653,7 @@ static rl_status limit_usage(rl_backend *base, const char *key, rl_limit_usage *
         status = RL_UNKNOWN_LIMIT_KEY;
     } else {
         rl__mem_limit_expire(limit, backend->clock->monotonic_ms(backend->clock), backend->clock->unix_ms(backend->clock));
+        rl__mem_made_read(limit);
         rl__mem_limit_usage(limit, out);
     }
     pthread_mutex_unlock(&backend->lock);

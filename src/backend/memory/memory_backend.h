@@ -132,6 +132,17 @@ rl_status rl__mem_put_template_locked(memory_backend *backend, const rl_limit_de
  * nothing changed). */
 rl_status rl__mem_delete_template_locked(memory_backend *backend, const char *pattern, uint64_t now_unix_ms);
 
+/* A limit made from a template that holds nothing (just expired) is as if
+ * made anew, whether or not the sweep has forgotten it yet: its totals
+ * (debt_total, overage_denied_total) go, as they would with it. Called
+ * wherever a limit is reached after its expire (a reserve, a usage read,
+ * a replayed lease): the totals a limit made again shows never depend on
+ * when the sweep ran, nor on a restart. Inline: every reserve asks. */
+static inline void rl__mem_made_read(rl_mem_limit *limit) {
+    if (limit->template_pattern == NULL || !rl_mem_limit_is_idle(limit)) return;
+    limit->debt_total = limit->overage_denied_total = 0;
+}
+
 /* Forgets every limit made from a template that is idle at now (the
  * sweep); returns how many. */
 size_t rl__mem_forget_idle(memory_backend *backend, uint64_t now_ms, uint64_t now_unix_ms);

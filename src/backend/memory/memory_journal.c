@@ -305,6 +305,7 @@ static bool replay_lease(replay *r, const rl__jrec_lease *l) {
          * changes only while a limit holds nothing). */
         if (!e->live || limit == NULL || limit->def.kind != e->kind) continue;
         rl__mem_limit_expire(limit, now_ms, l->at_unix_ms);
+        rl__mem_made_read(limit); /* as the reserve did */
         if (!rl__mem_limit_reserve_room(limit)) {
             snprintf(r->why, sizeof r->why, "out of memory");
             return false;

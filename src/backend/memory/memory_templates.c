@@ -129,6 +129,7 @@ size_t rl__mem_forget_idle(memory_backend *backend, uint64_t now_ms, uint64_t no
             if (limit->template_pattern == NULL) continue;
             rl__mem_limit_expire(limit, now_ms, now_unix_ms);
             if (!rl_mem_limit_is_idle(limit)) continue;
+            limit->forgotten = true;
             rl__mem_limit_table_remove(table, limit);
             forgotten++;
         }
