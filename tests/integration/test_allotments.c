@@ -316,10 +316,18 @@ static void a_killed_daemons_allotments_come_back(void **state) {
         rl_test_sleep_ms(100);
     assert_int_equal(usage_of(f, 1, "k:conc", "used"), 0);
     assert_int_equal(usage_of(f, 1, "k:conc", "allotted"), 0);
-    /* the survivor can hold the whole capacity */
+    /* the survivor can hold the whole capacity, and no more. Near
+     * exhaustion it goes synchronous and gives back the room its own
+     * allotment still holds at its keeper's next steps: a lease asked in
+     * between is denied by Redis, so a denial is asked again a little later */
     int held = 0;
-    for (int i = 0; i < 210; i++) held += reserve(f, 1, CONC1) == 1;
+    until = rl_test_now_ms() + 5000;
+    while (held < 200 && rl_test_now_ms() < until) {
+        if (reserve(f, 1, CONC1) == 1) held++;
+        else rl_test_sleep_ms(20);
+    }
     assert_int_equal(held, 200);
+    for (int i = 0; i < 10; i++) assert_int_equal(reserve(f, 1, CONC1), 0);
     assert_int_equal(rl_test_daemon_stop(&f->d[1]), 0);
 }
 
@@ -408,8 +416,14 @@ static void redis_killed_mid_load(void **state) {
     if (problem[0] != '\0') fail_msg("%s", problem);
     assert_true(atomic_load(&l.denied) >= 500);
     if (admitted > 6000) fail_msg("%ld admitted on a capacity of 6000", admitted);
+    /* what the daemons hold live reaches Redis at their keepers' next looks */
     long used = usage_of(f, 1, "k:rpm", "used");
-    assert_true(used >= admitted && used <= 6000);
+    until = rl_test_now_ms() + 5000;
+    while (used < admitted && rl_test_now_ms() < until) {
+        rl_test_sleep_ms(50);
+        used = usage_of(f, 1, "k:rpm", "used");
+    }
+    if (used < admitted || used > 6000) fail_msg("used %ld, %ld admitted, capacity 6000", used, admitted);
     assert_int_equal(rl_test_daemon_stop(&f->d[0]), 0);
     assert_int_equal(rl_test_daemon_stop(&f->d[1]), 0);
 }
