@@ -44,6 +44,7 @@ static void answer_unrouted(rl_handler_ctx *ctx, const char *allow, rl_http_resp
 
 bool rl_api_begin(rl_handler_ctx *ctx, const rl_http_request *req, rl_api_call *call, rl_http_response *res) {
     res->allow = NULL;
+    res->content_type = NULL;
     const char *allow;
     const rl_api_route *route = rl__api_route_of(req, &allow);
     call->route = NULL;
@@ -51,11 +52,11 @@ bool rl_api_begin(rl_handler_ctx *ctx, const rl_http_request *req, rl_api_call *
         answer_unrouted(ctx, allow, res);
         return true;
     }
+    call->route = route; /* what the request was, for its outcome (outcome.h) */
     if (route->answer != NULL) {
         route->answer(ctx, route, req, res);
         return true;
     }
-    call->route = route;
     atomic_store_explicit(&call->state, CALL_BEGUN, memory_order_relaxed);
     if (route->start(ctx, route, req, call, res)) return true;
     if (atomic_exchange_explicit(&call->state, CALL_WAITING, memory_order_acq_rel) != CALL_DONE) return false;
@@ -65,6 +66,7 @@ bool rl_api_begin(rl_handler_ctx *ctx, const rl_http_request *req, rl_api_call *
 
 void rl_api_finish(rl_handler_ctx *ctx, rl_api_call *call, rl_http_response *res) {
     res->allow = NULL;
+    res->content_type = NULL;
     call->route->finish(ctx, call, res);
 }
 

@@ -16,6 +16,7 @@
 #include <stddef.h>
 
 #include "server/api/handler.h"
+#include "server/api/outcome.h"
 
 /* ---- lease endpoints (lease_endpoints.c) ---------------------------------
  * Reserve and complete each are a lane (their types, backend call and item
@@ -57,6 +58,7 @@ struct rl_api_route {
     /* Lets go of what start kept; called once for every start. */
     void (*end)(rl_api_call *call);
     const rl_lease_endpoint *lease; /* the lease endpoint start serves, or NULL */
+    rl_api_endpoint endpoint;       /* what metrics and logs call it (outcome.h) */
 };
 
 /* router.c: the row of (method, path): NULL with *allow set for a path

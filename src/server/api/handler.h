@@ -42,7 +42,10 @@ static inline const char *rl_http_request_body(const rl_http_request *req) {
 typedef struct rl_http_response {
     int status;        /* HTTP status code */
     const char *allow; /* the Allow header of a 405, else NULL; static */
-    rl_buf *body;      /* JSON; points to the context's buffer: copy it before the next request */
+    rl_buf *body;      /* points to the context's buffer: copy it before the next request */
+    /* The body's media type (static), or NULL for application/json: the
+     * API's answers are JSON; /metrics and the console's files are not. */
+    const char *content_type;
 } rl_http_response;
 
 typedef struct rl_handler_ctx {

@@ -27,6 +27,7 @@ struct rl_lease_endpoint;
 typedef struct rl_lease_call {
     const struct rl_lease_endpoint *endpoint; /* which of the four, set by its start */
     bool decoded;                             /* msg holds a message to free */
+    bool finished; /* its items' answers are encoded: the results below are this call's */
     union {
         rl_wire_reserves reserves;
         rl_wire_completes completes;

@@ -207,6 +207,7 @@ bool rl__lease_start(rl_handler_ctx *ctx, const rl_api_route *route, const rl_ht
     const rl_lease_endpoint *endpoint = route->lease;
     lease->endpoint = endpoint;
     lease->decoded = false;
+    lease->finished = false;
     char detail[RL_WIRE_DETAIL_SIZE] = "";
     rl_status status = endpoint->decode(rl_http_request_body(req), req->body_len, ctx->max_batch, lease, detail);
     if (status != RL_OK) {
@@ -235,6 +236,7 @@ void rl__lease_finish(rl_handler_ctx *ctx, rl_api_call *call, rl_http_response *
     rl_buf *buf = &ctx->body;
     rl__buf_reset(buf);
     res->body = buf;
+    call->lease.finished = true;
     if (!lease->endpoint->batch) {
         /* A result's status_key may point into the message: encoded before
          * rl__lease_end frees it. */

@@ -30,36 +30,38 @@ void rl_handler_ctx_trim(rl_handler_ctx *ctx) {
 #define ADMIN_TEMPLATES_PATH "/v1/admin/templates"
 #define ADMIN_PRESETS_PATH "/v1/admin/presets"
 
-#define ANSWER(method, path, allow, fn) {method, sizeof(method) - 1, path, sizeof(path) - 1, false, allow, fn, NULL, NULL, NULL, NULL}
-#define LEASE(path, endpoint)                                                                                      \
+#define ANSWER(method, path, allow, fn, id) \
+    {method, sizeof(method) - 1, path, sizeof(path) - 1, false, allow, fn, NULL, NULL, NULL, NULL, RL_API_##id}
+#define LEASE(path, endpoint, id)                                                                                  \
     {"POST", 4, path, sizeof(path) - 1, false, "POST", NULL, rl__lease_start, rl__lease_finish, rl__lease_end, \
-     &endpoint}
+     &endpoint, RL_API_##id}
 /* The hot paths first. */
 static const rl_api_route routes[] = {
-    LEASE("/v1/reserve", rl__lease_reserve),
-    LEASE("/v1/complete", rl__lease_complete),
-    LEASE("/v1/reserve/batch", rl__lease_reserve_batch),
-    LEASE("/v1/complete/batch", rl__lease_complete_batch),
-    ANSWER("GET", ADMIN_LIMITS_PATH, "GET, PUT", rl__admin_list),
+    LEASE("/v1/reserve", rl__lease_reserve, RESERVE),
+    LEASE("/v1/complete", rl__lease_complete, COMPLETE),
+    LEASE("/v1/reserve/batch", rl__lease_reserve_batch, RESERVE_BATCH),
+    LEASE("/v1/complete/batch", rl__lease_complete_batch, COMPLETE_BATCH),
+    ANSWER("GET", ADMIN_LIMITS_PATH, "GET, PUT", rl__admin_list, ADMIN_LIMITS),
     {"PUT", 3, ADMIN_LIMITS_PATH, sizeof(ADMIN_LIMITS_PATH) - 1, false, "GET, PUT", NULL, rl__admin_put_start,
-     rl__admin_put_finish, NULL, NULL},
+     rl__admin_put_finish, NULL, NULL, RL_API_ADMIN_LIMITS},
     /* The key may itself hold '/' and ':'. */
     {"GET", 3, ADMIN_LIMITS_PATH "/", sizeof(ADMIN_LIMITS_PATH "/") - 1, true, "GET, DELETE", rl__admin_get, NULL,
-     NULL, NULL, NULL},
+     NULL, NULL, NULL, RL_API_ADMIN_LIMITS},
     {"DELETE", 6, ADMIN_LIMITS_PATH "/", sizeof(ADMIN_LIMITS_PATH "/") - 1, true, "GET, DELETE", NULL,
-     rl__admin_delete_start, rl__admin_delete_finish, NULL, NULL},
-    ANSWER("GET", ADMIN_TEMPLATES_PATH, "GET, PUT", rl__templates_list),
+     rl__admin_delete_start, rl__admin_delete_finish, NULL, NULL, RL_API_ADMIN_LIMITS},
+    ANSWER("GET", ADMIN_TEMPLATES_PATH, "GET, PUT", rl__templates_list, ADMIN_TEMPLATES),
     {"PUT", 3, ADMIN_TEMPLATES_PATH, sizeof(ADMIN_TEMPLATES_PATH) - 1, false, "GET, PUT", NULL, rl__template_put_start,
-     rl__template_change_finish, NULL, NULL},
+     rl__template_change_finish, NULL, NULL, RL_API_ADMIN_TEMPLATES},
     /* The pattern, percent-encoded where needed ('{' and '}' may be sent as is). */
     {"DELETE", 6, ADMIN_TEMPLATES_PATH "/", sizeof(ADMIN_TEMPLATES_PATH "/") - 1, true, "DELETE", NULL,
-     rl__template_delete_start, rl__template_change_finish, NULL, NULL},
-    ANSWER("GET", ADMIN_PRESETS_PATH, "GET", rl__admin_presets_list),
+     rl__template_delete_start, rl__template_change_finish, NULL, NULL, RL_API_ADMIN_TEMPLATES},
+    ANSWER("GET", ADMIN_PRESETS_PATH, "GET", rl__admin_presets_list, ADMIN_PRESETS),
     /* The name, then "/apply". */
     {"PUT", 3, ADMIN_PRESETS_PATH "/", sizeof(ADMIN_PRESETS_PATH "/") - 1, true, "PUT", NULL,
-     rl__admin_preset_apply_start, rl__admin_preset_apply_finish, rl__admin_preset_apply_end, NULL},
-    ANSWER("GET", "/v1/admin/audit", "GET", rl__admin_audit),
-    ANSWER("GET", "/healthz", "GET", rl__healthz),
+     rl__admin_preset_apply_start, rl__admin_preset_apply_finish, rl__admin_preset_apply_end, NULL,
+     RL_API_ADMIN_PRESETS},
+    ANSWER("GET", "/v1/admin/audit", "GET", rl__admin_audit, ADMIN_AUDIT),
+    ANSWER("GET", "/healthz", "GET", rl__healthz, HEALTHZ),
 };
 #undef ANSWER
 #undef LEASE

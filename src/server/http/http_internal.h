@@ -29,6 +29,7 @@
 
 typedef struct rl_http_thread {
     rl_http_server *server;
+    uint32_t index; /* 0..thread_count-1: which loop (the observer's) */
     pthread_t thread;
     bool running;
     h2o_context_t ctx; /* the request's thread is found from req->conn->ctx */
@@ -59,6 +60,8 @@ typedef struct pending_request {
     h2o_multithread_message_t message;
     rl_http_thread *thread;
     h2o_req_t *req;              /* NULL once h2o has disposed of it */
+    rl_http_request request;     /* as the api saw it (into req's memory: read only while req is there) */
+    uint64_t started_us;         /* monotonic, when its headers were read */
     struct pending_request **token; /* in req->pool, points back here */
     struct pending_request *next_spare;
 } pending_request;
@@ -82,6 +85,12 @@ struct rl_http_server {
     atomic_bool threads_in_use; /* a loop left with requests in flight: never free threads */
     bool started;
 };
+
+static inline uint64_t rl__http_monotonic_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
 
 static inline uint64_t rl__http_monotonic_ms(void) {
     struct timespec ts;

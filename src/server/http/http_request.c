@@ -60,14 +60,28 @@ static void rl__http_on_request_disposed(void *token) {
     if (pending != NULL) pending->req = NULL;
 }
 
+/* ---- the observer (http_server.h) ---------------------------------------- */
+
+/* The loop's thread: an answer given (call NULL: before the api's road). */
+static void observe(rl_http_thread *thread, const rl_api_call *call, const rl_http_request *request,
+                    const rl_http_response *response, uint64_t started_us) {
+    const rl_http_observer *observer = &thread->server->options.observer;
+    if (observer->answered == NULL) return;
+    rl_api_outcome outcome;
+    rl_api_outcome_of(call, request, response, &outcome);
+    uint64_t now_us = rl__http_monotonic_us();
+    observer->answered(observer->context, thread->index, &outcome, now_us > started_us ? now_us - started_us : 0);
+}
+
 /* The loop's thread: sends an answer (if its client is still there), lets
  * go of the request's state and keeps it for the next. */
 static void answer_and_recycle(rl_http_thread *thread, pending_request *pending, h2o_req_t *req,
                                const rl_http_response *response) {
-    if (req != NULL) {
-        rl__http_send_response(req, response);
-        rl_handler_ctx_trim(&thread->handler); /* the answer is copied: big buffers can go */
-    }
+    if (req != NULL) rl__http_send_response(req, response);
+    /* Before the call ends: the outcome reads its items. The request's
+     * path is h2o's: not read once the client has gone. */
+    observe(thread, &pending->call, req != NULL ? &pending->request : NULL, response, pending->started_us);
+    if (req != NULL) rl_handler_ctx_trim(&thread->handler); /* the answer is copied: big buffers can go */
     rl_api_call_end(&pending->call);
     give_back_pending(thread, pending);
 }
@@ -79,7 +93,7 @@ void rl__http_on_answers(h2o_multithread_receiver_t *receiver, h2o_linklist_t *m
         h2o_multithread_message_t *message = H2O_STRUCT_FROM_MEMBER(h2o_multithread_message_t, link, messages->next);
         h2o_linklist_unlink(&message->link);
         pending_request *pending = H2O_STRUCT_FROM_MEMBER(pending_request, message, message);
-        rl_http_response response = {0, NULL, NULL};
+        rl_http_response response = {0, NULL, NULL, NULL};
         if (pending->req != NULL) {
             *pending->token = NULL; /* the pool outlives pending: its dispose must not look */
             rl_api_finish(&thread->handler, &pending->call, &response);
@@ -91,17 +105,21 @@ void rl__http_on_answers(h2o_multithread_receiver_t *receiver, h2o_linklist_t *m
 
 /* Every request: answered now (a synchronous backend, an admin GET, a
  * refused body), or later through rl__http_on_answers. */
-static void run_request(rl_http_thread *thread, h2o_req_t *req, const rl_http_request *request) {
-    rl_http_response response = {0, NULL, NULL};
+static void run_request(rl_http_thread *thread, h2o_req_t *req, const rl_http_request *request,
+                        uint64_t started_us) {
+    rl_http_response response = {0, NULL, NULL, NULL};
     pending_request *pending = take_pending(thread);
     if (pending == NULL) {
         rl_respond_error(&thread->handler, &response, 503, RL_BACKEND_ERROR, NULL, NULL);
         rl__http_send_response(req, &response);
+        observe(thread, NULL, request, &response, started_us);
         return;
     }
     pending->call.done = on_answered;
     pending->thread = thread;
     pending->req = req;
+    pending->request = *request;
+    pending->started_us = started_us;
     /* Before the start: the answer may be posted before it returns (it is
      * read only on this thread, later, so the token can come after). */
     thread->in_flight++;
@@ -122,7 +140,8 @@ static void add_header(h2o_req_t *req, const h2o_token_t *token, const char *val
 
 /* Answers req now if the guard refuses it or it is a preflight; else adds
  * the CORS headers an allowed origin's answer carries. True: answered. */
-static bool guard_answered(rl_http_thread *thread, h2o_req_t *req) {
+static bool guard_answered(rl_http_thread *thread, h2o_req_t *req, const rl_http_request *request,
+                           uint64_t started_us) {
     /* h2o puts its own default in authority when a request has no Host. */
     bool has_host = req->input.authority.base != NULL && req->hostconf != NULL &&
                     req->input.authority.base != req->hostconf->authority.hostport.base;
@@ -133,9 +152,10 @@ static bool guard_answered(rl_http_thread *thread, h2o_req_t *req) {
                            has_host ? req->input.authority.base : NULL, req->input.authority.len,
                            origin != NULL ? origin->base : NULL, origin != NULL ? origin->len : 0, &decision);
     if (decision.verdict == RL_GUARD_REFUSE) {
-        rl_http_response response = {0, NULL, NULL};
+        rl_http_response response = {0, NULL, NULL, NULL};
         rl_respond_error(&thread->handler, &response, 403, RL_INVALID_REQUEST, NULL, decision.detail);
         rl__http_send_response(req, &response);
+        observe(thread, NULL, request, &response, started_us);
         rl_handler_ctx_trim(&thread->handler);
         return true;
     }
@@ -161,7 +181,7 @@ static bool guard_answered(rl_http_thread *thread, h2o_req_t *req) {
 int rl__http_on_request(h2o_handler_t *self, h2o_req_t *req) {
     (void)self;
     rl_http_thread *thread = H2O_STRUCT_FROM_MEMBER(rl_http_thread, ctx, req->conn->ctx);
-    if (guard_answered(thread, req)) return 0;
+    uint64_t started_us = thread->server->options.observer.answered != NULL ? rl__http_monotonic_us() : 0;
     size_t path_len = req->query_at != SIZE_MAX ? req->query_at : req->path.len;
     rl_http_request request = {
         .method = req->method.base,
@@ -173,9 +193,10 @@ int rl__http_on_request(h2o_handler_t *self, h2o_req_t *req) {
         .query = req->query_at != SIZE_MAX ? req->path.base + req->query_at + 1 : NULL,
         .query_len = req->query_at != SIZE_MAX ? req->path.len - req->query_at - 1 : 0,
     };
+    if (guard_answered(thread, req, &request, started_us)) return 0;
     /* The guard's clock for idle and slow connections starts again. */
     if (req->conn->callbacks->get_socket != NULL)
         rl_conn_guard_note_request(req->conn->callbacks->get_socket(req->conn), rl__http_monotonic_ms());
-    run_request(thread, req, &request);
+    run_request(thread, req, &request, started_us);
     return 0;
 }

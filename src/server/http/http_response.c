@@ -8,6 +8,7 @@ const char *rl__http_reason_phrase(int status) {
     case 200: return "OK";
     case 204: return "No Content";
     case 400: return "Bad Request";
+    case 401: return "Unauthorized";
     case 403: return "Forbidden";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
@@ -18,7 +19,8 @@ const char *rl__http_reason_phrase(int status) {
     }
 }
 
-static void send_json(h2o_req_t *req, int status, const char *allow, const char *body, size_t len) {
+static void send_body(h2o_req_t *req, int status, const char *allow, const char *content_type, const char *body,
+                      size_t len) {
     static h2o_generator_t generator = {NULL, NULL};
     /* h2o may write after this returns; the handler's buffer is reused by the
      * next request, so the body goes into the request's pool. */
@@ -26,8 +28,8 @@ static void send_json(h2o_req_t *req, int status, const char *allow, const char 
     req->res.status = status;
     req->res.reason = rl__http_reason_phrase(status);
     req->res.content_length = copy.len; /* else h2o would answer chunked */
-    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL,
-                   H2O_STRLIT("application/json"));
+    if (content_type == NULL) content_type = "application/json";
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, content_type, strlen(content_type));
     if (allow != NULL)
         h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_ALLOW, NULL, allow, strlen(allow));
     h2o_start_response(req, &generator);
@@ -37,8 +39,9 @@ static void send_json(h2o_req_t *req, int status, const char *allow, const char 
 void rl__http_send_response(h2o_req_t *req, const rl_http_response *response) {
     if (response->body == NULL || response->body->failed) {
         static const char out_of_memory[] = "{\"error\":\"backend_error\"}";
-        send_json(req, 503, NULL, out_of_memory, sizeof out_of_memory - 1);
+        send_body(req, 503, NULL, NULL, out_of_memory, sizeof out_of_memory - 1);
     } else {
-        send_json(req, response->status, response->allow, response->body->data, response->body->len);
+        send_body(req, response->status, response->allow, response->content_type, response->body->data,
+                  response->body->len);
     }
 }

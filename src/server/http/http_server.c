@@ -103,6 +103,7 @@ bool rl_http_server_start(rl_http_server *server, char *err, size_t err_size) {
     for (uint32_t i = 0; i < count; i++) {
         rl_http_thread *thread = &server->threads[i];
         thread->server = server;
+        thread->index = i;
         /* Before any loop runs: the loops read each other's room. */
         rl_conn_guard_init(&thread->guard, i, share > 0 ? share : 1, server->options.idle_timeout_ms,
                            server->options.request_timeout_ms, now_ms, rl__http_on_connection_closed, thread);

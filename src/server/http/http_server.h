@@ -38,9 +38,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "server/api/outcome.h"
 #include "server/service.h"
 
 typedef struct rl_http_server rl_http_server;
+
+/* Whoever watches the daemon answer (metrics, the access log, the
+ * console's recent denials: server/observe/). answered is called on loop
+ * `loop` (0..threads-1) once per request answered, right after its answer
+ * is handed to h2o (or dropped: its client went away), with what it was
+ * (borrowed for the call) and how long it took from its headers being read
+ * to its answer, in microseconds. It must not block: it runs on the event
+ * loop, between requests. */
+typedef struct rl_http_observer {
+    void (*answered)(void *context, uint32_t loop, const rl_api_outcome *outcome, uint64_t latency_us);
+    void *context;
+} rl_http_observer;
 
 typedef struct rl_http_server_options {
     const char *listen_addr; /* "HOST:PORT" (listen_addr.h); port 0: any free port */
@@ -62,6 +75,7 @@ typedef struct rl_http_server_options {
      * the server. Requests with another Origin get 403. */
     const char *const *allowed_origins;
     size_t allowed_origin_count;
+    rl_http_observer observer; /* answered NULL: nobody watches */
 } rl_http_server_options;
 
 /* The fixed bounds of libh2o's HTTP/1 parser: H2O_MAX_REQLEN (8192 + 4096 *
