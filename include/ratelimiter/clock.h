@@ -25,8 +25,9 @@ struct rl_clock {
 /* The process clock (CLOCK_MONOTONIC, CLOCK_REALTIME). Static, never freed. */
 RL_API const rl_clock *rl_clock_system(void);
 
-/* A clock that moves only when told to: for tests. Not thread-safe to
- * advance while another thread reads it. */
+/* A clock that moves only when told to: for tests. Reading it from other
+ * threads while one advances it is safe (each reading is the time before
+ * or after an advance); advance it from one thread at a time. */
 typedef struct rl_manual_clock {
     rl_clock base; /* first: pass &manual.base wherever an rl_clock is wanted */
     uint64_t monotonic_now_ms;

@@ -23,12 +23,16 @@ static const rl_clock system_clock = {system_monotonic_ms, system_unix_ms};
 
 const rl_clock *rl_clock_system(void) { return &system_clock; }
 
+/* A manual clock is read by backends' own threads (a redis backend's
+ * upkeep, a memory backend's sweep) while the test advances it: each field
+ * is read and moved atomically (GCC/Clang builtins, so that the public
+ * struct keeps plain uint64_t fields). */
 static uint64_t manual_monotonic_ms(const rl_clock *clock) {
-    return ((const rl_manual_clock *)clock)->monotonic_now_ms;
+    return __atomic_load_n(&((const rl_manual_clock *)clock)->monotonic_now_ms, __ATOMIC_ACQUIRE);
 }
 
 static uint64_t manual_unix_ms(const rl_clock *clock) {
-    return ((const rl_manual_clock *)clock)->unix_now_ms;
+    return __atomic_load_n(&((const rl_manual_clock *)clock)->unix_now_ms, __ATOMIC_ACQUIRE);
 }
 
 void rl_manual_clock_init(rl_manual_clock *clock, uint64_t monotonic_ms, uint64_t unix_ms) {
@@ -39,6 +43,6 @@ void rl_manual_clock_init(rl_manual_clock *clock, uint64_t monotonic_ms, uint64_
 }
 
 void rl_manual_clock_advance(rl_manual_clock *clock, uint64_t delta_ms) {
-    clock->monotonic_now_ms += delta_ms;
-    clock->unix_now_ms += delta_ms;
+    __atomic_fetch_add(&clock->unix_now_ms, delta_ms, __ATOMIC_RELEASE);
+    __atomic_fetch_add(&clock->monotonic_now_ms, delta_ms, __ATOMIC_RELEASE);
 }
