@@ -67,6 +67,9 @@ static rl_backend *open_at(const char *prefix, rl_manual_clock *clock) {
     options.key_prefix = prefix;
     options.clock = &clock->base;
     options.sweep_interval_ms = 0;
+    /* Nothing here is about Redis being slow: a busy machine gets time */
+    options.connect_timeout_ms = 2000;
+    options.command_timeout_ms = 5000;
     rl_backend *backend = NULL;
     char err[256];
     if (rl_redis_backend_create(&options, &backend, err, sizeof err) != RL_OK) fail_msg("create: %s", err);
