@@ -1,5 +1,6 @@
 /* ratelimiterd — the rate limiter daemon: config, service, HTTP server, wait
- * for SIGINT/SIGTERM, clean exit. Everything else lives in src/server.
+ * for SIGINT/SIGTERM (SIGHUP: the tokens files are read again), clean
+ * exit. Everything else lives in src/server.
  *
  * Exit status: 0 after a clean stop, 1 if start-up fails (bad config,
  * unreadable or corrupt registry, address in use, Redis unreachable), 2 for
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/auth/auth.h"
 #include "server/config.h"
 #include "server/http/http_server.h"
 #include "server/service.h"
@@ -218,7 +220,20 @@ int main(int argc, char **argv) {
     sigemptyset(&stop_signals);
     sigaddset(&stop_signals, SIGINT);
     sigaddset(&stop_signals, SIGTERM);
+    sigaddset(&stop_signals, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
+
+    /* Before anything is opened: a bad tokens file stops start-up here. */
+    rl_auth_options auth_options = {
+        .admin_tokens_file = config.admin_tokens_file,
+        .data_tokens_file = config.data_tokens_file,
+        .metrics_require_token = config.metrics_require_token,
+    };
+    rl_auth *auth = NULL;
+    if (!rl_auth_create(&auth_options, &auth, err, sizeof err)) {
+        fprintf(stderr, "ratelimiterd: cannot start: %s\n", err);
+        return 1;
+    }
 
     rl_service_options service_options = {
         .backend_name = config.backend,
@@ -243,6 +258,7 @@ int main(int argc, char **argv) {
     if (rl_service_open(&service_options, &service, err, sizeof err) != RL_OK) {
         /* err names the registry file (and the place in it) when that is the cause. */
         fprintf(stderr, "ratelimiterd: cannot start: %s\n", err);
+        rl_auth_destroy(auth);
         return 1;
     }
 
@@ -255,6 +271,7 @@ int main(int argc, char **argv) {
         if (rl_service_apply_presets(service, names, config.preset_count, report, sizeof report) != RL_OK) {
             fprintf(stderr, "ratelimiterd: cannot start: cannot apply the presets: %s\n", report);
             rl_service_close(service);
+            rl_auth_destroy(auth);
             return 1;
         }
         fprintf(stderr, "ratelimiterd: %s\n", report);
@@ -273,6 +290,9 @@ int main(int argc, char **argv) {
         .request_timeout_ms = config.request_timeout_ms,
         .allowed_origins = origins,
         .allowed_origin_count = config.allowed_origin_count,
+        .auth = rl_auth_enabled(auth) ? auth : NULL,
+        .tls_cert_file = config.tls_cert_file[0] != '\0' ? config.tls_cert_file : NULL,
+        .tls_key_file = config.tls_key_file[0] != '\0' ? config.tls_key_file : NULL,
     };
     rl_http_server *server = NULL;
     if (!rl_http_server_create(&http_options, service, &server, err, sizeof err) ||
@@ -280,24 +300,31 @@ int main(int argc, char **argv) {
         fprintf(stderr, "ratelimiterd: %s\n", err);
         rl_http_server_destroy(server);
         rl_service_close(service);
+        rl_auth_destroy(auth);
         return 1;
     }
     /* Tests and scripts parse this line for the port: keep its form. */
     fprintf(stderr, "ratelimiterd listening on %s (backend %s, %zu limits, %u threads)\n",
             rl_http_server_address(server), rl_service_backend_name(service),
             rl_service_limit_count(service), threads);
-    if (!rl_http_server_is_loopback_only(server))
+    if (http_options.tls_cert_file != NULL)
+        fprintf(stderr, "ratelimiterd: HTTPS only, certificate %s\n", http_options.tls_cert_file);
+    if (!rl_http_server_is_loopback_only(server) && !rl_auth_guards_admin(auth))
         fprintf(stderr,
-                "ratelimiterd: warning: %s is reachable from other machines, and v1 has no authentication: "
-                "anyone who reaches it can reserve and change limits (firewall it, or listen on 127.0.0.1)\n",
+                "ratelimiterd: warning: %s is reachable from other machines, and admin.tokens_file is not set: "
+                "anyone who reaches it can change limits (set it, firewall the port, or listen on 127.0.0.1)\n",
                 rl_http_server_address(server));
 
     int signal_number = 0;
-    while (sigwait(&stop_signals, &signal_number) != 0) {
+    for (;;) {
+        if (sigwait(&stop_signals, &signal_number) != 0) continue;
+        if (signal_number != SIGHUP) break;
+        rl_auth_reload(auth, stderr);
     }
     fprintf(stderr, "ratelimiterd: %s received, stopping\n",
             signal_number == SIGINT ? "SIGINT" : "SIGTERM");
     rl_http_server_destroy(server);
     rl_service_close(service);
+    rl_auth_destroy(auth);
     return 0;
 }
