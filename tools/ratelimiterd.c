@@ -39,6 +39,8 @@ static void usage(FILE *out) {
             "      --no-audit           keep no audit log (GET /v1/admin/audit then answers no entries)\n"
             "      --preset NAME        apply a provider preset at start (repeatable, after the\n"
             "                           config's presets:); explicit limits win over it\n"
+            "  signals: SIGINT, SIGTERM stop cleanly; SIGHUP reads admin.tokens_file and\n"
+            "           data.tokens_file again (a broken file keeps its previous tokens)\n"
             "  -h, --help               this text\n"
             "  -V, --version            the version\n",
             RL_CONFIG_DEFAULT_LISTEN_ADDR, RL_CONFIG_DEFAULT_REDIS_ADDRESS,
