@@ -311,11 +311,16 @@ int main(int argc, char **argv) {
             rl_service_limit_count(service), threads);
     if (http_options.tls_cert_file != NULL)
         fprintf(stderr, "ratelimiterd: HTTPS only, certificate %s\n", http_options.tls_cert_file);
-    if (!rl_http_server_is_loopback_only(server) && !rl_auth_guards_admin(auth))
+    bool admin_open = !rl_auth_guards_admin(auth), data_open = !rl_auth_guards_data(auth);
+    if (!rl_http_server_is_loopback_only(server) && (admin_open || data_open))
         fprintf(stderr,
-                "ratelimiterd: warning: %s is reachable from other machines, and admin.tokens_file is not set: "
-                "anyone who reaches it can change limits (set it, firewall the port, or listen on 127.0.0.1)\n",
-                rl_http_server_address(server));
+                "ratelimiterd: warning: %s is reachable from other machines with no authentication (%s not set): "
+                "anyone who reaches it can %s (set it, firewall the port, or listen on 127.0.0.1)\n",
+                rl_http_server_address(server),
+                admin_open && data_open ? "admin.tokens_file and data.tokens_file are"
+                : admin_open            ? "admin.tokens_file is"
+                                        : "data.tokens_file is",
+                admin_open && data_open ? "reserve and change limits" : admin_open ? "change limits" : "reserve");
 
     int signal_number = 0;
     for (;;) {

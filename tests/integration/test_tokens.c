@@ -323,12 +323,42 @@ static void test_bad_file_at_start(void **state) {
     rl_test_daemon_cleanup(&other);
 }
 
+/* On every interface: with both files set there is nothing to warn about;
+ * with the admin file alone, the warning names the data file. */
+static void test_every_interface(void **state) {
+    (void)state;
+    rl_test_daemon wide;
+    rl_test_daemon_init(&wide);
+    char admin[320], data[320], text[8192];
+    snprintf(admin, sizeof admin, "%s/admin.tokens", wide.dir);
+    snprintf(data, sizeof data, "%s/data.tokens", wide.dir);
+    write_text(admin, ADMIN_TOKEN "\n");
+    write_text(data, DATA_TOKEN "\n");
+    write_config(&wide, admin, data);
+    const char *args[] = {"-c", wide.config_path, "--listen", "0.0.0.0:0", NULL};
+    assert_true(rl_test_daemon_start(&wide, args));
+    rl_test_daemon_read_stderr(&wide, text, sizeof text);
+    if (strstr(text, "warning") != NULL) fail_msg("%s", text);
+    assert_int_equal(rl_test_daemon_stop(&wide), 0);
+    rl_test_daemon_write_config(&wide, "admin:\n  tokens_file: ");
+    FILE *f = fopen(wide.config_path, "a");
+    assert_non_null(f);
+    fprintf(f, "%s\n", admin);
+    fclose(f);
+    assert_true(rl_test_daemon_start(&wide, args));
+    rl_test_daemon_read_stderr(&wide, text, sizeof text);
+    if (strstr(text, "no authentication (data.tokens_file is not set): anyone who reaches it can reserve") == NULL)
+        fail_msg("%s", text);
+    assert_int_equal(rl_test_daemon_stop(&wide), 0);
+    rl_test_daemon_cleanup(&wide);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_admin_api),     cmocka_unit_test(test_data_api),
         cmocka_unit_test(test_open_paths),    cmocka_unit_test(test_rlctl),
         cmocka_unit_test(test_http_limiter),  cmocka_unit_test(test_sighup_reload),
-        cmocka_unit_test(test_bad_file_at_start),
+        cmocka_unit_test(test_bad_file_at_start), cmocka_unit_test(test_every_interface),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
