@@ -1,7 +1,9 @@
 /* test_auth.c — which path needs which token, the Authorization header's
  * forms, 401 and 403, and a reload that keeps the old tokens when the file
  * went bad (server/auth/auth.h). */
+#include <pthread.h>
 #include <setjmp.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -161,11 +163,65 @@ static void test_checks(void **state) {
     rmdir(dir);
 }
 
+/* Loops check while the signal thread reloads: a token in every version of
+ * the file always passes, and nothing is read after it is freed (TSan and
+ * ASan watch). */
+typedef struct checker {
+    const rl_auth *auth;
+    atomic_bool *stop;
+    long checks, failures;
+} checker;
+
+static void *check_until_stopped(void *arg) {
+    checker *c = arg;
+    while (!atomic_load(c->stop)) {
+        c->failures += verdict(c->auth, "/v1/admin/limits", "Bearer " ADMIN) != RL_AUTH_PASS;
+        rl_auth_verdict rotating = verdict(c->auth, "/v1/admin/limits", "Bearer rotating-0123456789abcdef");
+        c->failures += rotating != RL_AUTH_PASS && rotating != RL_AUTH_FORBIDDEN;
+        c->checks++;
+    }
+    return NULL;
+}
+
+static void test_reload_while_checking(void **state) {
+    (void)state;
+    char path[] = "/tmp/rl_test_auth_reload_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    write_file(path, ADMIN "\n");
+    rl_auth_options options = {path, NULL, false};
+    rl_auth *auth = NULL;
+    char err[512];
+    assert_true(rl_auth_create(&options, &auth, err, sizeof err));
+    atomic_bool stop;
+    atomic_init(&stop, false);
+    checker checkers[2] = {{auth, &stop, 0, 0}, {auth, &stop, 0, 0}};
+    pthread_t threads[2];
+    for (int i = 0; i < 2; i++) assert_int_equal(pthread_create(&threads[i], NULL, check_until_stopped, &checkers[i]), 0);
+    FILE *log = fopen("/dev/null", "w");
+    assert_non_null(log);
+    for (int i = 0; i < 200; i++) {
+        write_file(path, i % 2 == 0 ? ADMIN "\nrotating-0123456789abcdef\n" : "# rotated out\n" ADMIN "\n");
+        assert_true(rl_auth_reload(auth, log));
+    }
+    fclose(log);
+    atomic_store(&stop, true);
+    for (int i = 0; i < 2; i++) {
+        pthread_join(threads[i], NULL);
+        assert_int_equal(checkers[i].failures, 0);
+        assert_true(checkers[i].checks > 0);
+    }
+    rl_auth_destroy(auth);
+    unlink(path);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_scopes),
         cmocka_unit_test(test_bearer_header),
         cmocka_unit_test(test_checks),
+        cmocka_unit_test(test_reload_while_checking),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
