@@ -1,5 +1,6 @@
 /* ratelimiterd — the rate limiter daemon: config, service, HTTP server, wait
- * for SIGINT/SIGTERM, clean exit. Everything else lives in src/server.
+ * for SIGINT/SIGTERM (SIGHUP: the tokens files are read again), clean
+ * exit. Everything else lives in src/server.
  *
  * Exit status: 0 after a clean stop, 1 if start-up fails (bad config,
  * unreadable or corrupt registry, address in use, Redis unreachable), 2 for
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/auth/auth.h"
 #include "server/config.h"
 #include "server/http/http_server.h"
 #include "server/service.h"
@@ -37,6 +39,8 @@ static void usage(FILE *out) {
             "      --no-audit           keep no audit log (GET /v1/admin/audit then answers no entries)\n"
             "      --preset NAME        apply a provider preset at start (repeatable, after the\n"
             "                           config's presets:); explicit limits win over it\n"
+            "  signals: SIGINT, SIGTERM stop cleanly; SIGHUP reads admin.tokens_file and\n"
+            "           data.tokens_file again (a broken file keeps its previous tokens)\n"
             "  -h, --help               this text\n"
             "  -V, --version            the version\n",
             RL_CONFIG_DEFAULT_LISTEN_ADDR, RL_CONFIG_DEFAULT_REDIS_ADDRESS,
@@ -218,7 +222,20 @@ int main(int argc, char **argv) {
     sigemptyset(&stop_signals);
     sigaddset(&stop_signals, SIGINT);
     sigaddset(&stop_signals, SIGTERM);
+    sigaddset(&stop_signals, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
+
+    /* Before anything is opened: a bad tokens file stops start-up here. */
+    rl_auth_options auth_options = {
+        .admin_tokens_file = config.admin_tokens_file,
+        .data_tokens_file = config.data_tokens_file,
+        .metrics_require_token = config.metrics_require_token,
+    };
+    rl_auth *auth = NULL;
+    if (!rl_auth_create(&auth_options, &auth, err, sizeof err)) {
+        fprintf(stderr, "ratelimiterd: cannot start: %s\n", err);
+        return 1;
+    }
 
     rl_service_options service_options = {
         .backend_name = config.backend,
@@ -243,6 +260,7 @@ int main(int argc, char **argv) {
     if (rl_service_open(&service_options, &service, err, sizeof err) != RL_OK) {
         /* err names the registry file (and the place in it) when that is the cause. */
         fprintf(stderr, "ratelimiterd: cannot start: %s\n", err);
+        rl_auth_destroy(auth);
         return 1;
     }
 
@@ -255,6 +273,7 @@ int main(int argc, char **argv) {
         if (rl_service_apply_presets(service, names, config.preset_count, report, sizeof report) != RL_OK) {
             fprintf(stderr, "ratelimiterd: cannot start: cannot apply the presets: %s\n", report);
             rl_service_close(service);
+            rl_auth_destroy(auth);
             return 1;
         }
         fprintf(stderr, "ratelimiterd: %s\n", report);
@@ -273,6 +292,9 @@ int main(int argc, char **argv) {
         .request_timeout_ms = config.request_timeout_ms,
         .allowed_origins = origins,
         .allowed_origin_count = config.allowed_origin_count,
+        .auth = rl_auth_enabled(auth) ? auth : NULL,
+        .tls_cert_file = config.tls_cert_file[0] != '\0' ? config.tls_cert_file : NULL,
+        .tls_key_file = config.tls_key_file[0] != '\0' ? config.tls_key_file : NULL,
     };
     rl_http_server *server = NULL;
     if (!rl_http_server_create(&http_options, service, &server, err, sizeof err) ||
@@ -280,24 +302,36 @@ int main(int argc, char **argv) {
         fprintf(stderr, "ratelimiterd: %s\n", err);
         rl_http_server_destroy(server);
         rl_service_close(service);
+        rl_auth_destroy(auth);
         return 1;
     }
     /* Tests and scripts parse this line for the port: keep its form. */
     fprintf(stderr, "ratelimiterd listening on %s (backend %s, %zu limits, %u threads)\n",
             rl_http_server_address(server), rl_service_backend_name(service),
             rl_service_limit_count(service), threads);
-    if (!rl_http_server_is_loopback_only(server))
+    if (http_options.tls_cert_file != NULL)
+        fprintf(stderr, "ratelimiterd: HTTPS only, certificate %s\n", http_options.tls_cert_file);
+    bool admin_open = !rl_auth_guards_admin(auth), data_open = !rl_auth_guards_data(auth);
+    if (!rl_http_server_is_loopback_only(server) && (admin_open || data_open))
         fprintf(stderr,
-                "ratelimiterd: warning: %s is reachable from other machines, and v1 has no authentication: "
-                "anyone who reaches it can reserve and change limits (firewall it, or listen on 127.0.0.1)\n",
-                rl_http_server_address(server));
+                "ratelimiterd: warning: %s is reachable from other machines with no authentication (%s not set): "
+                "anyone who reaches it can %s (set it, firewall the port, or listen on 127.0.0.1)\n",
+                rl_http_server_address(server),
+                admin_open && data_open ? "admin.tokens_file and data.tokens_file are"
+                : admin_open            ? "admin.tokens_file is"
+                                        : "data.tokens_file is",
+                admin_open && data_open ? "reserve and change limits" : admin_open ? "change limits" : "reserve");
 
     int signal_number = 0;
-    while (sigwait(&stop_signals, &signal_number) != 0) {
+    for (;;) {
+        if (sigwait(&stop_signals, &signal_number) != 0) continue;
+        if (signal_number != SIGHUP) break;
+        rl_auth_reload(auth, stderr);
     }
     fprintf(stderr, "ratelimiterd: %s received, stopping\n",
             signal_number == SIGINT ? "SIGINT" : "SIGTERM");
     rl_http_server_destroy(server);
     rl_service_close(service);
+    rl_auth_destroy(auth);
     return 0;
 }

@@ -35,6 +35,9 @@ local function random_prefix()
 end
 
 local headers = { ["Content-Type"] = "application/json" }
+-- A daemon with data.tokens_file (bench/http/auth.sh): RL_BEARER_TOKEN=... wrk ...
+local token = os.getenv("RL_BEARER_TOKEN")
+if token and token ~= "" then headers["Authorization"] = "Bearer " .. token end
 local body_head = '{"lease_id":"'
 local body_tail = '","job_id":"01JBENCHJOB0000000000000000","requirements":[' ..
   '{"key":"global:llm:openai:gpt-4o:rpm","amount":1},' ..

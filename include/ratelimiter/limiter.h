@@ -170,15 +170,27 @@ typedef struct rl_http_limiter_options {
     uint32_t backoff_initial_ms;/* first wait before a retry, doubled each time; default 10 */
     uint32_t backoff_max_ms;    /* default 1000 */
     uint32_t max_connections;   /* keep-alive connections kept for reuse; default 16 */
+    /* Sent as "Authorization: Bearer <token>" on every call, for a daemon
+     * with data.tokens_file (or admin.tokens_file, for the audit call) set;
+     * NULL: none. 1..512 printable ASCII characters without spaces; copied. */
+    const char *bearer_token;
+    /* PEM file of the certificate authorities that an https:// daemon's
+     * certificate is checked against (e.g. its self-signed certificate);
+     * NULL: the system's. Copied; read when a connection is made. */
+    const char *ca_file;
 } rl_http_limiter_options;
 
-/* Fills options with the defaults above (base_url NULL). */
+/* Fills options with the defaults above (base_url, bearer_token and ca_file
+ * NULL). */
 RL_API void rl_http_limiter_options_default(rl_http_limiter_options *options);
 
 /* Opens a limiter that talks to the ratelimiterd at options->base_url. It
  * connects lazily: a daemon that is not up yet is not an error here. On a
  * transport error or timeout a call is retried with the same lease ids, with
- * backoff, until deadline_ms; it never invents an outcome. */
+ * backoff, until deadline_ms; it never invents an outcome. A daemon that
+ * answers 401 (no token) or 403 (a token it does not take) makes the call
+ * fail with RL_INVALID_REQUEST, not retried: rl_limiter_last_error says
+ * "HTTP 401 unauthorized: ...". */
 RL_API rl_status rl_limiter_http_open(const rl_http_limiter_options *options, rl_limiter **out,
                                       char err[RL_LIMITER_ERR_SIZE]);
 

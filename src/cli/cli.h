@@ -22,9 +22,13 @@
 #define RLCTL_DEFAULT_URL "http://127.0.0.1:8080"
 #define RLCTL_DEFAULT_TIMEOUT_MS 5000u
 
+#define RLCTL_TOKEN_MAX_LEN 512
+
 typedef struct rlctl_global {
     const char *url;     /* base URL, no trailing path */
     uint32_t timeout_ms; /* whole command deadline for one HTTP exchange (and its retries) */
+    const char *token;   /* sent as "Authorization: Bearer <token>", or NULL */
+    const char *cacert;  /* PEM authorities for an https:// URL, or NULL: the system's */
 } rlctl_global;
 
 /* A command: argv[0] is its name; getopt state is reset by the caller. */
@@ -86,6 +90,20 @@ bool rlctl_parse_u64(const char *text, uint64_t max, uint64_t *out);
  * form, the key or the amount is wrong. */
 bool rlctl_parse_key_amount(const char *text, uint64_t min, char *key, size_t key_size, uint64_t *amount,
                             char *err, size_t err_size);
+
+/* The token of a tokens file (the daemon's format: the first line that is
+ * not empty or a '#' comment, spaces around it dropped) into out (out_size
+ * bytes, RLCTL_TOKEN_MAX_LEN + 1 is enough). False with err (naming path)
+ * if the file cannot be read, holds no token, or its token has a space or
+ * a control character or is too long. */
+bool rlctl_read_token_file(const char *path, char *out, size_t out_size, char *err, size_t err_size);
+
+/* Whether token[0..len) can be sent as it is: 1..RLCTL_TOKEN_MAX_LEN
+ * printable ASCII characters, no space. */
+bool rlctl_token_is_valid(const char *token, size_t len);
+
+/* The same rules on text itself (a file's contents, NUL-terminated). */
+bool rlctl_first_token(const char *text, char *out, size_t out_size, const char **why);
 
 /* Percent-encodes a key for a URL path (every byte but unreserved and ':'). */
 void rlctl_path_escape(const char *key, char *out, size_t out_size);

@@ -54,6 +54,13 @@ long rlctl_http(const rlctl_global *global, const char *method, const char *path
     }
     snprintf(url, url_len, "%s%s", global->url, path);
     struct curl_slist *headers = curl_slist_append(NULL, "Content-Type: application/json");
+    if (global->token != NULL) {
+        char authorization[sizeof "Authorization: Bearer " + RLCTL_TOKEN_MAX_LEN];
+        snprintf(authorization, sizeof authorization, "Authorization: Bearer %s", global->token);
+        struct curl_slist *more = curl_slist_append(headers, authorization);
+        if (more != NULL) headers = more;
+    }
+    if (global->cacert != NULL) curl_easy_setopt(curl, CURLOPT_CAINFO, global->cacert);
     char curl_err[CURL_ERROR_SIZE] = "";
     curl_easy_setopt(curl, CURLOPT_URL, url);
     curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);

@@ -12,6 +12,8 @@ rl_status rlctl_open_limiter(const rlctl_global *global, rl_limiter **out) {
     options.call_timeout_ms = global->timeout_ms;
     options.deadline_ms = global->timeout_ms;
     options.max_connections = 1;
+    options.bearer_token = global->token;
+    options.ca_file = global->cacert;
     char err[RL_LIMITER_ERR_SIZE] = "";
     rl_status status = rl_limiter_http_open(&options, out, err);
     if (status != RL_OK) fprintf(stderr, "rlctl: cannot use %s: %s\n", global->url, err[0] ? err : rl_status_name(status));

@@ -65,9 +65,14 @@ rl_status rl_limiter_http_open(const rl_http_limiter_options *options, rl_limite
     if (o->backoff_max_ms < o->backoff_initial_ms) o->backoff_max_ms = o->backoff_initial_ms;
     o->max_connections = or_default(options->max_connections, DEFAULT_MAX_CONNECTIONS);
     if (o->max_connections > MAX_CONNECTIONS_LIMIT) o->max_connections = MAX_CONNECTIONS_LIMIT;
-    rl_status status = rl__http_transport_create(options->base_url, o->call_timeout_ms,
-                                                 o->max_connections, &limiter->transport, err,
-                                                 RL_LIMITER_ERR_SIZE);
+    rl__http_transport_options transport = {
+        .base_url = options->base_url,
+        .call_timeout_ms = o->call_timeout_ms,
+        .max_connections = o->max_connections,
+        .bearer_token = options->bearer_token,
+        .ca_file = options->ca_file,
+    };
+    rl_status status = rl__http_transport_create(&transport, &limiter->transport, err, RL_LIMITER_ERR_SIZE);
     if (status != RL_OK) {
         free(limiter);
         return status;
@@ -84,6 +89,8 @@ uint64_t rl__http_limiter_connects_total(rl_limiter *limiter) {
 rl__http_verdict rl__http_verdict_of_failure(long http_status, rl_status *status) {
     switch (http_status) {
     case 400:
+    case 401: /* no bearer token, or */
+    case 403: /* one the daemon does not take: no retry can fix it */
     case 413: /* the body was too large for the daemon: the request's fault */
         *status = RL_INVALID_REQUEST;
         return RL__HTTP_DONE;

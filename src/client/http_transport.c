@@ -1,6 +1,7 @@
 /* http_transport.c — the libcurl side of the http limiter: a bounded pool of
  * easy handles, one keep-alive connection each (see http_transport.h). */
 #include <errno.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 
 struct rl__http_transport {
     char base_url[RL__HTTP_BASE_URL_MAX_LEN + 1];
+    char *ca_file; /* NULL: the system's authorities */
     uint32_t call_timeout_ms;
     struct curl_slist *headers; /* shared read-only by every handle */
 
@@ -52,44 +54,76 @@ static CURL *new_handle(rl__http_transport *t) {
     curl_easy_setopt(curl, CURLOPT_PROXY, "");
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, t->headers);
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
+    if (t->ca_file != NULL) curl_easy_setopt(curl, CURLOPT_CAINFO, t->ca_file);
     return curl;
 }
 
-rl_status rl__http_transport_create(const char *base_url, uint32_t call_timeout_ms,
-                                    uint32_t max_connections, rl__http_transport **out,
-                                    char *err, size_t err_size) {
+/* Whether token can go in a header as it is: no space, no CR or LF that
+ * would end the header and start another. */
+static bool token_is_sendable(const char *token) {
+    size_t len = strlen(token);
+    if (len == 0 || len > RL__HTTP_BEARER_TOKEN_MAX_LEN) return false;
+    for (size_t i = 0; i < len; i++)
+        if (token[i] <= ' ' || token[i] > '~') return false;
+    return true;
+}
+
+/* The headers every exchange sends. "Expect:" stops curl from waiting for
+ * a 100-continue before sending a large batch body, which would add up to
+ * a second per call. NULL when out of memory. */
+static struct curl_slist *fixed_headers(const char *bearer_token) {
+    char authorization[sizeof "Authorization: Bearer " + RL__HTTP_BEARER_TOKEN_MAX_LEN];
+    const char *lines[3] = {"Content-Type: application/json", "Expect:", NULL};
+    if (bearer_token != NULL) {
+        snprintf(authorization, sizeof authorization, "Authorization: Bearer %s", bearer_token);
+        lines[2] = authorization;
+    }
+    struct curl_slist *headers = NULL;
+    for (size_t i = 0; i < 3 && lines[i] != NULL; i++) {
+        struct curl_slist *longer = curl_slist_append(headers, lines[i]); /* copies the line */
+        if (longer == NULL) {
+            curl_slist_free_all(headers);
+            return NULL;
+        }
+        headers = longer;
+    }
+    return headers;
+}
+
+rl_status rl__http_transport_create(const rl__http_transport_options *options, rl__http_transport **out, char *err,
+                                    size_t err_size) {
     *out = NULL;
+    const char *base_url = options->base_url;
     size_t url_len = strlen(base_url);
     while (url_len > 0 && base_url[url_len - 1] == '/') url_len--;
     if (url_len > RL__HTTP_BASE_URL_MAX_LEN) {
         snprintf(err, err_size, "base_url must be at most %d bytes", RL__HTTP_BASE_URL_MAX_LEN);
         return RL_INVALID_REQUEST;
     }
+    if (options->bearer_token != NULL && !token_is_sendable(options->bearer_token)) {
+        snprintf(err, err_size, "bearer_token must be 1..%d printable characters without spaces",
+                 RL__HTTP_BEARER_TOKEN_MAX_LEN);
+        return RL_INVALID_REQUEST;
+    }
     rl__http_transport *t = calloc(1, sizeof *t);
-    CURL **idle = calloc(max_connections, sizeof *idle);
-    if (t == NULL || idle == NULL) {
+    CURL **idle = calloc(options->max_connections, sizeof *idle);
+    char *ca_file = options->ca_file != NULL ? strdup(options->ca_file) : NULL;
+    struct curl_slist *headers = fixed_headers(options->bearer_token);
+    if (t == NULL || idle == NULL || (options->ca_file != NULL && ca_file == NULL) || headers == NULL) {
         free(t);
         free(idle);
+        free(ca_file);
+        curl_slist_free_all(headers);
         snprintf(err, err_size, "out of memory");
         return RL_NO_MEMORY;
     }
     memcpy(t->base_url, base_url, url_len);
     t->base_url[url_len] = '\0';
-    t->call_timeout_ms = call_timeout_ms;
+    t->ca_file = ca_file;
+    t->call_timeout_ms = options->call_timeout_ms;
     t->idle = idle;
-    t->max_connections = max_connections;
-    /* "Expect:" stops curl from waiting for a 100-continue before sending
-     * a large batch body, which would add up to a second per call. */
-    struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
-    struct curl_slist *h2 = h != NULL ? curl_slist_append(h, "Expect:") : NULL;
-    if (h2 == NULL) {
-        curl_slist_free_all(h);
-        free(idle);
-        free(t);
-        snprintf(err, err_size, "out of memory");
-        return RL_NO_MEMORY;
-    }
-    t->headers = h2;
+    t->max_connections = options->max_connections;
+    t->headers = headers;
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
@@ -105,6 +139,7 @@ void rl__http_transport_destroy(rl__http_transport *t) {
     for (size_t i = 0; i < t->idle_count; i++) curl_easy_cleanup(t->idle[i]);
     free(t->idle);
     curl_slist_free_all(t->headers);
+    free(t->ca_file);
     pthread_cond_destroy(&t->handle_returned);
     pthread_mutex_destroy(&t->lock);
     free(t);

@@ -39,11 +39,22 @@ typedef enum rl__http_outcome {
     RL__HTTP_NO_MEMORY,
 } rl__http_outcome;
 
-/* base_url is copied (a trailing '/' dropped). Returns RL_OK, RL_NO_MEMORY or
- * RL_IO_ERROR (libcurl could not start) with err filled. */
-rl_status rl__http_transport_create(const char *base_url, uint32_t call_timeout_ms,
-                                    uint32_t max_connections, rl__http_transport **out,
-                                    char *err, size_t err_size);
+#define RL__HTTP_BEARER_TOKEN_MAX_LEN 512
+
+typedef struct rl__http_transport_options {
+    const char *base_url; /* a trailing '/' dropped */
+    uint32_t call_timeout_ms;
+    uint32_t max_connections;
+    const char *bearer_token; /* NULL: no Authorization header */
+    const char *ca_file;      /* NULL: the system's authorities */
+} rl__http_transport_options;
+
+/* The strings are copied. Returns RL_OK, RL_INVALID_REQUEST (a base_url or
+ * ca_file too long, a token that is not 1..RL__HTTP_BEARER_TOKEN_MAX_LEN
+ * printable characters without spaces), RL_NO_MEMORY or RL_IO_ERROR
+ * (libcurl could not start) with err filled. */
+rl_status rl__http_transport_create(const rl__http_transport_options *options, rl__http_transport **out, char *err,
+                                    size_t err_size);
 void rl__http_transport_destroy(rl__http_transport *transport);
 
 /* POSTs body (Content-Type: application/json) to base_url + path, or GETs

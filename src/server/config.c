@@ -206,7 +206,8 @@ static bool scalar_to_u64(const yaml_node_t *node, uint64_t *out) {
 
 /* FIELD_ORIGINS: a sequence of origins into the config's allowed_origins.
  * FIELD_PATH: a string that may be "" (off) into an rl_server_path.
- * FIELD_FSYNC: always | everysec | off into an rl_journal_fsync. */
+ * FIELD_FSYNC: always | everysec | off into an rl_journal_fsync.
+ * FIELD_TLS: the mapping server.tls (cert_file, key_file) into the config. */
 typedef enum field_type {
     FIELD_STRING,
     FIELD_U32,
@@ -215,6 +216,7 @@ typedef enum field_type {
     FIELD_ORIGINS,
     FIELD_PATH,
     FIELD_FSYNC,
+    FIELD_TLS,
 } field_type;
 
 typedef struct field {
@@ -317,8 +319,24 @@ static bool set_fsync(load_ctx *ctx, const field *f, const yaml_node_t *value) {
     return true;
 }
 
+static bool load_section(load_ctx *ctx, const section *s, const yaml_node_t *map);
+
+/* server.tls: a mapping one level further down, read as a section. */
+static bool set_tls(load_ctx *ctx, const field *f, const yaml_node_t *value) {
+    rl_server_config *c = f->target;
+    if (value->type != YAML_MAPPING_NODE)
+        return failf(ctx, value, "'tls' must be a mapping with cert_file and key_file (PEM files)");
+    const field tls_fields[] = {
+        {"cert_file", FIELD_STRING, c->tls_cert_file, 0, 0, ""},
+        {"key_file", FIELD_STRING, c->tls_key_file, 0, 0, ""},
+    };
+    const section tls = {"server.tls", tls_fields, sizeof tls_fields / sizeof tls_fields[0]};
+    return load_section(ctx, &tls, value);
+}
+
 static bool set_field(load_ctx *ctx, const field *f, const yaml_node_t *value) {
     if (is_null_scalar(value)) return failf(ctx, value, "'%s' needs a value", f->name);
+    if (f->type == FIELD_TLS) return set_tls(ctx, f, value);
     if (f->type == FIELD_ORIGINS) return set_origins(ctx, f, value);
     if (f->type == FIELD_PATH) return set_path(ctx, f, value);
     if (f->type == FIELD_FSYNC) return set_fsync(ctx, f, value);
@@ -421,6 +439,16 @@ static bool load_document(load_ctx *ctx, rl_server_config *c) {
         {"request_timeout_ms", FIELD_U32, &c->request_timeout_ms, RL_CONFIG_MIN_TIMEOUT_MS,
          RL_CONFIG_MAX_REQUEST_TIMEOUT_MS, "milliseconds for a request to arrive"},
         {"allowed_origins", FIELD_ORIGINS, c, 0, 0, ""},
+        {"tls", FIELD_TLS, c, 0, 0, ""},
+    };
+    const field admin_fields[] = {
+        {"tokens_file", FIELD_STRING, c->admin_tokens_file, 0, 0, ""},
+    };
+    const field data_fields[] = {
+        {"tokens_file", FIELD_STRING, c->data_tokens_file, 0, 0, ""},
+    };
+    const field metrics_fields[] = {
+        {"require_token", FIELD_BOOL, &c->metrics_require_token, 0, 0, ""},
     };
     const field registry_fields[] = {
         {"path", FIELD_STRING, c->registry_path, 0, 0, ""},
@@ -472,6 +500,9 @@ static bool load_document(load_ctx *ctx, rl_server_config *c) {
         {"audit", FIELDS(audit_fields)},
         {"tigerbeetle", NULL, 0},
         {"redis", FIELDS(redis_fields)},
+        {"admin", FIELDS(admin_fields)},
+        {"data", FIELDS(data_fields)},
+        {"metrics", FIELDS(metrics_fields)},
     };
 #undef FIELDS
     const size_t section_count = sizeof sections / sizeof sections[0];
@@ -495,7 +526,7 @@ static bool load_document(load_ctx *ctx, rl_server_config *c) {
         if (i == section_count)
             return failf(ctx, key,
                          "unknown section '%.64s' (known: server, registry, memory, audit, tigerbeetle, redis, "
-                         "presets)",
+                         "admin, data, metrics, presets)",
                          name);
         if (seen[i]) return failf(ctx, key, "duplicate section '%s'", name);
         seen[i] = true;
@@ -610,6 +641,16 @@ bool rl_server_config_validate(const rl_server_config *config, char *err, size_t
     }
     if (config->registry_path[0] == '\0') {
         snprintf(err, err_size, "the registry path is empty");
+        return false;
+    }
+    if ((config->tls_cert_file[0] == '\0') != (config->tls_key_file[0] == '\0')) {
+        snprintf(err, err_size, "server.tls needs both cert_file and key_file (or neither: plain HTTP)");
+        return false;
+    }
+    if (config->metrics_require_token && config->admin_tokens_file[0] == '\0' &&
+        config->data_tokens_file[0] == '\0') {
+        snprintf(err, err_size,
+                 "metrics.require_token needs admin.tokens_file or data.tokens_file: no token could be accepted");
         return false;
     }
     for (uint32_t i = 0; i < config->preset_count; i++) {

@@ -3,7 +3,8 @@
  *   server:   listen_addr, backend, threads, max_body_bytes, max_batch,
  *             max_connections, idle_timeout_ms, request_timeout_ms,
  *             allowed_origins (a list: the web origins whose pages may call
- *             the API, request_guard.h; none by default)
+ *             the API, request_guard.h; none by default),
+ *             tls: cert_file, key_file (PEM; both set: HTTPS only)
  *   registry: path, max_limits
  *   memory:   sweep_interval_ms, lease_memory_ms, max_leases,
  *             journal_path (usage that survives a restart: default
@@ -27,6 +28,9 @@
  *             Redis whose maxmemory-policy may evict keys: ratelimiter/redis.h),
  *             allotments (decide leases locally from allotments: redis.h)
  *   tigerbeetle: accepted and ignored (replaced by redis, DESIGN.md)
+ *   admin:    tokens_file (bearer tokens the admin API requires: auth.h)
+ *   data:     tokens_file (bearer tokens reserve and complete require)
+ *   metrics:  require_token (GET /metrics needs a token of either file)
  *   presets:  a list of provider preset names (ratelimiter/presets.h),
  *             applied at start in order, after the registry is opened and
  *             brought into the backend; --preset NAME adds one after them
@@ -158,6 +162,14 @@ typedef struct rl_server_config {
     /* Origins as rl_request_guard_origin_check accepts them. */
     char allowed_origins[RL_CONFIG_MAX_ALLOWED_ORIGINS][RL_ORIGIN_MAX_LEN + 1];
     uint32_t allowed_origin_count;
+    /* server.tls: PEM certificate chain and private key, both "" for plain
+     * HTTP. */
+    char tls_cert_file[RL_CONFIG_STRING_MAX];
+    char tls_key_file[RL_CONFIG_STRING_MAX];
+    /* Bearer tokens (server/auth/auth.h): "" leaves the paths open. */
+    char admin_tokens_file[RL_CONFIG_STRING_MAX];
+    char data_tokens_file[RL_CONFIG_STRING_MAX];
+    bool metrics_require_token;
 
     char registry_path[RL_CONFIG_STRING_MAX];
     uint64_t max_limits; /* 0: the registry's default */
@@ -206,7 +218,8 @@ bool rl_server_config_add_preset(rl_server_config *config, const char *name, cha
 /* Checks the values that flags can also set (listen address syntax, backend
  * name, thread count, redis address, the journal and the audit directory
  * apart from the registry file and each other, preset names): call after
- * applying flags. False with err on error. */
+ * applying flags; TLS files both or neither, metrics.require_token only
+ * with a tokens file. False with err on error. */
 bool rl_server_config_validate(const rl_server_config *config, char *err, size_t err_size);
 
 /* Parses a redis address ("HOST:PORT", "[IPV6]:PORT"; a host is required

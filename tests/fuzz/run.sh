@@ -55,7 +55,7 @@ dict_of() {
     case $1 in
         config) echo "$FUZZ_DIR/yaml.dict" ;;
         redis_*) echo "$FUZZ_DIR/redis.dict" ;;
-        request_guard) echo "$FUZZ_DIR/http.dict" ;;
+        request_guard | token_set) echo "$FUZZ_DIR/http.dict" ;;
         record_file) echo "$FUZZ_DIR/record.dict" ;;
         audit_query) echo "$FUZZ_DIR/query.dict" ;;
         audit_answer) echo "$FUZZ_DIR/json.dict" ;;

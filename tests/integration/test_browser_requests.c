@@ -8,7 +8,7 @@
  *   - an origin listed in server.allowed_origins gets its preflight and its
  *     CORS headers;
  *   - clients that are not browsers (no Origin) work as before;
- *   - on every interface, a warning that v1 has no authentication;
+ *   - on every interface without tokens files, a warning that there is no authentication;
  *   - no h2c: an Upgrade to it is ignored, so HTTP/2's body limit cannot
  *     answer differently from HTTP/1.1's 413;
  *   - the errors libh2o writes itself before any handler (README: plain
@@ -184,7 +184,7 @@ static void test_an_allowed_origin_gets_cors(void **state) {
     expect_status("HTTP/1.1 204 ");
     expect_in_answer("access-control-allow-origin: " ALLOWED "\r\n");
     expect_in_answer("access-control-allow-methods: GET, POST, PUT, DELETE\r\n");
-    expect_in_answer("access-control-allow-headers: content-type\r\n");
+    expect_in_answer("access-control-allow-headers: content-type, authorization\r\n");
     expect_in_answer("vary: Origin\r\n");
     long before = used_of("g:rpm");
     send_raw(&daemon_, "POST", "/v1/reserve", local_host(),

@@ -4,7 +4,6 @@
  *
  * One daemon serves the group; each test uses its own limit keys.
  */
-#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,68 +11,32 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
 #include "support/daemon.h"
+#include "support/rlctl_run.h"
 #include "support/ulid_gen.h"
 
 static rl_test_daemon daemon_;
 static char url[64];
 
-typedef struct run_result {
-    int code;
-    char out[65536];
-    char err[16384];
-} run_result;
-
-static run_result ran;
-
-static void slurp(const char *path, char *out, size_t size) {
-    FILE *f = fopen(path, "rb");
-    size_t n = f != NULL ? fread(out, 1, size - 1, f) : 0;
-    out[n] = '\0';
-    if (f != NULL) fclose(f);
-}
+static rl_test_rlctl_output ran;
 
 /* Runs rlctl with argv (NULL-terminated), stdout/stderr into `ran`; returns
  * its exit code. With_url puts --url <daemon> first. */
 static int run_args(bool with_url, const char *const *args) {
-    char out_path[320], err_path[320];
-    snprintf(out_path, sizeof out_path, "%s/rlctl.out", daemon_.dir);
-    snprintf(err_path, sizeof err_path, "%s/rlctl.err", daemon_.dir);
     const char *argv[64];
     int n = 0;
-    argv[n++] = RL_RLCTL_PATH;
     if (with_url) {
         argv[n++] = "--url";
         argv[n++] = url;
     }
     for (int i = 0; args[i] != NULL && n < 63; i++) argv[n++] = args[i];
     argv[n] = NULL;
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid < 0) fail_msg("fork failed");
-    if (pid == 0) {
-        int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        int e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (o < 0 || e < 0) _exit(120);
-        dup2(o, 1);
-        dup2(e, 2);
-        execv(RL_RLCTL_PATH, (char *const *)argv);
-        _exit(127);
-    }
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0) {
-    }
-    ran.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    slurp(out_path, ran.out, sizeof ran.out);
-    slurp(err_path, ran.err, sizeof ran.err);
-    return ran.code;
+    return rl_test_rlctl_run(daemon_.dir, argv, NULL, &ran);
 }
 
 #define RLCTL(...) run_args(true, (const char *const[]){__VA_ARGS__, NULL})

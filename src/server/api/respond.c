@@ -34,6 +34,18 @@ void rl_respond_error(rl_handler_ctx *ctx, rl_http_response *res, int http_statu
     res->body = buf;
 }
 
+void rl_respond_error_named(rl_handler_ctx *ctx, rl_http_response *res, int http_status, const char *error,
+                            const char *detail) {
+    rl_buf *buf = &ctx->body;
+    rl__buf_reset(buf);
+    rl__buf_append_str(buf, "{\"error\":");
+    rl__buf_append_json_string(buf, error, strlen(error));
+    if (detail != NULL) rl_respond_append_detail(buf, detail);
+    rl__buf_append_str(buf, "}");
+    res->status = http_status;
+    res->body = buf;
+}
+
 void rl_respond_decode_failure(rl_handler_ctx *ctx, rl_http_response *res, rl_status status,
                                const char *detail) {
     if (status == RL_INVALID_REQUEST)

@@ -12,6 +12,11 @@
 void rl_respond_error(rl_handler_ctx *ctx, rl_http_response *res, int http_status, rl_status status,
                       const char *status_key, const char *detail);
 
+/* The same with an error string of the HTTP layer's own, not an rl_status
+ * (auth.h's "unauthorized", "forbidden"). */
+void rl_respond_error_named(rl_handler_ctx *ctx, rl_http_response *res, int http_status, const char *error,
+                            const char *detail);
+
 /* Appends the JSON string "<wire string>" or "<wire string>:<key>". */
 void rl_respond_append_error_string(rl_buf *buf, rl_status status, const char *status_key);
 

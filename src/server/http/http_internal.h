@@ -6,6 +6,7 @@
  *   http_loop.c      one event loop: run, drain, stop
  *   http_request.c   a request: guard, handler (now or later), answer
  *   http_response.c  the answer to h2o
+ *   http_tls.c       the listener's TLS context
  * Threading: a loop's state belongs to its thread; the server's is set
  * before the loops start, save stop_requested and threads_in_use.
  */
@@ -77,6 +78,7 @@ struct rl_http_server {
     uint16_t port;
     uint32_t max_connections; /* after the descriptor limit */
     rl_request_guard guard;   /* Host and Origin, before any handler */
+    SSL_CTX *ssl_ctx;         /* NULL: plain HTTP; else every connection's TLS */
     h2o_globalconf_t config;
     rl_http_thread *threads;
     uint32_t thread_count;
@@ -117,6 +119,12 @@ void rl__http_on_accept(h2o_socket_t *listener, const char *err);
 void rl__http_resume_accepting(rl_http_thread *thread);
 void rl__http_on_connection_closed(void *data);
 uint32_t rl__http_connection_bound(uint32_t wanted, uint32_t threads);
+
+/* http_tls.c: the TLS context of options.tls_cert_file and tls_key_file
+ * into server->ssl_ctx (left NULL when neither is set). False with err
+ * naming the file that would not load. close frees it (NULL allowed). */
+bool rl__http_tls_open(rl_http_server *server, char *err, size_t err_size);
+void rl__http_tls_close(rl_http_server *server);
 
 /* http_loop.c: a loop thread's main (arg: its rl_http_thread). */
 void *rl__http_loop_main(void *arg);

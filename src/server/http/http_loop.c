@@ -63,6 +63,7 @@ void *rl__http_loop_main(void *arg) {
     h2o_context_init(&thread->ctx, loop, &server->config);
     thread->accept_ctx.ctx = &thread->ctx;
     thread->accept_ctx.hosts = server->config.hosts;
+    thread->accept_ctx.ssl_ctx = server->ssl_ctx; /* NULL: plain HTTP */
     h2o_multithread_register_receiver(thread->ctx.queue, &thread->receiver, rl__http_on_answers);
     thread->receiver_registered = true;
 

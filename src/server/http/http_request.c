@@ -138,6 +138,15 @@ static void add_header(h2o_req_t *req, const h2o_token_t *token, const char *val
     h2o_add_header(&req->pool, &req->res.headers, token, NULL, value, len);
 }
 
+/* The answer to a request refused before any route (the guard, a token):
+ * sent, watched, and the handler's buffer trimmed. */
+static void answer_refusal(rl_http_thread *thread, h2o_req_t *req, const rl_http_request *request,
+                           const rl_http_response *response, uint64_t started_us) {
+    rl__http_send_response(req, response);
+    observe(thread, NULL, request, response, started_us);
+    rl_handler_ctx_trim(&thread->handler);
+}
+
 /* Answers req now if the guard refuses it or it is a preflight; else adds
  * the CORS headers an allowed origin's answer carries. True: answered. */
 static bool guard_answered(rl_http_thread *thread, h2o_req_t *req, const rl_http_request *request,
@@ -154,9 +163,7 @@ static bool guard_answered(rl_http_thread *thread, h2o_req_t *req, const rl_http
     if (decision.verdict == RL_GUARD_REFUSE) {
         rl_http_response response = {0, NULL, NULL, NULL};
         rl_respond_error(&thread->handler, &response, 403, RL_INVALID_REQUEST, NULL, decision.detail);
-        rl__http_send_response(req, &response);
-        observe(thread, NULL, request, &response, started_us);
-        rl_handler_ctx_trim(&thread->handler);
+        answer_refusal(thread, req, request, &response, started_us);
         return true;
     }
     if (!decision.cors) return false;
@@ -167,7 +174,7 @@ static bool guard_answered(rl_http_thread *thread, h2o_req_t *req, const rl_http
     h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("access-control-allow-methods"), 0, NULL,
                           H2O_STRLIT("GET, POST, PUT, DELETE"));
     h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("access-control-allow-headers"), 0, NULL,
-                          H2O_STRLIT("content-type"));
+                          H2O_STRLIT("content-type, authorization"));
     h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("access-control-max-age"), 0, NULL,
                           H2O_STRLIT("600"));
     req->res.status = 204;
@@ -175,6 +182,29 @@ static bool guard_answered(rl_http_thread *thread, h2o_req_t *req, const rl_http
     req->res.content_length = 0;
     h2o_start_response(req, &generator);
     h2o_send(req, NULL, 0, H2O_SEND_STATE_FINAL);
+    return true;
+}
+
+/* ---- bearer tokens (auth.h) --------------------------------------------- */
+
+/* Answers req now with 401 or 403 if its path needs a token it does not
+ * carry. True: answered. */
+static bool auth_refused(rl_http_thread *thread, h2o_req_t *req, const rl_http_request *request,
+                         uint64_t started_us) {
+    const rl_auth *auth = thread->server->options.auth;
+    if (auth == NULL) return false;
+    ssize_t at = h2o_find_header(&req->headers, H2O_TOKEN_AUTHORIZATION, -1);
+    const h2o_iovec_t *authorization = at >= 0 ? &req->headers.entries[at].value : NULL;
+    rl_auth_decision decision;
+    rl_auth_check(auth, request->path, request->path_len, authorization != NULL ? authorization->base : NULL,
+                  authorization != NULL ? authorization->len : 0, &decision);
+    if (decision.verdict == RL_AUTH_PASS) return false;
+    bool unauthorized = decision.verdict == RL_AUTH_UNAUTHORIZED;
+    rl_http_response response = {0, NULL, NULL, NULL};
+    rl_respond_error_named(&thread->handler, &response, unauthorized ? 401 : 403,
+                           unauthorized ? RL_AUTH_ERROR_UNAUTHORIZED : RL_AUTH_ERROR_FORBIDDEN, decision.detail);
+    if (unauthorized) add_header(req, H2O_TOKEN_WWW_AUTHENTICATE, H2O_STRLIT(RL_AUTH_CHALLENGE));
+    answer_refusal(thread, req, request, &response, started_us);
     return true;
 }
 
@@ -194,6 +224,7 @@ int rl__http_on_request(h2o_handler_t *self, h2o_req_t *req) {
         .query_len = req->query_at != SIZE_MAX ? req->path.len - req->query_at - 1 : 0,
     };
     if (guard_answered(thread, req, &request, started_us)) return 0;
+    if (auth_refused(thread, req, &request, started_us)) return 0;
     /* The guard's clock for idle and slow connections starts again. */
     if (req->conn->callbacks->get_socket != NULL)
         rl_conn_guard_note_request(req->conn->callbacks->get_socket(req->conn), rl__http_monotonic_ms());

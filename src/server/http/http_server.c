@@ -38,7 +38,12 @@ bool rl_http_server_create(const rl_http_server_options *options, rl_service *se
     server->listen_fd = -1;
     atomic_init(&server->stop_requested, false);
     atomic_init(&server->threads_in_use, false);
+    if (!rl__http_tls_open(server, err, err_size)) {
+        free(server);
+        return false;
+    }
     if (!rl__http_open_listener(server, err, err_size)) {
+        rl__http_tls_close(server);
         free(server);
         return false;
     }
@@ -55,6 +60,8 @@ bool rl_http_server_create(const rl_http_server_options *options, rl_service *se
     server->config.http1.req_timeout =
         (uint64_t)options->idle_timeout_ms + (uint64_t)options->request_timeout_ms;
     server->config.http2.idle_timeout = options->idle_timeout_ms;
+    /* A TLS handshake must end as soon as a request must arrive. */
+    server->config.handshake_timeout = options->request_timeout_ms;
     /* No h2c (HTTP/2 without TLS, by "Upgrade: h2c" or by its preface):
      * libh2o 2.2 refuses an HTTP/2 body above max_request_entity_size with
      * RST_STREAM(REFUSED_STREAM) and no answer, where HTTP/1.1 gets a 413,
@@ -162,5 +169,6 @@ void rl_http_server_destroy(rl_http_server *server) {
     rl_http_server_stop(server);
     h2o_config_dispose(&server->config);
     if (server->listen_fd >= 0) close(server->listen_fd);
+    rl__http_tls_close(server);
     free(server);
 }

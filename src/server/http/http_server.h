@@ -3,7 +3,9 @@
  *
  * Before any handler, request_guard.h decides on the Host and Origin
  * headers: a browser's request from an origin not allowed, or a Host other
- * than a loopback name on a loopback listener, gets 403.
+ * than a loopback name on a loopback listener, gets 403. Then auth.h on the
+ * bearer token, when tokens are configured: 401 without one, 403 with one
+ * the path does not take.
  *
  * One listening socket; one h2o event loop per thread, each accepting on its
  * own dup of that socket, so a connection lives on one thread and requests
@@ -39,6 +41,7 @@
 #include <stdint.h>
 
 #include "server/api/outcome.h"
+#include "server/auth/auth.h"
 #include "server/service.h"
 
 typedef struct rl_http_server rl_http_server;
@@ -76,6 +79,15 @@ typedef struct rl_http_server_options {
     const char *const *allowed_origins;
     size_t allowed_origin_count;
     rl_http_observer observer; /* answered NULL: nobody watches */
+    /* Bearer tokens (server/auth/auth.h), checked after the request guard
+     * and before any route; NULL: every path is open. Borrowed: it must
+     * outlive the server. */
+    const rl_auth *auth;
+    /* PEM files (server.tls.cert_file, key_file): when both are set the
+     * listener speaks HTTPS only (TLS 1.2 and later, HTTP/1.1 inside);
+     * both NULL: plain HTTP. Read by create. */
+    const char *tls_cert_file;
+    const char *tls_key_file;
 } rl_http_server_options;
 
 /* The fixed bounds of libh2o's HTTP/1 parser: H2O_MAX_REQLEN (8192 + 4096 *

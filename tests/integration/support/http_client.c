@@ -18,7 +18,17 @@ void rl_test_http_global_init(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
 bool rl_test_client_init(rl_test_client *client, uint16_t port) {
     client->curl = curl_easy_init();
     snprintf(client->base_url, sizeof client->base_url, "http://127.0.0.1:%u", (unsigned)port);
+    client->bearer_token = NULL;
+    client->ca_file = NULL;
     return client->curl != NULL;
+}
+
+void rl_test_client_use_https(rl_test_client *client, const char *ca_file) {
+    const char *port = strrchr(client->base_url, ':');
+    char url[sizeof client->base_url];
+    snprintf(url, sizeof url, "https://localhost%s", port != NULL ? port : "");
+    memcpy(client->base_url, url, sizeof url);
+    client->ca_file = ca_file;
 }
 
 void rl_test_client_cleanup(rl_test_client *client) {
@@ -60,6 +70,12 @@ long rl_test_client_request(rl_test_client *client, const char *method, const ch
     struct curl_slist *headers = NULL;
     headers = curl_slist_append(headers, "Content-Type: application/json");
     headers = curl_slist_append(headers, "Expect:"); /* no 100-continue round trip */
+    if (client->bearer_token != NULL) {
+        char authorization[1024];
+        snprintf(authorization, sizeof authorization, "Authorization: Bearer %s", client->bearer_token);
+        headers = curl_slist_append(headers, authorization);
+    }
+    if (client->ca_file != NULL) curl_easy_setopt(curl, CURLOPT_CAINFO, client->ca_file);
     char error[CURL_ERROR_SIZE] = "";
     curl_easy_setopt(curl, CURLOPT_URL, url);
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);

@@ -23,6 +23,8 @@ typedef struct rl_test_response {
 typedef struct rl_test_client {
     void *curl; /* CURL * */
     char base_url[64];
+    const char *bearer_token; /* sent as "Authorization: Bearer <it>", or NULL (init: NULL) */
+    const char *ca_file;      /* set by rl_test_client_use_https */
 } rl_test_client;
 
 void rl_test_http_global_init(void);
@@ -30,6 +32,10 @@ void rl_test_http_global_init(void);
 /* A client for http://127.0.0.1:port. Returns false if curl cannot start. */
 bool rl_test_client_init(rl_test_client *client, uint16_t port);
 void rl_test_client_cleanup(rl_test_client *client);
+
+/* From now on https://localhost:port, the daemon's certificate checked
+ * against ca_file (borrowed: it must outlive the client). */
+void rl_test_client_use_https(rl_test_client *client, const char *ca_file);
 
 /* Sends method path with body (NULL: none) and fills *out (free it with
  * rl_test_response_free). Returns out->status. Times out after 10 s. */

@@ -1,9 +1,11 @@
-/* test_cli_parse.c — rlctl's pure parsers (src/cli/parse.c). */
+/* test_cli_parse.c — rlctl's pure parsers (src/cli/parse.c), and its token file. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -62,8 +64,41 @@ static void test_path_escape(void **state) {
     assert_string_equal(tiny, "a%2F");
 }
 
+/* --token-file and RLCTL_TOKEN_FILE: the daemon's tokens file format. */
+static void test_first_token(void **state) {
+    (void)state;
+    char token[RLCTL_TOKEN_MAX_LEN + 1];
+    const char *why = NULL;
+    assert_true(rlctl_first_token("# mine\n\n  tok-123456789abcdef \r\nsecond-token-0000000\n", token, sizeof token, &why));
+    assert_string_equal(token, "tok-123456789abcdef");
+    assert_true(rlctl_first_token("last-line-no-newline", token, sizeof token, &why));
+    assert_string_equal(token, "last-line-no-newline");
+    assert_false(rlctl_first_token("# only a comment\n\n", token, sizeof token, &why));
+    assert_non_null(strstr(why, "holds no token"));
+    assert_false(rlctl_first_token("two words\n", token, sizeof token, &why));
+    assert_non_null(strstr(why, "without spaces"));
+    assert_false(rlctl_first_token("tab\tinside\n", token, sizeof token, &why));
+    char small[4];
+    assert_false(rlctl_first_token("abcd\n", small, sizeof small, &why));
+    assert_true(rlctl_token_is_valid("abc", 3));
+    assert_false(rlctl_token_is_valid("", 0));
+    assert_false(rlctl_token_is_valid("a\nb", 3));
+    char file[] = "/tmp/rl_test_rlctl_token_XXXXXX";
+    int fd = mkstemp(file);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "  from-a-file-0000\n", 19), 19);
+    close(fd);
+    char err[600];
+    assert_true(rlctl_read_token_file(file, token, sizeof token, err, sizeof err));
+    assert_string_equal(token, "from-a-file-0000");
+    unlink(file);
+    assert_false(rlctl_read_token_file(file, token, sizeof token, err, sizeof err));
+    assert_non_null(strstr(err, file));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_first_token),
         cmocka_unit_test(test_parse_u64),
         cmocka_unit_test(test_parse_key_amount),
         cmocka_unit_test(test_path_escape),

@@ -653,8 +653,49 @@ static void test_presets(void **state) {
     assert_non_null(strstr(err, "at most 32 presets"));
 }
 
+/* server.tls, admin, data and metrics (server/auth/auth.h). */
+static void test_tokens_and_tls(void **state) {
+    (void)state;
+    rl_server_config config;
+    char err[RL_CONFIG_ERR_SIZE];
+    rl_server_config_default(&config);
+    assert_string_equal(config.tls_cert_file, "");
+    assert_string_equal(config.admin_tokens_file, "");
+    assert_false(config.metrics_require_token);
+    assert_true(load(&config,
+                     "server:\n  tls:\n    cert_file: /etc/rl/cert.pem\n    key_file: /etc/rl/key.pem\n"
+                     "admin:\n  tokens_file: /etc/rl/admin.tokens\n"
+                     "data:\n  tokens_file: /etc/rl/data.tokens\n"
+                     "metrics:\n  require_token: true\n",
+                     err, sizeof err));
+    assert_string_equal(config.tls_cert_file, "/etc/rl/cert.pem");
+    assert_string_equal(config.tls_key_file, "/etc/rl/key.pem");
+    assert_string_equal(config.admin_tokens_file, "/etc/rl/admin.tokens");
+    assert_string_equal(config.data_tokens_file, "/etc/rl/data.tokens");
+    assert_true(config.metrics_require_token);
+    assert_true(rl_server_config_validate(&config, err, sizeof err));
+
+    expect_error("server:\n  tls:\n    cert: x.pem\n", "config.yaml:3:", "unknown key 'cert' in section 'server.tls'");
+    expect_error("server:\n  tls: x.pem\n", "config.yaml:2:", "'tls' must be a mapping");
+    expect_error("server:\n  tls:\n    key_file: a\n    key_file: b\n", "config.yaml:4:", "duplicate key 'key_file'");
+    expect_error("admin:\n  tokens_file: \"\"\n", "config.yaml:2:", "'tokens_file' must be a string");
+    expect_error("admin:\n  tokens: a\n", "config.yaml:2:", "unknown key 'tokens' in section 'admin'");
+    expect_error("metrics:\n  require_token: yes\n", "config.yaml:2:", "'require_token' must be true or false");
+
+    /* Half a TLS pair, or a token required that no file could give. */
+    assert_true(load(&config, "server:\n  tls:\n    cert_file: c.pem\n", err, sizeof err));
+    assert_false(rl_server_config_validate(&config, err, sizeof err));
+    assert_non_null(strstr(err, "server.tls needs both cert_file and key_file"));
+    assert_true(load(&config, "metrics:\n  require_token: true\n", err, sizeof err));
+    assert_false(rl_server_config_validate(&config, err, sizeof err));
+    assert_non_null(strstr(err, "metrics.require_token needs admin.tokens_file or data.tokens_file"));
+    assert_true(load(&config, "metrics:\n  require_token: true\ndata:\n  tokens_file: d\n", err, sizeof err));
+    assert_true(rl_server_config_validate(&config, err, sizeof err));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tokens_and_tls),
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_empty_file_keeps_defaults),
         cmocka_unit_test(test_journal_and_audit),
