@@ -14,6 +14,7 @@
 
 #include "server/config.h"
 #include "server/http/http_server.h"
+#include "server/observe/observe.h"
 #include "server/service.h"
 
 static void usage(FILE *out) {
@@ -261,6 +262,15 @@ int main(int argc, char **argv) {
     }
 
     uint32_t threads = rl_server_config_thread_count(&config);
+    /* Whoever watches the answers (server/observe/): made before the
+     * server, gone after it. */
+    rl_observe watchers = {0};
+    watchers.denials = rl_denial_ring_create(threads);
+    if (watchers.denials == NULL) {
+        fprintf(stderr, "ratelimiterd: cannot start: out of memory for the recent denials\n");
+        rl_service_close(service);
+        return 1;
+    }
     const char *origins[RL_CONFIG_MAX_ALLOWED_ORIGINS];
     for (uint32_t i = 0; i < config.allowed_origin_count; i++) origins[i] = config.allowed_origins[i];
     rl_http_server_options http_options = {
@@ -273,12 +283,15 @@ int main(int argc, char **argv) {
         .request_timeout_ms = config.request_timeout_ms,
         .allowed_origins = origins,
         .allowed_origin_count = config.allowed_origin_count,
+        .observer = rl_observe_observer(&watchers),
+        .denials = watchers.denials,
     };
     rl_http_server *server = NULL;
     if (!rl_http_server_create(&http_options, service, &server, err, sizeof err) ||
         !rl_http_server_start(server, err, sizeof err)) {
         fprintf(stderr, "ratelimiterd: %s\n", err);
         rl_http_server_destroy(server);
+        rl_denial_ring_destroy(watchers.denials);
         rl_service_close(service);
         return 1;
     }
@@ -298,6 +311,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "ratelimiterd: %s received, stopping\n",
             signal_number == SIGINT ? "SIGINT" : "SIGTERM");
     rl_http_server_destroy(server);
+    rl_denial_ring_destroy(watchers.denials);
     rl_service_close(service);
     return 0;
 }

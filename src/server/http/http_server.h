@@ -76,6 +76,10 @@ typedef struct rl_http_server_options {
     const char *const *allowed_origins;
     size_t allowed_origin_count;
     rl_http_observer observer; /* answered NULL: nobody watches */
+    /* The recent denials GET /v1/admin/denials answers with (the observer
+     * fills it: server/observe/), or NULL: an empty list. Borrowed: it must
+     * outlive the server. */
+    const rl_denial_ring *denials;
 } rl_http_server_options;
 
 /* The fixed bounds of libh2o's HTTP/1 parser: H2O_MAX_REQLEN (8192 + 4096 *
