@@ -299,6 +299,12 @@ int main(int argc, char **argv) {
     fprintf(stderr, "ratelimiterd listening on %s (backend %s, %zu limits, %u threads)\n",
             rl_http_server_address(server), rl_service_backend_name(service),
             rl_service_limit_count(service), threads);
+    if (rl_http_server_is_loopback_only(server))
+        fprintf(stderr, "ratelimiterd: the web console is at http://%s/console\n", rl_http_server_address(server));
+    else
+        fprintf(stderr,
+                "ratelimiterd: the web console is at /console (its form changes limits once the address it is "
+                "opened at is in server.allowed_origins)\n");
     if (!rl_http_server_is_loopback_only(server))
         fprintf(stderr,
                 "ratelimiterd: warning: %s is reachable from other machines, and v1 has no authentication: "
