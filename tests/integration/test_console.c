@@ -5,31 +5,26 @@
  *     headers that keep the page from being framed;
  *   - the page's own change of a limit (a PUT with its Origin) is taken, one
  *     from another page is not;
- *   - the page in a real browser: Debian's headless Chromium loads /console,
- *     runs its script against the daemon, and the DOM it leaves shows a
- *     limit's usage, a denial with its reason, and a lease's audit entry.
+ *   - the page in a real browser, Debian's headless Chromium driven over
+ *     the DevTools protocol (support/browser.h): its DOM shows a limit's
+ *     usage, the budget, the denials with their reasons; usage and a new
+ *     denial appear without a reload; a denied lease, a lease that spent and
+ *     a key are looked up by clicks; the form defines a limit, changes one
+ *     through its edit link, and shows the daemon's refusal of a bad one.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <setjmp.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cmocka.h>
 
+#include "support/browser.h"
 #include "support/daemon.h"
 #include "support/ulid_gen.h"
-
-#define CHROMIUM "/usr/bin/chromium"
-#define BROWSER_DEADLINE_MS 90000
 
 static rl_test_daemon daemon_;
 static char denied_lease[27], batch_denied_lease[27], spent_lease[27];
@@ -203,105 +198,178 @@ static void test_console_changes_a_limit(void **state) {
     expect_answer("DELETE", "/v1/admin/limits/tenant:new", NULL, 200, "\"ok\":true");
 }
 
-/* Runs Chromium headless on url; its --dump-dom output (the DOM once the
- * page's scripts have run for budget_ms of virtual time) into out. */
-static void dump_dom(const char *url, int budget_ms, char *out, size_t out_size) {
-    struct stat st;
-    if (stat(CHROMIUM, &st) != 0)
-        fail_msg(CHROMIUM " is missing: install Debian's chromium (make deps does)");
-    char profile[400], dom_path[400], log_path[400], budget[64];
-    snprintf(profile, sizeof profile, "%s/chromium-profile", daemon_.dir);
-    snprintf(dom_path, sizeof dom_path, "%s/dom.html", daemon_.dir);
-    snprintf(log_path, sizeof log_path, "%s/chromium.log", daemon_.dir);
-    snprintf(budget, sizeof budget, "--virtual-time-budget=%d", budget_ms);
-    char user_data[420];
-    snprintf(user_data, sizeof user_data, "--user-data-dir=%s", profile);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        int dom = open(dom_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        int log = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-        if (dom < 0 || log < 0) _exit(126);
-        dup2(dom, STDOUT_FILENO);
-        dup2(log, STDERR_FILENO);
-        setpgid(0, 0); /* its own group: the deadline kills every process it starts */
-        /* The flags this machine's closed network needs (no background
-         * connections, no component updates); --no-sandbox as the tests
-         * may run as root. */
-        execl(CHROMIUM, "chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-              "--disable-background-networking", "--disable-component-update", "--disable-sync",
-              "--disable-dev-shm-usage", user_data, budget, "--dump-dom", url, (char *)NULL);
-        _exit(127);
-    }
-    long deadline = rl_test_now_ms() + BROWSER_DEADLINE_MS;
-    int status = 0;
-    for (;;) {
-        pid_t done = waitpid(pid, &status, WNOHANG);
-        if (done == pid) break;
-        if (rl_test_now_ms() > deadline) {
-            kill(-pid, SIGKILL);
-            kill(pid, SIGKILL);
-            waitpid(pid, &status, 0);
-            fail_msg("chromium did not finish within %d ms (log: %s)", BROWSER_DEADLINE_MS, log_path);
-        }
-        rl_test_sleep_ms(50);
-    }
-    kill(-pid, SIGKILL); /* anything it left behind */
-    FILE *f = fopen(dom_path, "r");
-    assert_non_null(f);
-    size_t n = fread(out, 1, out_size - 1, f);
-    out[n] = '\0';
-    fclose(f);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || n == 0) {
-        char log[4096];
-        FILE *l = fopen(log_path, "r");
-        size_t m = l != NULL ? fread(log, 1, sizeof log - 1, l) : 0;
-        log[m] = '\0';
-        if (l != NULL) fclose(l);
-        fail_msg("chromium exited with status %d and %zu bytes of DOM:\n%s", status, n, log);
+/* ---- the page in a real browser ----------------------------------------- */
+
+static rl_test_browser browser = {.to_browser = -1, .from_browser = -1};
+
+/* After each browser test, also a failed one: no browser is left running. */
+static int close_browser(void **state) {
+    (void)state;
+    rl_test_browser_close(&browser);
+    return 0;
+}
+
+static char *page_eval(const char *expression) {
+    char err[4096];
+    char *value = rl_test_browser_eval(&browser, expression, err, sizeof err);
+    if (value == NULL) fail_msg("%s", err);
+    return value;
+}
+
+static void page_do(const char *expression) { free(page_eval(expression)); }
+
+static void page_wait(const char *condition) {
+    if (!rl_test_browser_wait(&browser, condition, 15000)) {
+        char *body = page_eval("document.body.outerHTML");
+        fail_msg("the page never had %s:\n%.3000s", condition, body);
     }
 }
 
-static void test_console_in_chromium(void **state) {
-    (void)state;
-    static char dom[1 << 20];
-    char url[256], expected[512];
+/* The page's DOM contains each of the parts. */
+static void expect_in_page(const char *const *parts, size_t count) {
+    char *dom = page_eval("document.documentElement.outerHTML");
+    for (size_t i = 0; i < count; i++) expect_contains(dom, parts[i]);
+    free(dom);
+}
+
+static void open_console(void) {
+    char url[128], err[1024];
     snprintf(url, sizeof url, "http://127.0.0.1:%u/console", (unsigned)daemon_.port);
-    dump_dom(url, 5000, dom, sizeof dom);
+    if (!rl_test_browser_open(&browser, daemon_.dir, url, err, sizeof err)) fail_msg("%s", err);
     /* The script ran to the end of a refresh. */
-    expect_contains(dom, "<body data-state=\"ready\">");
-    /* The limit with its live usage: 700 of 1000 tokens charged, a bar at 70 %. */
-    expect_contains(dom, "<tr class=\"limit\" data-key=\"global:llm:gpt:tpm\" data-used=\"700\" data-capacity=\"1000\">");
-    expect_contains(dom, "700 / 1,000 tokens");
-    expect_contains(dom, "<div class=\"fill warn\" style=\"width: 70%;\"></div><span class=\"label\">70 %</span>");
-    /* The budget, with its period and forecast. */
-    expect_contains(dom, "<tr class=\"budget\" data-key=\"tenant:acme:spend\">");
-    expect_contains(dom, "% of the month</span>");
-    /* Both denials with their reasons. */
-    snprintf(expected, sizeof expected,
+    page_wait("document.body.dataset.state === 'ready'");
+}
+
+/* What the page shows on its own: limits with their usage, the budget, both
+ * denials with their reasons. */
+static void test_console_shows_usage_and_denials(void **state) {
+    (void)state;
+    open_console();
+    char denial[512], batch[512];
+    snprintf(denial, sizeof denial,
              "<tr class=\"denial\" data-key=\"global:llm:gpt:tpm\" data-reason=\"capacity\" data-lease-id=\"%s\">",
              denied_lease);
-    expect_contains(dom, expected);
-    expect_contains(dom, "<span class=\"reason capacity\">capacity</span>");
-    snprintf(expected, sizeof expected,
+    snprintf(batch, sizeof batch,
              "<tr class=\"denial\" data-key=\"tenant:acme:spend\" data-reason=\"exceeds_capacity\" "
              "data-lease-id=\"%s\">",
              batch_denied_lease);
-    expect_contains(dom, expected);
-    expect_contains(dom, "batch: 1 of 2 denied");
+    const char *parts[] = {
+        /* 700 of 1000 tokens charged, a bar at 70 % */
+        "<tr class=\"limit\" data-key=\"global:llm:gpt:tpm\" data-used=\"700\" data-capacity=\"1000\">",
+        "700 / 1,000 tokens",
+        "<div class=\"fill warn\" style=\"width: 70%;\"></div><span class=\"label\">70 %</span>",
+        /* the budget with its period and forecast */
+        "<tr class=\"budget\" data-key=\"tenant:acme:spend\">",
+        "% of the month</span>",
+        denial,
+        "<span class=\"reason capacity\">capacity</span>",
+        batch,
+        "<span class=\"reason exceeds_capacity\">exceeds_capacity</span>",
+        "batch: 1 of 2 denied",
+        "2 since the daemon started; the last 1024 kept",
+    };
+    expect_in_page(parts, sizeof parts / sizeof parts[0]);
+    rl_test_browser_close(&browser);
+}
 
-    /* A lease's audit, linked from the page's address: what it spent. */
-    snprintf(url, sizeof url, "http://127.0.0.1:%u/console#audit=%s", (unsigned)daemon_.port, spent_lease);
-    dump_dom(url, 5000, dom, sizeof dom);
-    snprintf(expected, sizeof expected, "<table id=\"audit\" data-done=\"%s\">", spent_lease);
-    expect_contains(dom, expected);
-    snprintf(expected, sizeof expected, "<tr class=\"audit-entry\" data-lease-id=\"%s\">", spent_lease);
-    expect_contains(dom, expected);
-    expect_contains(dom, "1 charges found");
-    /* And a denied one: why. */
-    snprintf(url, sizeof url, "http://127.0.0.1:%u/console#audit=%s", (unsigned)daemon_.port, denied_lease);
-    dump_dom(url, 5000, dom, sizeof dom);
-    expect_contains(dom, "by global:llm:gpt:tpm: capacity (asked 400, 300 of 1,000 free)");
+/* Live: usage and a new denial appear without the page being loaded again. */
+static void test_console_refreshes_live(void **state) {
+    (void)state;
+    open_console();
+    page_do("window.loadedOnce = true");
+    char more[27], late[27], condition[256];
+    reserve(rl_test_ulid_new(more), "global:llm:gpt:tpm", 250, "\"allowed\":true"); /* 700 + 250 */
+    reserve(rl_test_ulid_new(late), "global:llm:gpt:tpm", 100, "\"reason\":\"capacity\""); /* 50 free */
+    page_wait("document.querySelector('tr.limit[data-key=\"global:llm:gpt:tpm\"]').dataset.used === '950'");
+    snprintf(condition, sizeof condition, "document.querySelector('tr.denial[data-lease-id=\"%s\"]') !== null", late);
+    page_wait(condition);
+    page_wait("window.loadedOnce === true"); /* the same page all along */
+    rl_test_browser_close(&browser);
+}
+
+/* "Why was this denied, what did it spend": a denied lease, a lease that
+ * spent, a key, each from a click on the page. */
+static void test_console_audit(void **state) {
+    (void)state;
+    open_console();
+    char click[512], condition[512];
+    snprintf(click, sizeof click, "document.querySelector('tr.denial[data-lease-id=\"%s\"] td.mono button').click()",
+             denied_lease);
+    page_do(click);
+    snprintf(condition, sizeof condition, "document.querySelector('#audit').dataset.done === '%s'", denied_lease);
+    page_wait(condition);
+    char *summary = page_eval("document.querySelector('#audit-summary').textContent");
+    expect_contains(summary, "by global:llm:gpt:tpm: capacity (asked 400, 300 of 1,000 free)");
+    expect_contains(summary, "no spend found");
+    free(summary);
+
+    /* The lease that spent, typed into the form. */
+    snprintf(click, sizeof click,
+             "document.querySelector('#audit-query').value = '%s';"
+             "document.querySelector('#audit-form').requestSubmit()",
+             spent_lease);
+    page_do(click);
+    snprintf(condition, sizeof condition, "document.querySelector('#audit').dataset.done === '%s'", spent_lease);
+    page_wait(condition);
+    summary = page_eval("document.querySelector('#audit-summary').textContent");
+    expect_contains(summary, "1 charges found");
+    free(summary);
+    char row[256];
+    snprintf(row, sizeof row, "<tr class=\"audit-entry\" data-lease-id=\"%s\">", spent_lease);
+    const char *parts[] = {row, "<td class=\"num\">900</td><td class=\"num\">700</td>"};
+    expect_in_page(parts, 2);
+
+    /* A key, from the denial's link: what was charged to it. */
+    snprintf(click, sizeof click, "document.querySelector('tr.denial[data-lease-id=\"%s\"] td.key button').click()",
+             denied_lease);
+    page_do(click);
+    page_wait("document.querySelector('#audit').dataset.done === 'global:llm:gpt:tpm'");
+    summary = page_eval("document.querySelector('#audit-summary').textContent");
+    expect_contains(summary, "1 charges to global:llm:gpt:tpm, 700 in all");
+    free(summary);
+    rl_test_browser_close(&browser);
+}
+
+/* The form: a new limit, then an existing one changed through its edit
+ * link; the daemon has them, and the table shows them. */
+static void test_console_form_changes_limits(void **state) {
+    (void)state;
+    open_console();
+    page_do("(() => { const f = document.querySelector('#limit-form').elements;"
+            "f.key.value = 'tenant:console'; f.kind.value = 'rolling';"
+            "f.kind.dispatchEvent(new Event('change'));"
+            "f.capacity.value = '42'; f.window_seconds.value = '30'; f.unit.value = 'requests';"
+            "document.querySelector('#limit-form button[type=submit]').click(); })()");
+    page_wait("document.querySelector('#limit-result').textContent === 'saved: tenant:console is active'");
+    expect_answer("GET", "/v1/admin/limits/tenant:console", NULL, 200,
+                  "\"definition\":{\"key\":\"tenant:console\",\"kind\":\"rolling\",\"capacity\":42,"
+                  "\"window_seconds\":30,\"timeout_seconds\":0,\"unit\":\"requests\"");
+    page_wait("document.querySelector('tr.limit[data-key=\"tenant:console\"]').dataset.capacity === '42'");
+
+    page_do("document.querySelector('tr.limit[data-key=\"tenant:acme:spend\"] button').click()");
+    page_wait("document.querySelector('#limit-form').elements.capacity.value === '50000000'");
+    char *kind = page_eval("document.querySelector('#limit-form').elements.period.value + ' ' +"
+                           "document.querySelector('#limit-form').elements.kind.value");
+    assert_string_equal(kind, "month budget");
+    free(kind);
+    page_do("document.querySelector('#limit-form').elements.capacity.value = '60000000';"
+            "document.querySelector('#limit-form').requestSubmit()");
+    page_wait("document.querySelector('#limit-result').textContent === 'saved: tenant:acme:spend is active'");
+    expect_answer("GET", "/v1/admin/limits/tenant:acme:spend", NULL, 200,
+                  "\"kind\":\"budget\",\"capacity\":60000000,\"window_seconds\":0,\"timeout_seconds\":600,"
+                  "\"unit\":\"usd_micros\"");
+
+    /* A definition the daemon refuses: its sentence on the page. */
+    page_do("(() => { const f = document.querySelector('#limit-form').elements;"
+            "f.key.value = 'tenant:console'; f.kind.value = 'budget'; f.kind.dispatchEvent(new Event('change'));"
+            "f.timezone.value = 'Mars/Olympus'; f.capacity.value = '5';"
+            "document.querySelector('#limit-form').requestSubmit(); })()");
+    page_wait("document.querySelector('#limit-result').className === 'error'");
+    char *why = page_eval("document.querySelector('#limit-result').textContent");
+    expect_contains(why, "HTTP 400: invalid_request (timezone");
+    free(why);
+    expect_answer("GET", "/v1/admin/limits/tenant:console", NULL, 200, "\"capacity\":42");
+    rl_test_browser_close(&browser);
 }
 
 int main(void) {
@@ -310,7 +378,10 @@ int main(void) {
         cmocka_unit_test(test_denials_endpoint),
         cmocka_unit_test(test_console_files),
         cmocka_unit_test(test_console_changes_a_limit),
-        cmocka_unit_test(test_console_in_chromium),
+        cmocka_unit_test_teardown(test_console_shows_usage_and_denials, close_browser),
+        cmocka_unit_test_teardown(test_console_refreshes_live, close_browser),
+        cmocka_unit_test_teardown(test_console_audit, close_browser),
+        cmocka_unit_test_teardown(test_console_form_changes_limits, close_browser),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
