@@ -122,21 +122,24 @@ static int newest_first(const void *a, const void *b) {
 size_t rl_denial_ring_read(const rl_denial_ring *ring, const rl_denial_filter *filter, rl_denial_entry *out,
                            size_t max) {
     if (max == 0) return 0;
-    /* Every match of every part, then the newest max of them: a rare call,
-     * so the copy of at most the ring's capacity is fine; the lock is held
-     * for one part's copy at a time. */
-    rl_denial_entry *found = malloc(sizeof *found * rl_denial_ring_capacity(ring));
+    /* The newest max matches of each part, then the newest max of them all:
+     * a loop waits for a reader at most while max entries of its part are
+     * copied (the console asks for 50), one part at a time. */
+    size_t per_part = max < ring->per_loop ? max : ring->per_loop;
+    rl_denial_entry *found = malloc(sizeof *found * per_part * ring->loops);
     if (found == NULL) return 0;
     size_t count = 0;
     for (uint32_t i = 0; i < ring->loops; i++) {
         ring_part *part = &ring->parts[i];
+        size_t taken = 0;
         pthread_mutex_lock(&part->mutex);
         uint64_t kept = part->written < ring->per_loop ? part->written : ring->per_loop;
-        for (uint64_t n = 0; n < kept; n++) {
+        for (uint64_t n = 0; n < kept && taken < per_part; n++) {
             const rl_denial_entry *entry = &part->entries[(part->written - 1 - n) % ring->per_loop];
-            if (matches(entry, filter)) found[count++] = *entry;
+            if (matches(entry, filter)) found[count + taken++] = *entry;
         }
         pthread_mutex_unlock(&part->mutex);
+        count += taken;
     }
     qsort(found, count, sizeof *found, newest_first);
     if (count > max) count = max;
