@@ -142,6 +142,7 @@ function renderLimits() {
   $('#limits-count').textContent = matching === limits.length
     ? limits.length + ' limits' + (matching > shown.length ? ', the first ' + shown.length + ' shown' : '')
     : matching + ' of ' + limits.length + ' limits' + (matching > shown.length ? ', the first ' + shown.length + ' shown' : '');
+  if (limitsEvery() > 0) $('#limits-count').textContent += ' (so many that they are read every ' + duration(limitsEvery()) + ')';
   if (shown.length === 0) emptyRow(tbody, 7, limits.length === 0 ? 'no limits defined' : 'no key matches');
   for (const info of shown) {
     const d = info.definition, u = info.usage;
@@ -150,7 +151,8 @@ function renderLimits() {
     row.dataset.used = String(u.used);
     row.dataset.capacity = String(u.capacity);
     cell(row, d.key, 'key');
-    cell(row, d.kind + (d.kind === 'rolling' ? ' ' + duration(d.window_seconds * 1000) : d.kind === 'budget' ? ' ' + d.period : ''));
+    cell(row, d.kind + (d.kind === 'rolling' ? ' ' + duration(d.window_seconds * 1000) : d.kind === 'budget' ? ' ' + d.period : '') +
+      (info.preset ? ' · preset ' + info.preset : ''));
     const f = fractionUsed(info);
     cell(row, null).appendChild(bar(f, percent(f)));
     const figures = cell(row, withUnit(u.used, '') + ' / ' + withUnit(u.capacity, d.unit), 'num used');
@@ -366,6 +368,7 @@ async function saveLimit(event) {
   if (answer.status === 200 && answer.body && answer.body.ok) {
     result.className = 'ok';
     result.textContent = 'saved: ' + def.key + ' is ' + answer.body.status;
+    limitsAt = 0; // show it now, however many limits there are
     refresh();
   } else {
     result.className = 'error';
@@ -377,21 +380,34 @@ async function saveLimit(event) {
 
 let timer = null;
 let refreshing = false;
+let limitsAt = 0; // when the limits were last asked for
+
+// The whole list of limits is one answer of the daemon's (no paging): with
+// thousands of them (templates make one per tenant) it is megabytes, so it
+// is asked for less often the longer it is; denials keep the chosen pace.
+function limitsEvery() {
+  return limits.length > 20000 ? 60000 : limits.length > 2000 ? 15000 : 0;
+}
 
 async function refresh() {
   if (refreshing) return;
   refreshing = true;
   try {
+    const now = Date.now();
+    const wantLimits = now - limitsAt >= limitsEvery();
+    const none = Promise.resolve(null);
     const [health, limitList, denials] = await Promise.all([
-      api('GET', '/healthz'), api('GET', '/v1/admin/limits'), api('GET', '/v1/admin/denials?limit=' + DENIALS_SHOWN)]);
+      api('GET', '/healthz'), wantLimits ? api('GET', '/v1/admin/limits') : none,
+      api('GET', '/v1/admin/denials?limit=' + DENIALS_SHOWN)]);
     const h = health.body || {};
     $('#health').textContent = h.ok ? 'up · ' + h.backend + ' backend' + (h.degraded ? ' · degraded: ' + h.detail : '')
       : 'cannot serve' + (h.detail ? ': ' + h.detail : '');
-    if (limitList.status === 200) {
+    if (limitList !== null && limitList.status === 200) {
       limits = limitList.body.limits;
+      limitsAt = now;
       renderLimits();
       renderBudgets(Date.now());
-    } else {
+    } else if (limitList !== null) {
       $('#limits-count').textContent = failure(limitList);
     }
     if (denials.status === 200) renderDenials(denials.body);
