@@ -15,7 +15,8 @@ DESTDIR ?=
 PACKAGES = build-essential cmake pkg-config libh2o-evloop-dev libssl-dev libuv1-dev zlib1g-dev \
            libcjson-dev libyaml-dev libcmocka-dev libcurl4-openssl-dev libhiredis-dev redis-server \
            libglib2.0-dev tzdata libsqlite3-dev openssl \
-           clang libclang-rt-14-dev
+           clang libclang-rt-14-dev \
+           chromium
 # Seconds each libFuzzer harness runs in make test / make fuzz.
 FUZZ_SECONDS ?= 60
 

@@ -16,6 +16,7 @@
 #include "server/auth/auth.h"
 #include "server/config.h"
 #include "server/http/http_server.h"
+#include "server/observe/observe.h"
 #include "server/service.h"
 
 static void usage(FILE *out) {
@@ -280,6 +281,15 @@ int main(int argc, char **argv) {
     }
 
     uint32_t threads = rl_server_config_thread_count(&config);
+    /* Whoever watches the answers (server/observe/): made before the
+     * server, gone after it. */
+    rl_observe watchers = {0};
+    watchers.denials = rl_denial_ring_create(threads);
+    if (watchers.denials == NULL) {
+        fprintf(stderr, "ratelimiterd: cannot start: out of memory for the recent denials\n");
+        rl_service_close(service);
+        return 1;
+    }
     const char *origins[RL_CONFIG_MAX_ALLOWED_ORIGINS];
     for (uint32_t i = 0; i < config.allowed_origin_count; i++) origins[i] = config.allowed_origins[i];
     rl_http_server_options http_options = {
@@ -295,12 +305,15 @@ int main(int argc, char **argv) {
         .auth = rl_auth_enabled(auth) ? auth : NULL,
         .tls_cert_file = config.tls_cert_file[0] != '\0' ? config.tls_cert_file : NULL,
         .tls_key_file = config.tls_key_file[0] != '\0' ? config.tls_key_file : NULL,
+        .observer = rl_observe_observer(&watchers),
+        .denials = watchers.denials,
     };
     rl_http_server *server = NULL;
     if (!rl_http_server_create(&http_options, service, &server, err, sizeof err) ||
         !rl_http_server_start(server, err, sizeof err)) {
         fprintf(stderr, "ratelimiterd: %s\n", err);
         rl_http_server_destroy(server);
+        rl_denial_ring_destroy(watchers.denials);
         rl_service_close(service);
         rl_auth_destroy(auth);
         return 1;
@@ -311,6 +324,13 @@ int main(int argc, char **argv) {
             rl_service_limit_count(service), threads);
     if (http_options.tls_cert_file != NULL)
         fprintf(stderr, "ratelimiterd: HTTPS only, certificate %s\n", http_options.tls_cert_file);
+    if (rl_http_server_is_loopback_only(server))
+        fprintf(stderr, "ratelimiterd: the web console is at %s://%s/console\n",
+                http_options.tls_cert_file != NULL ? "https" : "http", rl_http_server_address(server));
+    else
+        fprintf(stderr,
+                "ratelimiterd: the web console is at /console (its form changes limits once the address it is "
+                "opened at is in server.allowed_origins)\n");
     bool admin_open = !rl_auth_guards_admin(auth), data_open = !rl_auth_guards_data(auth);
     if (!rl_http_server_is_loopback_only(server) && (admin_open || data_open))
         fprintf(stderr,
@@ -331,6 +351,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "ratelimiterd: %s received, stopping\n",
             signal_number == SIGINT ? "SIGINT" : "SIGTERM");
     rl_http_server_destroy(server);
+    rl_denial_ring_destroy(watchers.denials);
     rl_service_close(service);
     rl_auth_destroy(auth);
     return 0;

@@ -30,6 +30,24 @@ void rl__wire_encode_error_string(rl_buf *buf, rl_status status, const char *sta
     rl__buf_append(buf, "\"", 1);
 }
 
+void rl__wire_encode_denied_by(rl_buf *buf, const char *key, const rl_denial *d) {
+    LIT(buf, "\"denied_by\":{\"key\":");
+    rl__buf_append_json_string(buf, key, strlen(key));
+    LIT(buf, ",\"reason\":\"");
+    rl__buf_append_str(buf, rl_denial_reason_name(d->reason));
+    LIT(buf, "\",\"requested\":");
+    rl__buf_append_u64(buf, d->requested);
+    LIT(buf, ",\"available\":");
+    rl__buf_append_u64(buf, d->available);
+    LIT(buf, ",\"capacity\":");
+    rl__buf_append_u64(buf, d->capacity);
+    if (d->period_end_unix_ms != 0) {
+        LIT(buf, ",\"period_end_unix_ms\":");
+        rl__buf_append_u64(buf, d->period_end_unix_ms);
+    }
+    LIT(buf, "}");
+}
+
 void rl__wire_encode_reserve_result(rl_buf *buf, const rl_reserve_result *result, bool dry_run) {
     if (result->allowed) {
         LIT(buf, "{\"allowed\":true,\"retry_after_ms\":");
@@ -45,21 +63,8 @@ void rl__wire_encode_reserve_result(rl_buf *buf, const rl_reserve_result *result
     if (result->status == RL_LEASE_ID_CONFLICT) LIT(buf, ",\"detail\":\"" RL_WIRE_LEASE_ID_CONFLICT_DETAIL "\"");
     const rl_denial *d = &result->denied_by;
     if (!result->allowed && d->key != NULL) {
-        LIT(buf, ",\"denied_by\":{\"key\":");
-        rl__buf_append_json_string(buf, d->key, strlen(d->key));
-        LIT(buf, ",\"reason\":\"");
-        rl__buf_append_str(buf, rl_denial_reason_name(d->reason));
-        LIT(buf, "\",\"requested\":");
-        rl__buf_append_u64(buf, d->requested);
-        LIT(buf, ",\"available\":");
-        rl__buf_append_u64(buf, d->available);
-        LIT(buf, ",\"capacity\":");
-        rl__buf_append_u64(buf, d->capacity);
-        if (d->period_end_unix_ms != 0) {
-            LIT(buf, ",\"period_end_unix_ms\":");
-            rl__buf_append_u64(buf, d->period_end_unix_ms);
-        }
-        LIT(buf, "}");
+        LIT(buf, ",");
+        rl__wire_encode_denied_by(buf, d->key, d);
     }
     /* Last, so that the rest is exactly a reserve's answer; a client that
      * asked for a dry run reads it to know that the daemon did not reserve

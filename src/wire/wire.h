@@ -105,6 +105,10 @@ rl_status rl__wire_decode_template_def(const char *body, size_t len, rl_limit_de
  * "available","capacity"} (and a budget's "period_end_unix_ms"); the
  * answer to a dry run (dry_run) ends with "dry_run":true. */
 void rl__wire_encode_reserve_result(rl_buf *buf, const rl_reserve_result *result, bool dry_run);
+/* "denied_by":{"key","reason","requested","available","capacity"[,
+ * "period_end_unix_ms"]}: a denial's member (the caller writes the comma
+ * before it); key is the limit's (d->key is not read). */
+void rl__wire_encode_denied_by(rl_buf *buf, const char *key, const rl_denial *d);
 /* {"ok":true,"error":""} or {"ok":false,"error":"<status>"} */
 void rl__wire_encode_complete_result(rl_buf *buf, rl_status status);
 /* The error string of a status: "", "invalid_request", "<name>:<key>". */

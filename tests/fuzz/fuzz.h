@@ -26,6 +26,15 @@ static inline int fuzz_same_string(const char *a, const char *b) {
     return strcmp(a, b) == 0;
 }
 
+/* A refusal's sentence for a JSON detail, taken as is: NUL-terminated in
+ * its size bytes, not empty, printable ASCII. */
+#define FUZZ_CHECK_SENTENCE(detail, size)                                                \
+    do {                                                                                 \
+        FUZZ_CHECK(memchr((detail), '\0', (size)) != NULL);                              \
+        FUZZ_CHECK((detail)[0] != '\0');                                                 \
+        for (const char *c_ = (detail); *c_ != '\0'; c_++) FUZZ_CHECK(*c_ >= ' ' && *c_ < 0x7f); \
+    } while (0)
+
 /* data[0..size) in a heap block of exactly size bytes (1 if empty), which
  * the caller frees: decoders must neither read past the end nor keep
  * pointers into the body, and ASan sees both. */

@@ -95,7 +95,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         req.body_len = 0;
     }
 
-    rl_http_response res = {0, NULL, NULL, NULL};
+    rl_http_response res = {0, NULL, NULL, NULL, false};
     FUZZ_CHECK(rl_api_begin(&ctx, &req, &call, &res));
     FUZZ_CHECK(res.body != NULL && !res.body->failed && res.body->len >= 2);
     FUZZ_CHECK(res.body->data[0] == '{' && res.body->data[res.body->len - 1] == '}');

@@ -15,19 +15,13 @@
 #include "server/api/audit_query.h"
 #include "wire/wire.h"
 
-static void check_sentence(const char *detail) {
-    FUZZ_CHECK(memchr(detail, '\0', RL_WIRE_DETAIL_SIZE) != NULL);
-    FUZZ_CHECK(detail[0] != '\0');
-    for (const char *c = detail; *c != '\0'; c++) FUZZ_CHECK(*c >= ' ' && *c < 0x7f);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char *query = fuzz_copy(data, size);
     rl__audit_params params;
     char detail[RL_WIRE_DETAIL_SIZE];
     if (!rl__audit_params_decode(query, size, &params, detail)) {
-        check_sentence(detail);
+        FUZZ_CHECK_SENTENCE(detail, RL_WIRE_DETAIL_SIZE);
         free(query);
         return 0;
     }

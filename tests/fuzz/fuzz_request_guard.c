@@ -6,7 +6,8 @@
  * the Host's bytes, a '\n', the Origin's bytes. Checked: the decision says
  * why it refuses, in printable ASCII; whatever passes on a loopback listener
  * names the loopback in Host; an origin passes only if it is one of the
- * allowed ones (case aside), and only then does the answer carry CORS; the
+ * allowed ones (case aside) or the page's own on a loopback Host (scheme,
+ * then exactly the Host), and only a listed one's answer carries CORS; the
  * origin syntax check accepts only what starts with a scheme and fits.
  */
 #include <stddef.h>
@@ -48,8 +49,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         bool listed = false;
         for (size_t i = 0; has_origin && i < guard.allowed_origin_count; i++)
             listed = listed || (strlen(allowed[i]) == origin_len && strncasecmp(allowed[i], origin_copy, origin_len) == 0);
+        size_t scheme = origin_len >= 7 && strncasecmp(origin_copy, "http://", 7) == 0    ? 7
+                        : origin_len >= 8 && strncasecmp(origin_copy, "https://", 8) == 0 ? 8
+                                                                                           : 0;
+        bool own = has_origin && has_host && scheme > 0 && rl_request_guard_host_is_loopback(host, host_len) &&
+                   origin_len - scheme == host_len && strncasecmp(origin_copy + scheme, host, host_len) == 0;
         FUZZ_CHECK(d.cors == (has_origin && listed));
-        FUZZ_CHECK(!has_origin || listed);
+        FUZZ_CHECK(!has_origin || listed || own);
         FUZZ_CHECK((d.verdict == RL_GUARD_PREFLIGHT) == (d.cors && (flags & 2) != 0));
     }
     /* the configuration's check, on the Origin as a C string (up to a NUL) */

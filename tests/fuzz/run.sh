@@ -57,7 +57,7 @@ dict_of() {
         redis_*) echo "$FUZZ_DIR/redis.dict" ;;
         request_guard | token_set) echo "$FUZZ_DIR/http.dict" ;;
         record_file) echo "$FUZZ_DIR/record.dict" ;;
-        audit_query) echo "$FUZZ_DIR/query.dict" ;;
+        audit_query | denials_query) echo "$FUZZ_DIR/query.dict" ;;
         audit_answer) echo "$FUZZ_DIR/json.dict" ;;
         audit_*) echo "$FUZZ_DIR/audit.dict" ;;
         *) echo "$FUZZ_DIR/json.dict" ;;

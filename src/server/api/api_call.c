@@ -45,6 +45,7 @@ static void answer_unrouted(rl_handler_ctx *ctx, const char *allow, rl_http_resp
 bool rl_api_begin(rl_handler_ctx *ctx, const rl_http_request *req, rl_api_call *call, rl_http_response *res) {
     res->allow = NULL;
     res->content_type = NULL;
+    res->browser_page = false;
     const char *allow;
     const rl_api_route *route = rl__api_route_of(req, &allow);
     call->route = NULL;
@@ -67,6 +68,7 @@ bool rl_api_begin(rl_handler_ctx *ctx, const rl_http_request *req, rl_api_call *
 void rl_api_finish(rl_handler_ctx *ctx, rl_api_call *call, rl_http_response *res) {
     res->allow = NULL;
     res->content_type = NULL;
+    res->browser_page = false;
     call->route->finish(ctx, call, res);
 }
 

@@ -112,6 +112,15 @@ void rl__admin_preset_apply_end(rl_api_call *call);
 void rl__admin_audit(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http_request *req,
                      rl_http_response *res);
 
+/* handlers_denials.c: GET /v1/admin/denials, the query string its
+ * parameters; ctx->denials the ring it reads. */
+void rl__admin_denials(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http_request *req,
+                       rl_http_response *res);
+
+/* handlers_console.c: GET /console and /console/{file}, the files built in. */
+void rl__console_file(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http_request *req,
+                      rl_http_response *res);
+
 /* handlers_health.c */
 void rl__healthz(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http_request *req,
                  rl_http_response *res);

@@ -46,7 +46,12 @@ typedef struct rl_http_response {
     /* The body's media type (static), or NULL for application/json: the
      * API's answers are JSON; /metrics and the console's files are not. */
     const char *content_type;
+    /* A page a browser renders (the console's files): sent with headers that
+     * keep it from being framed by another site or read as another type. */
+    bool browser_page;
 } rl_http_response;
+
+typedef struct rl_denial_ring rl_denial_ring; /* server/observe/denial_ring.h */
 
 typedef struct rl_handler_ctx {
     rl_service *service; /* borrowed, shared between threads */
@@ -55,6 +60,9 @@ typedef struct rl_handler_ctx {
      * the calling thread. Borrowed, shared. */
     rl_admin_writer *admin_writer;
     size_t max_batch; /* items per batch request */
+    /* The recent denials GET /v1/admin/denials reads, or NULL (none kept:
+     * an empty list). Borrowed, shared. */
+    const rl_denial_ring *denials;
     rl_buf body;      /* the response being built */
 } rl_handler_ctx;
 

@@ -61,7 +61,12 @@ static const rl_api_route routes[] = {
      rl__admin_preset_apply_start, rl__admin_preset_apply_finish, rl__admin_preset_apply_end, NULL,
      RL_API_ADMIN_PRESETS},
     ANSWER("GET", "/v1/admin/audit", "GET", rl__admin_audit, ADMIN_AUDIT),
+    ANSWER("GET", "/v1/admin/denials", "GET", rl__admin_denials, ADMIN_DENIALS),
     ANSWER("GET", "/healthz", "GET", rl__healthz, HEALTHZ),
+    ANSWER("GET", "/console", "GET", rl__console_file, CONSOLE),
+    /* A file of the console: its name the rest of the path. */
+    {"GET", 3, "/console/", sizeof("/console/") - 1, true, "GET", rl__console_file, NULL, NULL, NULL, NULL,
+     RL_API_CONSOLE},
 };
 #undef ANSWER
 #undef LEASE

@@ -93,7 +93,7 @@ void rl__http_on_answers(h2o_multithread_receiver_t *receiver, h2o_linklist_t *m
         h2o_multithread_message_t *message = H2O_STRUCT_FROM_MEMBER(h2o_multithread_message_t, link, messages->next);
         h2o_linklist_unlink(&message->link);
         pending_request *pending = H2O_STRUCT_FROM_MEMBER(pending_request, message, message);
-        rl_http_response response = {0, NULL, NULL, NULL};
+        rl_http_response response = {0, NULL, NULL, NULL, false};
         if (pending->req != NULL) {
             *pending->token = NULL; /* the pool outlives pending: its dispose must not look */
             rl_api_finish(&thread->handler, &pending->call, &response);
@@ -107,7 +107,7 @@ void rl__http_on_answers(h2o_multithread_receiver_t *receiver, h2o_linklist_t *m
  * refused body), or later through rl__http_on_answers. */
 static void run_request(rl_http_thread *thread, h2o_req_t *req, const rl_http_request *request,
                         uint64_t started_us) {
-    rl_http_response response = {0, NULL, NULL, NULL};
+    rl_http_response response = {0, NULL, NULL, NULL, false};
     pending_request *pending = take_pending(thread);
     if (pending == NULL) {
         rl_respond_error(&thread->handler, &response, 503, RL_BACKEND_ERROR, NULL, NULL);
@@ -161,7 +161,7 @@ static bool guard_answered(rl_http_thread *thread, h2o_req_t *req, const rl_http
                            has_host ? req->input.authority.base : NULL, req->input.authority.len,
                            origin != NULL ? origin->base : NULL, origin != NULL ? origin->len : 0, &decision);
     if (decision.verdict == RL_GUARD_REFUSE) {
-        rl_http_response response = {0, NULL, NULL, NULL};
+        rl_http_response response = {0, NULL, NULL, NULL, false};
         rl_respond_error(&thread->handler, &response, 403, RL_INVALID_REQUEST, NULL, decision.detail);
         answer_refusal(thread, req, request, &response, started_us);
         return true;

@@ -19,6 +19,19 @@ const char *rl__http_reason_phrase(int status) {
     }
 }
 
+/* A page a browser renders (rl_http_response.browser_page): its scripts and
+ * styles come from the daemon only, no other site may frame it (a form that
+ * changes limits must not be clicked through someone else's page), and no
+ * file is read as another type than the one it is sent as. */
+static void add_page_headers(h2o_req_t *req) {
+    static const char policy[] = "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
+    h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("content-security-policy"), 0, NULL,
+                          policy, sizeof policy - 1);
+    h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("x-content-type-options"), 0, NULL,
+                          H2O_STRLIT("nosniff"));
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CACHE_CONTROL, NULL, H2O_STRLIT("no-cache"));
+}
+
 static void send_body(h2o_req_t *req, int status, const char *allow, const char *content_type, const char *body,
                       size_t len) {
     static h2o_generator_t generator = {NULL, NULL};
@@ -41,6 +54,7 @@ void rl__http_send_response(h2o_req_t *req, const rl_http_response *response) {
         static const char out_of_memory[] = "{\"error\":\"backend_error\"}";
         send_body(req, 503, NULL, NULL, out_of_memory, sizeof out_of_memory - 1);
     } else {
+        if (response->browser_page) add_page_headers(req);
         send_body(req, response->status, response->allow, response->content_type, response->body->data,
                   response->body->len);
     }

@@ -124,6 +124,7 @@ bool rl_http_server_start(rl_http_server *server, char *err, size_t err_size) {
             return false;
         }
         thread->handler.admin_writer = server->admin_writer;
+        thread->handler.denials = server->options.denials;
     }
     server->thread_count = count;
     server->started = true;

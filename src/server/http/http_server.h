@@ -88,6 +88,10 @@ typedef struct rl_http_server_options {
      * both NULL: plain HTTP. Read by create. */
     const char *tls_cert_file;
     const char *tls_key_file;
+    /* The recent denials GET /v1/admin/denials answers with (the observer
+     * fills it: server/observe/), or NULL: an empty list. Borrowed: it must
+     * outlive the server. */
+    const rl_denial_ring *denials;
 } rl_http_server_options;
 
 /* The fixed bounds of libh2o's HTTP/1 parser: H2O_MAX_REQLEN (8192 + 4096 *

@@ -139,6 +139,13 @@ static bool origin_allowed(const rl_request_guard *guard, const char *origin, si
     return false;
 }
 
+/* origin is "http://" or "https://" then exactly host (case aside): the
+ * page making the request was itself loaded from this host and port. */
+static bool is_own_origin(const char *origin, size_t origin_len, const char *host, size_t host_len) {
+    size_t at = scheme_len(origin, origin_len);
+    return at > 0 && same_ignoring_case(origin + at, origin_len - at, host, host_len);
+}
+
 #define SHOWN_MAX 120 /* bytes of a header shown in a detail */
 
 /* A refusal whose detail shows the offending header's value in format's %s. */
@@ -162,7 +169,13 @@ void rl_request_guard_check(const rl_request_guard *guard, const char *method, s
         return;
     }
     if (origin == NULL) return; /* not a browser: curl, the client library, rlctl */
-    if (!origin_allowed(guard, origin, origin_len)) {
+    bool listed = origin_allowed(guard, origin, origin_len);
+    /* The daemon's own page (the console) names the Host it was loaded from;
+     * a loopback Host cannot be a rebound name, so that page is ours. */
+    if (!listed && host != NULL && rl_request_guard_host_is_loopback(host, host_len) &&
+        is_own_origin(origin, origin_len, host, host_len))
+        return;
+    if (!listed) {
         refuse(out,
                "Origin \"%s\" is not in server.allowed_origins: a request from a web page is refused unless the "
                "page's origin is listed there",

@@ -11,7 +11,10 @@
  *     Origin is refused unless that origin is one of server.allowed_origins
  *     (none by default), and for those the CORS answers are given (a
  *     preflight is answered here; other answers carry
- *     Access-Control-Allow-Origin).
+ *     Access-Control-Allow-Origin). The one origin passed unlisted is the
+ *     daemon's own page (its console) on a loopback Host: an Origin that is
+ *     http:// or https:// and then exactly the request's Host, a loopback
+ *     name (no CORS headers: the page is same-origin).
  *   - DNS rebinding: a page on evil.example whose name is made to resolve to
  *     127.0.0.1 is "same-origin" with the daemon, so the browser sends no
  *     Origin on a simple request, but it still names evil.example in Host.

@@ -25,6 +25,9 @@ typedef struct fixture {
     rl_handler_ctx ctx;
     rl_api_call call;
     rl_api_outcome outcome;
+    /* The outcome's borrowed strings, kept past the call's end (their
+     * memory is the call's decoded body, freed by rl_api_call_end). */
+    char kept[4][RL_JOB_ID_MAX_LEN + 1];
 } fixture;
 
 static int setup(void **state) {
@@ -60,10 +63,17 @@ static int teardown(void **state) {
 static int request(fixture *f, const char *method, const char *path, const char *body) {
     rl_http_request req = {method, strlen(method), path, strlen(path), body, body != NULL ? strlen(body) : 0,
                            NULL, 0};
-    rl_http_response res = {0, NULL, NULL, NULL};
+    rl_http_response res = {0, NULL, NULL, NULL, false};
     f->call.done = NULL; /* the memory backend answers inside begin */
     assert_true(rl_api_begin(&f->ctx, &req, &f->call, &res));
     rl_api_outcome_of(&f->call, &req, &res, &f->outcome);
+    const char **borrowed[4] = {&f->outcome.lease_id, &f->outcome.job_id, &f->outcome.first_denied_lease_id,
+                                &f->outcome.first_denied_job_id};
+    for (int i = 0; i < 4; i++) {
+        if (*borrowed[i] == NULL) continue;
+        snprintf(f->kept[i], sizeof f->kept[i], "%s", *borrowed[i]);
+        *borrowed[i] = f->kept[i];
+    }
     rl_api_call_end(&f->call);
     return res.status;
 }
@@ -161,7 +171,7 @@ static void refused_bodies_and_other_paths(void **state) {
     rl_http_request req = {"GET", 3, "/v1/admin/audit", 15, NULL, 0, NULL, 0};
     rl_buf body;
     rl__buf_init(&body);
-    rl_http_response res = {403, NULL, &body, NULL};
+    rl_http_response res = {403, NULL, &body, NULL, false};
     rl_api_outcome_of(NULL, &req, &res, &f->outcome);
     assert_int_equal(f->outcome.endpoint, RL_API_ADMIN_AUDIT);
     assert_int_equal(f->outcome.http_status, 403);

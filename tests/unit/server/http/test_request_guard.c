@@ -78,6 +78,31 @@ static void test_origins(void **state) {
     assert_false(d.cors);
 }
 
+/* The console's PUT: its Origin is the Host it was loaded from. Passed on a
+ * loopback Host (no rebound name can be one), without CORS; on another Host
+ * it must be listed like any origin. */
+static void test_own_origin_on_loopback(void **state) {
+    (void)state;
+    const char *own[][2] = {{"127.0.0.1:8080", "http://127.0.0.1:8080"}, {"localhost:9", "HTTPS://LocalHost:9"},
+                            {"[::1]:8080", "http://[::1]:8080"}, {"localhost", "http://localhost"}};
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) {
+        rl_guard_decision d = check(&closed, "PUT", own[i][0], own[i][1]);
+        if (d.verdict != RL_GUARD_PASS || d.cors) fail_msg("%s from %s: %s", own[i][1], own[i][0], d.detail);
+        d = check(&wide, "PUT", own[i][0], own[i][1]);
+        if (d.verdict != RL_GUARD_PASS) fail_msg("%s from %s on a wide listener: %s", own[i][1], own[i][0], d.detail);
+    }
+    const char *other[][2] = {{"127.0.0.1:8080", "http://127.0.0.1:8081"}, {"127.0.0.1:8080", "http://localhost:8080"},
+                              {"localhost:8080", "http://localhost:8080/"}, {"localhost:8080", "ftp://localhost:8080"},
+                              {"localhost:8080", "localhost:8080"}, {"127.0.0.1:8080", "http://127.0.0.1"}};
+    for (size_t i = 0; i < sizeof other / sizeof other[0]; i++)
+        if (check(&closed, "PUT", other[i][0], other[i][1]).verdict != RL_GUARD_REFUSE)
+            fail_msg("%s from %s passed", other[i][1], other[i][0]);
+    /* a name that is not loopback is not vouched for by being the Host */
+    assert_int_equal(check(&wide, "PUT", "ratelimiter.internal:8080", "http://ratelimiter.internal:8080").verdict,
+                     RL_GUARD_REFUSE);
+    assert_int_equal(check(&closed, "PUT", NULL, "http://localhost").verdict, RL_GUARD_REFUSE);
+}
+
 /* A header may hold any byte: the detail shows printable ASCII only, cut. */
 static void test_details_are_printable(void **state) {
     (void)state;
@@ -117,6 +142,7 @@ int main(void) {
         cmocka_unit_test(test_loopback_hosts),
         cmocka_unit_test(test_host_rule_only_on_loopback),
         cmocka_unit_test(test_origins),
+        cmocka_unit_test(test_own_origin_on_loopback),
         cmocka_unit_test(test_details_are_printable),
         cmocka_unit_test(test_origin_check),
     };
