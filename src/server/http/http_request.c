@@ -200,7 +200,7 @@ static bool auth_refused(rl_http_thread *thread, h2o_req_t *req, const rl_http_r
                   authorization != NULL ? authorization->len : 0, &decision);
     if (decision.verdict == RL_AUTH_PASS) return false;
     bool unauthorized = decision.verdict == RL_AUTH_UNAUTHORIZED;
-    rl_http_response response = {0, NULL, NULL, NULL};
+    rl_http_response response = {0, NULL, NULL, NULL, false};
     rl_respond_error_named(&thread->handler, &response, unauthorized ? 401 : 403,
                            unauthorized ? RL_AUTH_ERROR_UNAUTHORIZED : RL_AUTH_ERROR_FORBIDDEN, decision.detail);
     if (unauthorized) add_header(req, H2O_TOKEN_WWW_AUTHENTICATE, H2O_STRLIT(RL_AUTH_CHALLENGE));
