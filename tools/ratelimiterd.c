@@ -1,5 +1,6 @@
 /* ratelimiterd — the rate limiter daemon: config, service, HTTP server, wait
- * for SIGINT/SIGTERM, clean exit. Everything else lives in src/server.
+ * for SIGINT/SIGTERM (SIGHUP: reopen the access log, for logrotate), clean
+ * exit. Everything else lives in src/server.
  *
  * Exit status: 0 after a clean stop, 1 if start-up fails (bad config,
  * unreadable or corrupt registry, address in use, Redis unreachable), 2 for
@@ -14,6 +15,7 @@
 
 #include "server/config.h"
 #include "server/http/http_server.h"
+#include "server/observe/observe.h"
 #include "server/service.h"
 
 static void usage(FILE *out) {
@@ -218,6 +220,7 @@ int main(int argc, char **argv) {
     sigemptyset(&stop_signals);
     sigaddset(&stop_signals, SIGINT);
     sigaddset(&stop_signals, SIGTERM);
+    sigaddset(&stop_signals, SIGHUP); /* not a stop: handled in the wait below */
     pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
 
     rl_service_options service_options = {
@@ -261,6 +264,15 @@ int main(int argc, char **argv) {
     }
 
     uint32_t threads = rl_server_config_thread_count(&config);
+    rl_observe observe = {0};
+    if (config.access_log != RL_ACCESS_LOG_OFF) {
+        rl_access_log_options access_log = {config.access_log, config.access_log_path, threads};
+        if (!rl_access_log_open(&access_log, &observe.access_log, err, sizeof err)) {
+            fprintf(stderr, "ratelimiterd: cannot start: %s\n", err);
+            rl_service_close(service);
+            return 1;
+        }
+    }
     const char *origins[RL_CONFIG_MAX_ALLOWED_ORIGINS];
     for (uint32_t i = 0; i < config.allowed_origin_count; i++) origins[i] = config.allowed_origins[i];
     rl_http_server_options http_options = {
@@ -273,12 +285,14 @@ int main(int argc, char **argv) {
         .request_timeout_ms = config.request_timeout_ms,
         .allowed_origins = origins,
         .allowed_origin_count = config.allowed_origin_count,
+        .observer = rl_observe_http_observer(&observe),
     };
     rl_http_server *server = NULL;
     if (!rl_http_server_create(&http_options, service, &server, err, sizeof err) ||
         !rl_http_server_start(server, err, sizeof err)) {
         fprintf(stderr, "ratelimiterd: %s\n", err);
         rl_http_server_destroy(server);
+        rl_access_log_close(observe.access_log);
         rl_service_close(service);
         return 1;
     }
@@ -293,11 +307,15 @@ int main(int argc, char **argv) {
                 rl_http_server_address(server));
 
     int signal_number = 0;
-    while (sigwait(&stop_signals, &signal_number) != 0) {
+    for (;;) {
+        if (sigwait(&stop_signals, &signal_number) != 0) continue;
+        if (signal_number != SIGHUP) break;
+        rl_access_log_reopen(observe.access_log);
     }
     fprintf(stderr, "ratelimiterd: %s received, stopping\n",
             signal_number == SIGINT ? "SIGINT" : "SIGTERM");
     rl_http_server_destroy(server);
+    rl_access_log_close(observe.access_log);
     rl_service_close(service);
     return 0;
 }

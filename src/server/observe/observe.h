@@ -1,0 +1,32 @@
+/* server/observe/observe.h — everyone who watches the daemon answer (the
+ * metrics, the access log, the console's recent denials), behind the one
+ * rl_http_observer the HTTP server calls after each answer.
+ *
+ * Each watcher is optional (NULL: off) and owned by whoever set it
+ * (ratelimiterd.c), which must keep it alive until the server is destroyed.
+ * rl_observe_answered calls each set watcher in turn, on the event loop:
+ * none of them may block.
+ */
+#ifndef RL_SERVER_OBSERVE_H
+#define RL_SERVER_OBSERVE_H
+
+#include <stdint.h>
+
+#include "server/api/outcome.h"
+#include "server/http/http_server.h"
+#include "server/observe/access_log.h"
+
+typedef struct rl_observe {
+    rl_access_log *access_log; /* log.access; NULL: off */
+} rl_observe;
+
+/* The observer for the server's options: rl_observe_answered with observe
+ * as its context, or answered NULL when no watcher is set (then the server
+ * does not even read the clock). observe is borrowed. Controlling thread. */
+rl_http_observer rl_observe_http_observer(rl_observe *observe);
+
+/* rl_http_observer's answered: context is the rl_observe. Event loop
+ * `loop`'s thread. */
+void rl_observe_answered(void *context, uint32_t loop, const rl_api_outcome *outcome, uint64_t latency_us);
+
+#endif
