@@ -29,21 +29,37 @@
 static const char *const registry =
     "[{\"key\":\"tenant:acme:rpm\",\"kind\":\"rolling\",\"capacity\":2,\"window_seconds\":60,\"unit\":\"requests\"}]";
 
-static long call(rl_test_daemon *d, const char *method, const char *path, const char *body) {
+/* Each test's daemon: made before it, and killed and removed after it even
+ * when it fails. */
+static rl_test_daemon daemon_;
+
+static int make_daemon(void **state) {
+    (void)state;
+    rl_test_daemon_init(&daemon_);
+    return 0;
+}
+
+static int remove_daemon(void **state) {
+    (void)state;
+    rl_test_daemon_cleanup(&daemon_);
+    return 0;
+}
+
+static long call(const char *method, const char *path, const char *body) {
     rl_test_response r;
-    long status = rl_test_daemon_http(d, method, path, body, &r);
+    long status = rl_test_daemon_http(&daemon_, method, path, body, &r);
     if (status == 0) fail_msg("%s %s failed: %s", method, path, r.error);
     rl_test_response_free(&r);
     return status;
 }
 
-static void start_with_config(rl_test_daemon *d, const char *format, const char *path, const char *threads) {
+static void start_with_config(const char *format, const char *path, const char *threads) {
     char yaml[512];
     snprintf(yaml, sizeof yaml, "log:\n  access: %s\n  access_path: \"%s\"\n", format, path);
-    rl_test_daemon_write_config(d, yaml);
-    rl_test_daemon_write_registry(d, registry);
-    const char *args[] = {"-c", d->config_path, "--threads", threads, NULL};
-    assert_true(rl_test_daemon_start(d, args));
+    rl_test_daemon_write_config(&daemon_, yaml);
+    rl_test_daemon_write_registry(&daemon_, registry);
+    const char *args[] = {"-c", daemon_.config_path, "--threads", threads, NULL};
+    assert_true(rl_test_daemon_start(&daemon_, args));
 }
 
 static size_t count_lines(const char *text) {
@@ -105,11 +121,9 @@ static void expect_fields(const cJSON *line, const char *endpoint, int status, c
 
 static void test_json_lines(void **state) {
     (void)state;
-    rl_test_daemon d;
-    rl_test_daemon_init(&d);
     char path[400];
-    snprintf(path, sizeof path, "%s/access.log", d.dir);
-    start_with_config(&d, "json", path, "2");
+    snprintf(path, sizeof path, "%s/access.log", daemon_.dir);
+    start_with_config("json", path, "2");
 
     char a[27], b[27], c[27], e[27], body[1024];
     rl_test_ulid_new(a);
@@ -122,26 +136,26 @@ static void test_json_lines(void **state) {
     snprintf(body, sizeof body,
              "{\"lease_id\":\"%s\",\"job_id\":\"%s\",\"requirements\":[{\"key\":\"tenant:acme:rpm\",\"amount\":1}]}", a,
              job_wire);
-    assert_int_equal(call(&d, "POST", "/v1/reserve", body), 200);
+    assert_int_equal(call("POST", "/v1/reserve", body), 200);
     snprintf(body, sizeof body,
              "{\"lease_id\":\"%s\",\"job_id\":\"denied\",\"requirements\":[{\"key\":\"tenant:acme:rpm\",\"amount\":2}]}",
              b);
-    assert_int_equal(call(&d, "POST", "/v1/reserve", body), 200); /* 1 + 2 > 2: denied */
+    assert_int_equal(call("POST", "/v1/reserve", body), 200); /* 1 + 2 > 2: denied */
     snprintf(body, sizeof body,
              "{\"requests\":[{\"lease_id\":\"%s\",\"requirements\":[{\"key\":\"tenant:acme:rpm\",\"amount\":1}]},"
              "{\"lease_id\":\"%s\",\"requirements\":[{\"key\":\"tenant:acme:rpm\",\"amount\":1}]},"
              "{\"lease_id\":\"x\",\"requirements\":[]}]}",
              c, e);
-    assert_int_equal(call(&d, "POST", "/v1/reserve/batch", body), 200);
+    assert_int_equal(call("POST", "/v1/reserve/batch", body), 200);
     snprintf(body, sizeof body, "{\"lease_id\":\"%s\",\"job_id\":\"done\",\"actuals\":[]}", a);
-    assert_int_equal(call(&d, "POST", "/v1/complete", body), 200);
-    assert_int_equal(call(&d, "POST", "/v1/reserve", "{\"lease_id\":"), 400);
-    assert_int_equal(call(&d, "POST", "/v1/reserve",
+    assert_int_equal(call("POST", "/v1/complete", body), 200);
+    assert_int_equal(call("POST", "/v1/reserve", "{\"lease_id\":"), 400);
+    assert_int_equal(call("POST", "/v1/reserve",
                           "{\"lease_id\":\"01JH0000000000000000000009\",\"requirements\":[{\"key\":\"no:such\",\"amount\":1}]}"),
                      404);
-    assert_int_equal(call(&d, "GET", "/healthz", NULL), 200);
-    assert_int_equal(call(&d, "GET", "/no/such/path", NULL), 404);
-    assert_int_equal(call(&d, "GET", "/v1/admin/limits", NULL), 200);
+    assert_int_equal(call("GET", "/healthz", NULL), 200);
+    assert_int_equal(call("GET", "/no/such/path", NULL), 404);
+    assert_int_equal(call("GET", "/v1/admin/limits", NULL), 200);
 
     char *text = wait_for_lines(path, 9);
     cJSON *lines[16];
@@ -188,29 +202,26 @@ static void test_json_lines(void **state) {
     for (size_t i = 0; i < count; i++) cJSON_Delete(lines[i]);
     free(text);
 
-    assert_int_equal(rl_test_daemon_stop(&d), 0);
+    assert_int_equal(rl_test_daemon_stop(&daemon_), 0);
     char err[8192];
-    rl_test_daemon_read_stderr(&d, err, sizeof err);
+    rl_test_daemon_read_stderr(&daemon_, err, sizeof err);
     if (strstr(err, "access log: 9 lines written to ") == NULL || strstr(err, ", 0 dropped") == NULL)
         fail_msg("stderr: %s", err);
-    rl_test_daemon_cleanup(&d);
 }
 
 /* Text lines; logrotate renames the file and sends SIGHUP: the lines after
  * go to a new file at the path. */
 static void test_text_lines_and_reopen_on_sighup(void **state) {
     (void)state;
-    rl_test_daemon d;
-    rl_test_daemon_init(&d);
     char path[400], rotated[420];
-    snprintf(path, sizeof path, "%s/access.log", d.dir);
+    snprintf(path, sizeof path, "%s/access.log", daemon_.dir);
     snprintf(rotated, sizeof rotated, "%s.1", path);
-    start_with_config(&d, "text", path, "2");
+    start_with_config("text", path, "2");
     char id[27], body[512];
     snprintf(body, sizeof body,
              "{\"lease_id\":\"%s\",\"job_id\":\"two words\",\"requirements\":[{\"key\":\"tenant:acme:rpm\",\"amount\":1}]}",
              rl_test_ulid_new(id));
-    assert_int_equal(call(&d, "POST", "/v1/reserve", body), 200);
+    assert_int_equal(call("POST", "/v1/reserve", body), 200);
     char *text = wait_for_lines(path, 1);
     char wanted[256];
     snprintf(wanted, sizeof wanted,
@@ -219,15 +230,15 @@ static void test_text_lines_and_reopen_on_sighup(void **state) {
     free(text);
 
     assert_int_equal(rename(path, rotated), 0);
-    assert_int_equal(kill(d.pid, SIGHUP), 0);
+    assert_int_equal(kill(daemon_.pid, SIGHUP), 0);
     char err[8192];
     long deadline = rl_test_now_ms() + 10000;
     do {
         rl_test_sleep_ms(10);
-        rl_test_daemon_read_stderr(&d, err, sizeof err);
+        rl_test_daemon_read_stderr(&daemon_, err, sizeof err);
     } while (strstr(err, "access log: reopened ") == NULL && rl_test_now_ms() < deadline);
     assert_non_null(strstr(err, "access log: reopened "));
-    assert_int_equal(call(&d, "GET", "/healthz", NULL), 200);
+    assert_int_equal(call("GET", "/healthz", NULL), 200);
     text = wait_for_lines(path, 1);
     assert_int_equal(count_lines(text), 1);
     assert_non_null(strstr(text, " healthz 200 lease_id=- job_id=- decision=- denied_by=- items=0 denied=0 latency_us="));
@@ -235,36 +246,32 @@ static void test_text_lines_and_reopen_on_sighup(void **state) {
     text = wait_for_lines(rotated, 1);
     assert_int_equal(count_lines(text), 1);
     free(text);
-    assert_int_equal(rl_test_daemon_stop(&d), 0);
-    rl_test_daemon_cleanup(&d);
+    assert_int_equal(rl_test_daemon_stop(&daemon_), 0);
 }
 
 /* Off (the default), nothing is written and SIGHUP stops nothing; a file
  * that cannot be opened stops start-up, named. */
 static void test_off_and_bad_path(void **state) {
     (void)state;
-    rl_test_daemon d;
-    rl_test_daemon_init(&d);
-    rl_test_daemon_write_registry(&d, registry);
-    assert_true(rl_test_daemon_start(&d, NULL));
-    assert_int_equal(kill(d.pid, SIGHUP), 0);
+    rl_test_daemon_write_registry(&daemon_, registry);
+    assert_true(rl_test_daemon_start(&daemon_, NULL));
+    assert_int_equal(kill(daemon_.pid, SIGHUP), 0);
     rl_test_sleep_ms(100);
-    assert_int_equal(call(&d, "GET", "/healthz", NULL), 200);
-    assert_int_equal(rl_test_daemon_stop(&d), 0);
+    assert_int_equal(call("GET", "/healthz", NULL), 200);
+    assert_int_equal(rl_test_daemon_stop(&daemon_), 0);
     char err[8192];
-    rl_test_daemon_read_stderr(&d, err, sizeof err);
+    rl_test_daemon_read_stderr(&daemon_, err, sizeof err);
     assert_null(strstr(err, "access log"));
 
     char path[400];
-    snprintf(path, sizeof path, "%s/no/such/dir/access.log", d.dir);
+    snprintf(path, sizeof path, "%s/no/such/dir/access.log", daemon_.dir);
     char yaml[600];
     snprintf(yaml, sizeof yaml, "log:\n  access: json\n  access_path: \"%s\"\n", path);
-    rl_test_daemon_write_config(&d, yaml);
-    const char *args[] = {"-c", d.config_path, NULL};
-    assert_int_equal(rl_test_daemon_run_to_exit(&d, args, 20000, err, sizeof err), 1);
+    rl_test_daemon_write_config(&daemon_, yaml);
+    const char *args[] = {"-c", daemon_.config_path, NULL};
+    assert_int_equal(rl_test_daemon_run_to_exit(&daemon_, args, 20000, err, sizeof err), 1);
     assert_non_null(strstr(err, "cannot start: access log \""));
     assert_non_null(strstr(err, path));
-    rl_test_daemon_cleanup(&d);
 }
 
 /* ---- a sink nobody reads ---------------------------------------------------------- */
@@ -304,20 +311,18 @@ static void *drain_fifo(void *arg) {
 
 static void test_stalled_sink_drops_and_counts(void **state) {
     (void)state;
-    rl_test_daemon d;
-    rl_test_daemon_init(&d);
     char path[400];
-    snprintf(path, sizeof path, "%s/access.fifo", d.dir);
+    snprintf(path, sizeof path, "%s/access.fifo", daemon_.dir);
     assert_int_equal(mkfifo(path, 0600), 0);
     /* a reader that reads nothing (yet): the pipe fills and the daemon's
      * writer stays in its write, as on a disk that stopped answering */
     int reader = open(path, O_RDONLY | O_NONBLOCK);
     assert_true(reader >= 0);
-    start_with_config(&d, "text", path, "1");
+    start_with_config("text", path, "1");
 
     /* Every request is answered while the sink takes nothing: a loop that
      * waited for it would leave curl to time out here. */
-    for (int i = 0; i < FLOOD_REQUESTS; i++) assert_int_equal(call(&d, "GET", "/healthz", NULL), 200);
+    for (int i = 0; i < FLOOD_REQUESTS; i++) assert_int_equal(call("GET", "/healthz", NULL), 200);
 
     /* The sink comes back: the lines after it get through. */
     drain dr = {.fd = reader};
@@ -330,18 +335,18 @@ static void test_stalled_sink_drops_and_counts(void **state) {
     long deadline = rl_test_now_ms() + 20000;
     unsigned long long markers = 0;
     while (!atomic_load(&dr.saw_marker) && rl_test_now_ms() < deadline) {
-        assert_int_equal(call(&d, "POST", "/v1/reserve", body), 200); /* the same lease id: answered again */
+        assert_int_equal(call("POST", "/v1/reserve", body), 200); /* the same lease id: answered again */
         markers++;
         rl_test_sleep_ms(50);
     }
     assert_true(atomic_load(&dr.saw_marker));
-    assert_int_equal(rl_test_daemon_stop(&d), 0);
+    assert_int_equal(rl_test_daemon_stop(&daemon_), 0);
     pthread_join(thread, NULL);
     close(reader);
 
     /* Every answered request was written or counted as dropped. */
     char err[16384];
-    rl_test_daemon_read_stderr(&d, err, sizeof err);
+    rl_test_daemon_read_stderr(&daemon_, err, sizeof err);
     const char *totals = strstr(err, "access log: ");
     while (totals != NULL && strstr(totals + 1, "access log: ") != NULL) totals = strstr(totals + 1, "access log: ");
     unsigned long long written = 0, dropped = 0;
@@ -352,16 +357,15 @@ static void test_stalled_sink_drops_and_counts(void **state) {
     assert_true(dropped > 0);
     assert_int_equal(written, dr.lines);
     assert_int_equal(written + dropped, FLOOD_REQUESTS + markers);
-    rl_test_daemon_cleanup(&d);
 }
 
 int main(void) {
     rl_test_http_global_init();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_json_lines),
-        cmocka_unit_test(test_text_lines_and_reopen_on_sighup),
-        cmocka_unit_test(test_off_and_bad_path),
-        cmocka_unit_test(test_stalled_sink_drops_and_counts),
+        cmocka_unit_test_setup_teardown(test_json_lines, make_daemon, remove_daemon),
+        cmocka_unit_test_setup_teardown(test_text_lines_and_reopen_on_sighup, make_daemon, remove_daemon),
+        cmocka_unit_test_setup_teardown(test_off_and_bad_path, make_daemon, remove_daemon),
+        cmocka_unit_test_setup_teardown(test_stalled_sink_drops_and_counts, make_daemon, remove_daemon),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
