@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -48,10 +49,12 @@ struct rl_access_log {
     pthread_t writer;
     bool writer_started;
 
-    /* The writer's, read by close once it is joined: what it is writing
-     * (a write cancelled at close leaves these), and its reports. */
-    const char *writing;
-    size_t writing_len, writing_done;
+    /* Set by close: past this instant (monotonic ms; 0: never) the writer
+     * stops waiting for a sink that takes nothing and drops what it holds. */
+    _Atomic uint64_t give_up_at_ms;
+
+    /* The writer's: its reports, and the lines it gave up at stop. */
+    uint64_t lost_at_stop;
     uint64_t reported_dropped;
     uint64_t reported_at_ms;
     int write_errno; /* the last failed write's, 0 once said */
@@ -71,8 +74,11 @@ static uint64_t count_lines(const char *bytes, size_t len) {
 
 /* ---- the sink ---------------------------------------------------------------- */
 
-/* The descriptor for path, or -1 with err. A FIFO is opened without waiting
- * for a reader (none: ENXIO), then written to blocking, as a file is. */
+/* The descriptor for path, or -1 with err. Non-blocking: a FIFO is opened
+ * without waiting for a reader (none: ENXIO), and a pipe that is full
+ * makes write_out wait in poll, where it can give up at stop (a regular
+ * file ignores the flag: a write to a disk that stalls waits in the
+ * kernel). Stdout is left as it is: its flags belong to whoever shares it. */
 static int open_sink(const char *path, char *err, size_t err_size) {
     if (strcmp(path, "-") == 0) return STDOUT_FILENO;
     int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0644);
@@ -82,8 +88,6 @@ static int open_sink(const char *path, char *err, size_t err_size) {
                  error == ENXIO ? " (a FIFO with no reader)" : "");
         return -1;
     }
-    int flags = fcntl(fd, F_GETFL);
-    if (flags >= 0) (void)fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
     return fd;
 }
 
@@ -133,35 +137,40 @@ void rl_access_log_answered(rl_access_log *log, uint32_t loop, const rl_api_outc
 
 /* ---- the writer thread -------------------------------------------------------- */
 
+/* Whether close's wait for the sink is over. */
+static bool giving_up(rl_access_log *log) {
+    uint64_t at = atomic_load_explicit(&log->give_up_at_ms, memory_order_relaxed);
+    return at != 0 && monotonic_ms() >= at;
+}
+
 /* Writes bytes (holding `lines` lines) whole, or counts what it could not
- * write as dropped. The only place the writer may be cancelled (at close,
- * by a sink that stalls too long): it writes PIPE_BUF bytes at a time,
- * which a pipe takes whole or not at all, so that a cancelled write leaves
- * an exact count of what got through (some 3,000 writes a second at
- * 50,000 lines a second: a fraction of a percent of a core). */
+ * write as dropped: on a failed write, or at stop past close's wait. A
+ * pipe that is full is waited for in poll, 100 ms at a time. Pieces of
+ * PIPE_BUF bytes, which a pipe takes whole or not at all, keep the count of
+ * lines that got through exact (some 3,000 writes a second at 50,000
+ * lines a second: a fraction of a percent of a core). */
 static void write_out(rl_access_log *log, const char *bytes, size_t len, uint64_t lines) {
-    log->writing = bytes;
-    log->writing_len = len;
-    log->writing_done = 0;
+    size_t done = 0;
     uint64_t lost = 0;
-    while (log->writing_done < len) {
-        int old_state;
-        pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old_state);
-        size_t piece = len - log->writing_done < PIPE_BUF ? len - log->writing_done : PIPE_BUF;
-        ssize_t n = write(log->fd, bytes + log->writing_done, piece);
-        int error = errno;
-        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old_state);
+    while (done < len) {
+        size_t piece = len - done < PIPE_BUF ? len - done : PIPE_BUF;
+        ssize_t n = write(log->fd, bytes + done, piece);
         if (n > 0) {
-            log->writing_done += (size_t)n;
-        } else if (n < 0 && error == EINTR) {
+            done += (size_t)n;
             continue;
-        } else {
-            lost = count_lines(bytes + log->writing_done, len - log->writing_done);
-            log->write_errno = n < 0 ? error : EIO;
-            break;
         }
+        int error = n < 0 ? errno : EIO;
+        if (error == EINTR) continue;
+        if ((error == EAGAIN || error == EWOULDBLOCK) && !giving_up(log)) {
+            struct pollfd p = {log->fd, POLLOUT, 0};
+            (void)poll(&p, 1, 100);
+            continue;
+        }
+        lost = count_lines(bytes + done, len - done);
+        if (error == EAGAIN || error == EWOULDBLOCK) log->lost_at_stop += lost;
+        else log->write_errno = error;
+        break;
     }
-    log->writing = NULL;
     if (lost > 0) atomic_fetch_add_explicit(&log->dropped_lines, lost, memory_order_relaxed);
     atomic_fetch_add_explicit(&log->written_lines, lines - lost, memory_order_relaxed);
 }
@@ -219,8 +228,6 @@ static void round_of_writes(rl_access_log *log) {
 
 static void *writer_main(void *arg) {
     rl_access_log *log = arg;
-    int old_state;
-    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old_state);
     pthread_mutex_lock(&log->wake_lock);
     while (!log->stopping) {
         struct timespec deadline;
@@ -327,41 +334,39 @@ uint64_t rl_access_log_written_lines(const rl_access_log *log) {
     return atomic_load_explicit(&((rl_access_log *)log)->written_lines, memory_order_relaxed);
 }
 
-/* Joins the writer, giving it RL_ACCESS_LOG_CLOSE_WAIT_MS; past that it is
- * stuck in a write to a stalled sink and is cancelled there. Returns the
- * lines it did not write: the rest of its write, and all the loops still
- * hold. */
-static uint64_t stop_writer(rl_access_log *log) {
+/* Stops the writer and waits for it: it writes what the loops left,
+ * giving a full pipe RL_ACCESS_LOG_CLOSE_WAIT_MS. False if it is still in
+ * a write a second after that: a disk that does not answer holds it in the
+ * kernel, where nothing can reach it; it is then left to its write. */
+static bool stop_writer(rl_access_log *log) {
+    atomic_store(&log->give_up_at_ms, monotonic_ms() + RL_ACCESS_LOG_CLOSE_WAIT_MS);
     pthread_mutex_lock(&log->wake_lock);
     log->stopping = true;
     pthread_cond_signal(&log->wake);
     pthread_mutex_unlock(&log->wake_lock);
     struct timespec deadline;
     clock_gettime(CLOCK_REALTIME, &deadline); /* pthread_timedjoin_np's clock */
-    deadline.tv_sec += RL_ACCESS_LOG_CLOSE_WAIT_MS / 1000u;
-    if (pthread_timedjoin_np(log->writer, NULL, &deadline) == 0) return 0;
-    pthread_cancel(log->writer);
-    pthread_join(log->writer, NULL);
-    uint64_t lost = 0;
-    if (log->writing != NULL) {
-        uint64_t through = count_lines(log->writing, log->writing_done);
-        atomic_fetch_add_explicit(&log->written_lines, through, memory_order_relaxed);
-        lost += count_lines(log->writing + log->writing_done, log->writing_len - log->writing_done);
-    }
-    for (uint32_t i = 0; i < log->loop_count; i++) lost += log->loops[i].lines;
-    return lost;
+    deadline.tv_sec += RL_ACCESS_LOG_CLOSE_WAIT_MS / 1000u + 1;
+    if (pthread_timedjoin_np(log->writer, NULL, &deadline) == 0) return true;
+    pthread_detach(log->writer);
+    return false;
 }
 
 rl_access_log_totals rl_access_log_close(rl_access_log *log) {
     rl_access_log_totals totals = {0, 0};
     if (log == NULL) return totals;
+    if (log->writer_started && !stop_writer(log)) {
+        /* Its memory and descriptor stay its own: the process is ending. */
+        fprintf(stderr, "ratelimiterd: access log: %s has not answered a write for %u ms: the lines it was "
+                "given are lost\n", log->path, RL_ACCESS_LOG_CLOSE_WAIT_MS + 1000u);
+        totals.written_lines = rl_access_log_written_lines(log);
+        totals.dropped_lines = rl_access_log_dropped_lines(log);
+        return totals;
+    }
     if (log->writer_started) {
-        uint64_t lost = stop_writer(log);
-        if (lost > 0) {
+        if (log->lost_at_stop > 0)
             fprintf(stderr, "ratelimiterd: access log: %s took nothing for %u ms at stop: its last %llu lines are lost\n",
-                    log->path, RL_ACCESS_LOG_CLOSE_WAIT_MS, (unsigned long long)lost);
-            atomic_fetch_add_explicit(&log->dropped_lines, lost, memory_order_relaxed);
-        }
+                    log->path, RL_ACCESS_LOG_CLOSE_WAIT_MS, (unsigned long long)log->lost_at_stop);
         fprintf(stderr, "ratelimiterd: access log: %llu lines written to %s, %llu dropped\n",
                 (unsigned long long)rl_access_log_written_lines(log), log->path,
                 (unsigned long long)rl_access_log_dropped_lines(log));

@@ -41,8 +41,8 @@
 #define RL_ACCESS_LOG_FLUSH_MS 10u
 /* Dropped lines are said on stderr at most this often (and at close). */
 #define RL_ACCESS_LOG_REPORT_MS 10000u
-/* At close, the writer gets this long to write the last lines; a sink
- * stalled longer loses them (counted as dropped). */
+/* At close, the writer gets this long to write the last lines to a pipe or
+ * FIFO that takes nothing; then they are lost (counted as dropped). */
 #define RL_ACCESS_LOG_CLOSE_WAIT_MS 2000u
 
 typedef struct rl_access_log rl_access_log;
@@ -81,10 +81,13 @@ typedef struct rl_access_log_totals {
 } rl_access_log_totals;
 
 /* After the loops have stopped: writes what they left (waiting at most
- * RL_ACCESS_LOG_CLOSE_WAIT_MS for the sink), stops the writer, says on
- * stderr how many lines were written and dropped, closes the file, frees
- * everything. Returns those totals (every line answered is in one of the
- * two). NULL is allowed (totals 0). Controlling thread. */
+ * RL_ACCESS_LOG_CLOSE_WAIT_MS for a pipe that takes nothing), stops the
+ * writer, says on stderr how many lines were written and dropped, closes
+ * the file, frees everything. Returns those totals: every line answered is
+ * in one of the two. A writer held in the kernel by a disk that does not
+ * answer (or by a stdout nobody reads) a second longer is left there, with
+ * its memory: the daemon is ending (then the totals miss what it held).
+ * NULL is allowed (totals 0). Controlling thread. */
 rl_access_log_totals rl_access_log_close(rl_access_log *log);
 
 #endif
