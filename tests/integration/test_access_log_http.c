@@ -276,7 +276,7 @@ static void test_off_and_bad_path(void **state) {
 
 /* ---- a sink nobody reads ---------------------------------------------------------- */
 
-#define FLOOD_REQUESTS 20000
+#define FLOOD_REQUESTS 40000
 
 typedef struct drain {
     int fd;

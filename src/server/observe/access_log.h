@@ -34,9 +34,12 @@
 #include "server/api/outcome.h"
 #include "server/observe/access_log_line.h"
 
-/* Each loop has two buffers of this size: at 50,000 lines of 250 bytes a
- * second, one holds 20 ms of a loop's lines. */
-#define RL_ACCESS_LOG_LOOP_BUFFER_BYTES (256u * 1024u)
+/* Each loop has two buffers of this size (2 MiB a loop): at 50,000 lines
+ * of 300 bytes a second, one holds 70 ms of a loop's lines, so a writer
+ * that the scheduler or the page cache holds up for tens of milliseconds
+ * loses nothing (256 KiB dropped lines at 50,000 a second on a busy
+ * 2-core machine: bench/observe/bench_access_log.c). */
+#define RL_ACCESS_LOG_LOOP_BUFFER_BYTES (1024u * 1024u)
 /* The writer takes what the loops hold at least this often. */
 #define RL_ACCESS_LOG_FLUSH_MS 10u
 /* Dropped lines are said on stderr at most this often (and at close). */

@@ -141,7 +141,7 @@ static void test_every_loop_lines_whole(void **state) {
 
 /* ---- a sink that takes nothing ---------------------------------------------------- */
 
-#define FLOOD_LINES 20000u
+#define FLOOD_LINES 50000u
 
 typedef struct drain {
     int fd;
@@ -182,7 +182,7 @@ static rl_access_log *open_on_stalled_fifo(char *path, size_t path_size, int *re
      * (a loop that waited would hang this test). */
     for (unsigned n = 0; n < FLOOD_LINES; n++) answer(log, 0, n);
     uint64_t dropped = rl_access_log_dropped_lines(log);
-    /* the pipe and the two buffers hold a few thousand lines at most */
+    /* the pipe and the two buffers hold some 15,000 lines at most */
     if (dropped < FLOOD_LINES / 2) fail_msg("only %llu of %u lines dropped", (unsigned long long)dropped, FLOOD_LINES);
     return log;
 }
