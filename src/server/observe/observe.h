@@ -5,7 +5,8 @@
  * Each watcher is optional (NULL: off) and owned by whoever set it
  * (ratelimiterd.c), which must keep it alive until the server is destroyed.
  * rl_observe_answered calls each set watcher in turn, on the event loop:
- * none of them may block.
+ * none of them may block. A new watcher is a field here, one test in
+ * rl_observe_http_observer and one call in rl_observe_answered.
  */
 #ifndef RL_SERVER_OBSERVE_H
 #define RL_SERVER_OBSERVE_H
