@@ -3,7 +3,8 @@
  * and non-ASCII read back exactly), text lines, SIGHUP reopening the file
  * after logrotate renamed it (and stopping nothing), a file that cannot be
  * opened stopping start-up, and a sink nobody reads (a FIFO) making lines
- * drop and be counted while every request is still answered. */
+ * drop and be counted while every request is still answered, the operator
+ * told on stderr while it lasts. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -324,6 +325,16 @@ static void test_stalled_sink_drops_and_counts(void **state) {
      * waited for it would leave curl to time out here. */
     for (int i = 0; i < FLOOD_REQUESTS; i++) assert_int_equal(call("GET", "/healthz", NULL), 200);
 
+    /* The operator is told, within RL_ACCESS_LOG_REPORT_MS (10 s), while the
+     * sink still takes nothing. */
+    char err[16384];
+    long told_by = rl_test_now_ms() + 30000;
+    do {
+        rl_test_sleep_ms(100);
+        rl_test_daemon_read_stderr(&daemon_, err, sizeof err);
+    } while (strstr(err, " lines dropped in the last 10 s, ") == NULL && rl_test_now_ms() < told_by);
+    if (strstr(err, "was too slow)") == NULL) fail_msg("no report of the dropped lines: %s", err);
+
     /* The sink comes back: the lines after it get through. */
     drain dr = {.fd = reader};
     pthread_t thread;
@@ -345,7 +356,6 @@ static void test_stalled_sink_drops_and_counts(void **state) {
     close(reader);
 
     /* Every answered request was written or counted as dropped. */
-    char err[16384];
     rl_test_daemon_read_stderr(&daemon_, err, sizeof err);
     const char *totals = strstr(err, "access log: ");
     while (totals != NULL && strstr(totals + 1, "access log: ") != NULL) totals = strstr(totals + 1, "access log: ");

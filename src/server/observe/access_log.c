@@ -148,6 +148,21 @@ void rl_access_log_answered(rl_access_log *log, uint32_t loop, const rl_api_outc
 
 /* ---- the writer thread -------------------------------------------------------- */
 
+/* Says on stderr, at most every RL_ACCESS_LOG_REPORT_MS, that lines were
+ * dropped since the last time, and why if a write failed. */
+static void report(rl_access_log *log, uint64_t now_ms) {
+    if (now_ms - log->reported_at_ms < RL_ACCESS_LOG_REPORT_MS) return;
+    uint64_t dropped = atomic_load_explicit(&log->dropped_lines, memory_order_relaxed);
+    if (dropped == log->reported_dropped) return;
+    fprintf(stderr, "ratelimiterd: access log: %llu lines dropped in the last %u s, %llu in all (%s %s%s)\n",
+            (unsigned long long)(dropped - log->reported_dropped), RL_ACCESS_LOG_REPORT_MS / 1000u,
+            (unsigned long long)dropped, log->path, log->write_errno != 0 ? "failed: " : "was too slow",
+            log->write_errno != 0 ? strerror(log->write_errno) : "");
+    log->reported_dropped = dropped;
+    log->reported_at_ms = now_ms;
+    log->write_errno = 0;
+}
+
 /* Whether close's wait for the sink is over. */
 static bool giving_up(rl_access_log *log) {
     uint64_t at = atomic_load_explicit(&log->give_up_at_ms, memory_order_relaxed);
@@ -173,6 +188,7 @@ static void write_out(rl_access_log *log, const char *bytes, size_t len, uint64_
         if ((error == EAGAIN || error == EWOULDBLOCK) && !giving_up(log)) {
             struct pollfd p = {log->fd, POLLOUT, 0};
             (void)poll(&p, 1, 100);
+            report(log, monotonic_ms()); /* what the loops drop meanwhile */
             continue;
         }
         lost = count_lines(bytes + done, len - done);
@@ -213,21 +229,6 @@ static void reopen_now(rl_access_log *log) {
     log->fd = fd;
     log->piece_bytes = piece_bytes_for(fd);
     fprintf(stderr, "ratelimiterd: access log: reopened %s\n", log->path);
-}
-
-/* Says on stderr, at most every RL_ACCESS_LOG_REPORT_MS, that lines were
- * dropped since the last time, and why if a write failed. */
-static void report(rl_access_log *log, uint64_t now_ms) {
-    if (now_ms - log->reported_at_ms < RL_ACCESS_LOG_REPORT_MS) return;
-    uint64_t dropped = atomic_load_explicit(&log->dropped_lines, memory_order_relaxed);
-    if (dropped == log->reported_dropped) return;
-    fprintf(stderr, "ratelimiterd: access log: %llu lines dropped in the last %u s, %llu in all (%s %s%s)\n",
-            (unsigned long long)(dropped - log->reported_dropped), RL_ACCESS_LOG_REPORT_MS / 1000u,
-            (unsigned long long)dropped, log->path, log->write_errno != 0 ? "failed: " : "was too slow",
-            log->write_errno != 0 ? strerror(log->write_errno) : "");
-    log->reported_dropped = dropped;
-    log->reported_at_ms = now_ms;
-    log->write_errno = 0;
 }
 
 static void round_of_writes(rl_access_log *log) {
