@@ -1,5 +1,6 @@
 /* ratelimiterd — the rate limiter daemon: config, service, HTTP server, wait
- * for SIGINT/SIGTERM (SIGHUP: the tokens files are read again), clean
+ * for SIGINT/SIGTERM (SIGHUP: the tokens files are read again and the access
+ * log reopened, for logrotate), clean
  * exit. Everything else lives in src/server.
  *
  * Exit status: 0 after a clean stop, 1 if start-up fails (bad config,
@@ -223,7 +224,7 @@ int main(int argc, char **argv) {
     sigemptyset(&stop_signals);
     sigaddset(&stop_signals, SIGINT);
     sigaddset(&stop_signals, SIGTERM);
-    sigaddset(&stop_signals, SIGHUP);
+    sigaddset(&stop_signals, SIGHUP); /* not a stop: handled in the wait below */
     pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
 
     /* Before anything is opened: a bad tokens file stops start-up here. */
@@ -288,7 +289,18 @@ int main(int argc, char **argv) {
     if (watchers.denials == NULL) {
         fprintf(stderr, "ratelimiterd: cannot start: out of memory for the recent denials\n");
         rl_service_close(service);
+        rl_auth_destroy(auth);
         return 1;
+    }
+    if (config.access_log != RL_ACCESS_LOG_OFF) {
+        rl_access_log_options access_log = {config.access_log, config.access_log_path, threads};
+        if (!rl_access_log_open(&access_log, &watchers.access_log, err, sizeof err)) {
+            fprintf(stderr, "ratelimiterd: cannot start: %s\n", err);
+            rl_denial_ring_destroy(watchers.denials);
+            rl_service_close(service);
+            rl_auth_destroy(auth);
+            return 1;
+        }
     }
     const char *origins[RL_CONFIG_MAX_ALLOWED_ORIGINS];
     for (uint32_t i = 0; i < config.allowed_origin_count; i++) origins[i] = config.allowed_origins[i];
@@ -305,7 +317,7 @@ int main(int argc, char **argv) {
         .auth = rl_auth_enabled(auth) ? auth : NULL,
         .tls_cert_file = config.tls_cert_file[0] != '\0' ? config.tls_cert_file : NULL,
         .tls_key_file = config.tls_key_file[0] != '\0' ? config.tls_key_file : NULL,
-        .observer = rl_observe_observer(&watchers),
+        .observer = rl_observe_http_observer(&watchers),
         .denials = watchers.denials,
     };
     rl_http_server *server = NULL;
@@ -314,6 +326,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "ratelimiterd: %s\n", err);
         rl_http_server_destroy(server);
         rl_denial_ring_destroy(watchers.denials);
+        rl_access_log_close(watchers.access_log);
         rl_service_close(service);
         rl_auth_destroy(auth);
         return 1;
@@ -347,11 +360,13 @@ int main(int argc, char **argv) {
         if (sigwait(&stop_signals, &signal_number) != 0) continue;
         if (signal_number != SIGHUP) break;
         rl_auth_reload(auth, stderr);
+        rl_access_log_reopen(watchers.access_log);
     }
     fprintf(stderr, "ratelimiterd: %s received, stopping\n",
             signal_number == SIGINT ? "SIGINT" : "SIGTERM");
     rl_http_server_destroy(server);
     rl_denial_ring_destroy(watchers.denials);
+    rl_access_log_close(watchers.access_log);
     rl_service_close(service);
     rl_auth_destroy(auth);
     return 0;

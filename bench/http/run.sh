@@ -8,6 +8,10 @@
 # wrk on core 1; wrk drives them in turn, ROUNDS times. Prints the median
 # requests/s of each and the ratio, then the batch endpoint in leases/s.
 # The daemon runs without its journal and audit log (JOURNAL=1: with them).
+# ACCESS_LOG=1 (the default; 0: without) runs two more daemons in every
+# round, with log.access json and text written to a file on disk, and
+# prints their requests/s as a share of the daemon without it, and the
+# lines each wrote and dropped (a dropped line is a line not paid for).
 # BASE=<git revision> adds that revision's ratelimiterd (built in a
 # worktree) to every round, the batch endpoint too, and prints this build's
 # figures as a share of BASE's: a change measured side by side with before.
@@ -22,6 +26,7 @@ DURATION=${DURATION:-10s}
 CONNECTIONS=${CONNECTIONS:-64}
 BATCH_CONNECTIONS=${BATCH_CONNECTIONS:-16}
 ROUNDS=${ROUNDS:-3}
+ACCESS_LOG=${ACCESS_LOG:-1}
 NGINX_PORT=${NGINX_PORT:-18089}
 SERVER_CORE=${SERVER_CORE:-0}
 CLIENT_CORE=${CLIENT_CORE:-1}
@@ -37,8 +42,12 @@ TMP=$(mktemp -d /tmp/rl_bench_http.XXXXXX)
 DAEMON_PID=""
 BASE_PID=""
 NGINX_PID=""
+ACCESS_PIDS=()
+ACCESS_DIR=""
 cleanup() {
   [ -n "$DAEMON_PID" ] && kill -TERM "$DAEMON_PID" 2>/dev/null && wait "$DAEMON_PID" 2>/dev/null || true
+  for pid in "${ACCESS_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true; done
+  [ -z "$ACCESS_DIR" ] || rm -rf "$ACCESS_DIR"
   [ -n "$BASE_PID" ] && kill -TERM "$BASE_PID" 2>/dev/null && wait "$BASE_PID" 2>/dev/null || true
   [ -z "$BASE" ] || base_remove "$TMP/base"
   [ -n "$NGINX_PID" ] && kill -QUIT "$NGINX_PID" 2>/dev/null && wait "$NGINX_PID" 2>/dev/null || true
@@ -62,18 +71,18 @@ run_wrk() {
 }
 
 # ---- ratelimiterd (and BASE's) and nginx, all on the server core --------------
-# start_daemon BINARY NAME: STARTED_PID and STARTED_PORT of a new daemon
+# start_daemon BINARY NAME [CONFIG]: STARTED_PID and STARTED_PORT of a new daemon
 # (its registry a copy of limits.json, in a directory of its own: its
 # journal and audit log default to beside it, never shared with BASE's).
 # The HTTP path alone: a build that keeps a journal and an audit log runs
 # without them here (JOURNAL=1 keeps them; bench/journal/run.sh measures
 # what they cost).
 start_daemon() {
-  local binary=$1 name=$2 flags=()
+  local binary=$1 name=$2 config=${3:-$TMP/config.yaml} flags=()
   mkdir -p "$TMP/data-$name"
   cp "$TMP/limits.json" "$TMP/data-$name/limits.json"
   if [ -z "${JOURNAL:-}" ] && "$binary" --help 2>&1 | grep -q -- --no-journal; then flags=(--no-journal --no-audit); fi
-  taskset -c "$SERVER_CORE" "$binary" -c "$TMP/config.yaml" --listen 127.0.0.1:0 \
+  taskset -c "$SERVER_CORE" "$binary" -c "$config" --listen 127.0.0.1:0 \
     --registry "$TMP/data-$name/limits.json" --threads 1 "${flags[@]}" 2>"$TMP/$name.log" &
   STARTED_PID=$!
   STARTED_PORT=""
@@ -93,6 +102,24 @@ if [ -n "$BASE" ]; then
   BASE_PID=$STARTED_PID
   BASE_PORT=$STARTED_PORT
 fi
+
+# The access log on, as JSON and as text: the same daemon and config, plus
+# log.access, writing to a file on disk (not /tmp, which may be memory),
+# emptied after each run so that a long run does not fill the disk.
+ACCESS_FORMATS=()
+ACCESS_PORTS=()
+if [ "$ACCESS_LOG" = 1 ]; then
+  ACCESS_DIR=$(mktemp -d "$(cd "$BUILD" && pwd)/rl_bench_access.XXXXXX")
+  for format in json text; do
+    { cat "$TMP/config.yaml"; printf 'log:\n  access: %s\n  access_path: "%s/%s.log"\n' "$format" "$ACCESS_DIR" "$format"; } \
+      >"$TMP/config-access-$format.yaml"
+    start_daemon "$BUILD/ratelimiterd" "access-$format" "$TMP/config-access-$format.yaml"
+    ACCESS_FORMATS+=("$format")
+    ACCESS_PIDS+=("$STARTED_PID")
+    ACCESS_PORTS+=("$STARTED_PORT")
+  done
+fi
+declare -A ACCESS_ALL=()
 
 # nginx is the ceiling: a constant body of similar size, no work at all.
 mkdir -p "$TMP/nginx/logs"
@@ -145,6 +172,13 @@ for round in $(seq 1 "$ROUNDS"); do
     BATCH_ALL="$BATCH_ALL $(run_wrk "$ROOT/bench/http/reserve_batch.lua" "http://127.0.0.1:$PORT" "$BATCH_CONNECTIONS")"
     BASE_BATCH_ALL="$BASE_BATCH_ALL $(run_wrk "$ROOT/bench/http/reserve_batch.lua" "http://127.0.0.1:$BASE_PORT" "$BATCH_CONNECTIONS")"
   fi
+  for i in "${!ACCESS_FORMATS[@]}"; do
+    format=${ACCESS_FORMATS[$i]}
+    rps=$(run_wrk "$ROOT/bench/http/reserve.lua" "http://127.0.0.1:${ACCESS_PORTS[$i]}" "$CONNECTIONS")
+    : >"$ACCESS_DIR/$format.log"
+    ACCESS_ALL[$format]="${ACCESS_ALL[$format]:-} $rps"
+    line="$line, access log $format $rps req/s"
+  done
   echo "$line"
   RL_ALL="$RL_ALL $rl"
   NGINX_ALL="$NGINX_ALL $ng"
@@ -162,6 +196,11 @@ fi
 kill -QUIT "$NGINX_PID"
 wait "$NGINX_PID" || true
 NGINX_PID=""
+for i in "${!ACCESS_PIDS[@]}"; do
+  kill -TERM "${ACCESS_PIDS[$i]}"
+  wait "${ACCESS_PIDS[$i]}" || { echo "run.sh: ratelimiterd (access log ${ACCESS_FORMATS[$i]}) did not stop cleanly" >&2; exit 1; }
+done
+ACCESS_PIDS=()
 
 median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
 RL_RPS=$(median <<<"$RL_ALL")
@@ -185,4 +224,15 @@ if [ -n "$BASE" ]; then
     printf "  /v1/reserve/batch  %10.0f vs %10.0f leases/s = %.1f %%\n", batch * 256, base_batch * 256,
       100 * batch / base_batch
   }'
+fi
+if [ "$ACCESS_LOG" = 1 ]; then
+  echo "access log on (log.access, to a file on disk), the same rounds, medians:"
+  for format in "${ACCESS_FORMATS[@]}"; do
+    # the daemon's last words: "access log: N lines written to PATH, M dropped"
+    totals=$(sed -n 's/^ratelimiterd: access log: \([0-9]*\) lines written to .*, \([0-9]*\) dropped$/\1 \2/p' "$TMP/access-$format.log" | tail -1)
+    awk -v rps="$(median <<<"${ACCESS_ALL[$format]}")" -v off="$RL_RPS" -v f="$format" -v t="$totals" 'BEGIN {
+      split(t, n, " ")
+      printf "  %-5s %10.0f vs %10.0f req/s off = %.1f %%  (%s lines written, %s dropped)\n", f, rps, off, 100 * rps / off, n[1], n[2]
+    }'
+  done
 fi

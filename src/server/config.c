@@ -40,6 +40,8 @@ void rl_server_config_default(rl_server_config *config) {
     config->journal.set = false;
     config->audit_dir.set = false;
     config->audit_retention_days = RL_AUDIT_DEFAULT_RETENTION_DAYS;
+    config->access_log = RL_ACCESS_LOG_OFF;
+    snprintf(config->access_log_path, sizeof config->access_log_path, "%s", RL_CONFIG_DEFAULT_ACCESS_LOG_PATH);
 
     rl_server_redis_config *redis = &config->redis;
     snprintf(redis->address, sizeof redis->address, "%s", RL_CONFIG_DEFAULT_REDIS_ADDRESS);
@@ -207,7 +209,8 @@ static bool scalar_to_u64(const yaml_node_t *node, uint64_t *out) {
 /* FIELD_ORIGINS: a sequence of origins into the config's allowed_origins.
  * FIELD_PATH: a string that may be "" (off) into an rl_server_path.
  * FIELD_FSYNC: always | everysec | off into an rl_journal_fsync.
- * FIELD_TLS: the mapping server.tls (cert_file, key_file) into the config. */
+ * FIELD_TLS: the mapping server.tls (cert_file, key_file) into the config.
+ * FIELD_ACCESS_LOG: off | text | json into an rl_access_log_format. */
 typedef enum field_type {
     FIELD_STRING,
     FIELD_U32,
@@ -217,13 +220,15 @@ typedef enum field_type {
     FIELD_PATH,
     FIELD_FSYNC,
     FIELD_TLS,
+    FIELD_ACCESS_LOG,
 } field_type;
 
 typedef struct field {
     const char *name;
     field_type type;
     void *target;      /* char[max + 1] (max 0: RL_CONFIG_STRING_MAX), uint32_t, uint64_t, bool, the
-                          rl_server_config (origins), rl_server_path, rl_journal_fsync */
+                          rl_server_config (origins), rl_server_path, rl_journal_fsync,
+                          rl_access_log_format */
     uint64_t min, max; /* integers only */
     const char *hint;  /* what the value means, for the error message */
 } field;
@@ -334,12 +339,19 @@ static bool set_tls(load_ctx *ctx, const field *f, const yaml_node_t *value) {
     return load_section(ctx, &tls, value);
 }
 
+static bool set_access_log(load_ctx *ctx, const field *f, const yaml_node_t *value) {
+    const char *v = value->type == YAML_SCALAR_NODE ? (const char *)value->data.scalar.value : "";
+    if (!rl_access_log_format_parse(v, f->target)) return failf(ctx, value, "'%s' must be off, text or json", f->name);
+    return true;
+}
+
 static bool set_field(load_ctx *ctx, const field *f, const yaml_node_t *value) {
     if (is_null_scalar(value)) return failf(ctx, value, "'%s' needs a value", f->name);
     if (f->type == FIELD_TLS) return set_tls(ctx, f, value);
     if (f->type == FIELD_ORIGINS) return set_origins(ctx, f, value);
     if (f->type == FIELD_PATH) return set_path(ctx, f, value);
     if (f->type == FIELD_FSYNC) return set_fsync(ctx, f, value);
+    if (f->type == FIELD_ACCESS_LOG) return set_access_log(ctx, f, value);
     if (f->type == FIELD_STRING) {
         if (value->type != YAML_SCALAR_NODE)
             return failf(ctx, value, "'%s' must be a string", f->name);
@@ -492,6 +504,10 @@ static bool load_document(load_ctx *ctx, rl_server_config *c) {
         {"allow_eviction", FIELD_BOOL, &r->allow_eviction, 0, 0, ""},
         {"allotments", FIELD_BOOL, &r->allotments, 0, 0, ""},
     };
+    const field log_fields[] = {
+        {"access", FIELD_ACCESS_LOG, &c->access_log, 0, 0, ""},
+        {"access_path", FIELD_STRING, c->access_log_path, 0, 0, ""},
+    };
 #define FIELDS(array) array, sizeof array / sizeof array[0]
     const section sections[] = {
         {"server", FIELDS(server_fields)},
@@ -503,6 +519,7 @@ static bool load_document(load_ctx *ctx, rl_server_config *c) {
         {"admin", FIELDS(admin_fields)},
         {"data", FIELDS(data_fields)},
         {"metrics", FIELDS(metrics_fields)},
+        {"log", FIELDS(log_fields)},
     };
 #undef FIELDS
     const size_t section_count = sizeof sections / sizeof sections[0];
@@ -526,7 +543,7 @@ static bool load_document(load_ctx *ctx, rl_server_config *c) {
         if (i == section_count)
             return failf(ctx, key,
                          "unknown section '%.64s' (known: server, registry, memory, audit, tigerbeetle, redis, "
-                         "admin, data, metrics, presets)",
+                         "admin, data, metrics, log, presets)",
                          name);
         if (seen[i]) return failf(ctx, key, "duplicate section '%s'", name);
         seen[i] = true;
@@ -593,6 +610,22 @@ bool rl_server_config_load_file(rl_server_config *config, const char *path, char
         ok = rl_server_config_load_string(config, text, len, path, err, err_size);
     free(text);
     return ok;
+}
+
+/* An access log appended to the registry, its log or the journal would
+ * corrupt them. */
+static bool access_log_path_is_apart(const rl_server_config *config, const rl_memory_options *memory,
+                                     const char *registry_log, char *err, size_t err_size) {
+    const char *path = config->access_log_path;
+    if (config->access_log == RL_ACCESS_LOG_OFF || strcmp(path, "-") == 0) return true;
+    const char *clash = strcmp(path, config->registry_path) == 0 ? "the registry file"
+                        : strcmp(path, registry_log) == 0       ? "the registry's log"
+                        : memory->journal_path != NULL && strcmp(path, memory->journal_path) == 0 ? "the journal"
+                        : memory->audit_dir != NULL && strcmp(path, memory->audit_dir) == 0       ? "the audit directory"
+                                                                                                   : NULL;
+    if (clash == NULL) return true;
+    snprintf(err, err_size, "log.access_path \"%.200s\" is %s: give the access log a file of its own", path, clash);
+    return false;
 }
 
 bool rl_server_config_validate(const rl_server_config *config, char *err, size_t err_size) {
@@ -680,7 +713,7 @@ bool rl_server_config_validate(const rl_server_config *config, char *err, size_t
     else if (memory.journal_path != NULL && memory.audit_dir != NULL &&
              strcmp(memory.journal_path, memory.audit_dir) == 0)
         clash = "the journal is the audit directory", path = memory.journal_path;
-    if (clash == NULL) return true;
+    if (clash == NULL) return access_log_path_is_apart(config, &memory, registry_log, err, err_size);
     snprintf(err, err_size,
              "%s (\"%.200s\"): give memory.journal_path (--journal) and audit.dir (--audit-dir) paths of "
              "their own",

@@ -27,6 +27,10 @@
  *             many script calls may be out at once), allow_eviction (accept a
  *             Redis whose maxmemory-policy may evict keys: ratelimiter/redis.h),
  *             allotments (decide leases locally from allotments: redis.h)
+ *   log:      access (off | text | json: one line per answered request,
+ *             server/observe/access_log.h; default off), access_path ("-":
+ *             the daemon's stdout, the default; else a file, appended to and
+ *             opened anew on SIGHUP for logrotate)
  *   tigerbeetle: accepted and ignored (replaced by redis, DESIGN.md)
  *   admin:    tokens_file (bearer tokens the admin API requires: auth.h)
  *   data:     tokens_file (bearer tokens reserve and complete require)
@@ -69,6 +73,7 @@
 #include "ratelimiter/presets.h"
 #include "ratelimiter/redis.h"
 #include "server/http/request_guard.h"
+#include "server/observe/access_log_line.h"
 
 #define RL_CONFIG_DEFAULT_LISTEN_ADDR "127.0.0.1:8080"
 #define RL_CONFIG_DEFAULT_BACKEND "memory"
@@ -80,6 +85,7 @@
 #define RL_CONFIG_DEFAULT_REQUEST_TIMEOUT_MS 10000u
 #define RL_CONFIG_DEFAULT_JOURNAL_NAME "journal" /* beside the registry file */
 #define RL_CONFIG_DEFAULT_AUDIT_DIR_NAME "audit" /* beside the registry file */
+#define RL_CONFIG_DEFAULT_ACCESS_LOG_PATH "-"    /* stdout */
 
 /* The redis section's defaults (rl_redis_options_default's, plus the
  * submitter's). */
@@ -182,6 +188,10 @@ typedef struct rl_server_config {
     rl_server_path audit_dir;      /* audit.dir */
     uint32_t audit_retention_days; /* audit.retention_days, 1..RL_AUDIT_MAX_RETENTION_DAYS */
     rl_server_redis_config redis;
+
+    /* log.access and log.access_path: "-" for stdout, else a file. */
+    rl_access_log_format access_log;
+    char access_log_path[RL_CONFIG_STRING_MAX];
 
     /* Provider presets applied at start, in order: known names only
      * (rl_preset_find). */

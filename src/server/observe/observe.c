@@ -1,13 +1,16 @@
-/* observe.c — see observe.h. */
+/* observe.c — the fan-out to the watchers (observe.h). */
 #include "server/observe/observe.h"
 
-void rl_observe_answered(void *context, uint32_t loop, const rl_api_outcome *outcome, uint64_t latency_us) {
-    const rl_observe *watchers = context;
-    (void)latency_us;
-    if (watchers->denials != NULL) rl_denial_ring_note(watchers->denials, loop, outcome);
+#include <stdbool.h>
+#include <stddef.h>
+
+rl_http_observer rl_observe_http_observer(rl_observe *observe) {
+    bool any = observe->denials != NULL || observe->access_log != NULL;
+    return (rl_http_observer){any ? rl_observe_answered : NULL, any ? observe : NULL};
 }
 
-rl_http_observer rl_observe_observer(rl_observe *watchers) {
-    rl_http_observer observer = {rl_observe_answered, watchers};
-    return observer;
+void rl_observe_answered(void *context, uint32_t loop, const rl_api_outcome *outcome, uint64_t latency_us) {
+    rl_observe *observe = context;
+    if (observe->denials != NULL) rl_denial_ring_note(observe->denials, loop, outcome);
+    if (observe->access_log != NULL) rl_access_log_answered(observe->access_log, loop, outcome, latency_us);
 }

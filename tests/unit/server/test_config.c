@@ -605,6 +605,46 @@ static void test_validate(void **state) {
 
 /* presets: a list of known preset names, in order; --preset adds after it
  * (rl_server_config_add_preset), and validate checks names set otherwise. */
+/* log: the access log's format and where it goes. */
+static void test_access_log(void **state) {
+    (void)state;
+    rl_server_config config;
+    char err[RL_CONFIG_ERR_SIZE];
+    rl_server_config_default(&config);
+    assert_int_equal(config.access_log, RL_ACCESS_LOG_OFF);
+    assert_string_equal(config.access_log_path, "-");
+    assert_true(load(&config, "log:\n  access: json\n  access_path: /var/log/rl/access.log\n", err, sizeof err));
+    assert_int_equal(config.access_log, RL_ACCESS_LOG_JSON);
+    assert_string_equal(config.access_log_path, "/var/log/rl/access.log");
+    assert_true(rl_server_config_validate(&config, err, sizeof err));
+    assert_true(load(&config, "log:\n  access: text\n", err, sizeof err));
+    assert_int_equal(config.access_log, RL_ACCESS_LOG_TEXT);
+    assert_string_equal(config.access_log_path, "-");
+    assert_true(load(&config, "log:\n  access: off\n  access_path: \"-\"\n", err, sizeof err));
+    assert_int_equal(config.access_log, RL_ACCESS_LOG_OFF);
+
+    expect_error("log:\n  access: yes\n", "config.yaml:2:", "'access' must be off, text or json");
+    expect_error("log:\n  access: JSON\n", "'access' must be off, text or json", NULL);
+    expect_error("log:\n  access: [json]\n", "'access' must be off, text or json", NULL);
+    expect_error("log:\n  access:\n", "'access' needs a value", NULL);
+    expect_error("log:\n  access_path: \"\"\n", "config.yaml:2:", "'access_path' must be a string of 1..");
+    expect_error("log:\n  access_file: x\n", "unknown key 'access_file' in section 'log'", NULL);
+    expect_error("log:\n  access: json\n  access: text\n", "duplicate key 'access' in section 'log'", NULL);
+
+    /* Appended to a store, it would corrupt it; off, the path is not used. */
+    const char *stores[] = {"./data/limits.json", "./data/limits.json.log", "./data/journal", "./data/audit"};
+    for (size_t i = 0; i < sizeof stores / sizeof stores[0]; i++) {
+        rl_server_config_default(&config);
+        config.access_log = RL_ACCESS_LOG_TEXT;
+        snprintf(config.access_log_path, sizeof config.access_log_path, "%s", stores[i]);
+        assert_false(rl_server_config_validate(&config, err, sizeof err));
+        assert_non_null(strstr(err, "log.access_path"));
+        assert_non_null(strstr(err, "give the access log a file of its own"));
+        config.access_log = RL_ACCESS_LOG_OFF;
+        assert_true(rl_server_config_validate(&config, err, sizeof err));
+    }
+}
+
 static void test_presets(void **state) {
     (void)state;
     rl_server_config config;
@@ -716,6 +756,7 @@ int main(void) {
         cmocka_unit_test(test_validate),
         cmocka_unit_test(test_registry_log_clash),
         cmocka_unit_test(test_presets),
+        cmocka_unit_test(test_access_log),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

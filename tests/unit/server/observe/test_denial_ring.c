@@ -156,7 +156,7 @@ static void test_each_loop_keeps_its_share(void **state) {
 static void test_observer_feeds_the_ring(void **state) {
     (void)state;
     rl_observe watchers = {0};
-    rl_http_observer observer = rl_observe_observer(&watchers);
+    rl_http_observer observer = rl_observe_http_observer(&watchers);
     rl_api_outcome o = outcome_of("k", "01JD5Z8Q6X4W8N1V0M9R7T3K2A", 1);
     observer.answered(observer.context, 0, &o, 10); /* no watcher set: nothing happens */
     watchers.denials = rl_denial_ring_create(1);
