@@ -156,10 +156,13 @@ static void test_each_loop_keeps_its_share(void **state) {
 static void test_observer_feeds_the_ring(void **state) {
     (void)state;
     rl_observe watchers = {0};
-    rl_http_observer observer = rl_observe_http_observer(&watchers);
     rl_api_outcome o = outcome_of("k", "01JD5Z8Q6X4W8N1V0M9R7T3K2A", 1);
-    observer.answered(observer.context, 0, &o, 10); /* no watcher set: nothing happens */
+    /* no watcher set: no observer at all (the loops do not even read the clock) */
+    assert_null(rl_observe_http_observer(&watchers).answered);
+    rl_observe_answered(&watchers, 0, &o, 10); /* and the fan-out calls nobody */
     watchers.denials = rl_denial_ring_create(1);
+    rl_http_observer observer = rl_observe_http_observer(&watchers);
+    assert_non_null(observer.answered);
     observer.answered(observer.context, 0, &o, 10);
     rl_denial_entry out[1];
     assert_int_equal(rl_denial_ring_read(watchers.denials, NULL, out, 1), 1);
