@@ -10,9 +10,14 @@
  *     usage, the budget, the denials with their reasons; usage and a new
  *     denial appear without a reload; a denied lease, a lease that spent and
  *     a key are looked up by clicks; the form defines a limit, changes one
- *     through its edit link, and shows the daemon's refusal of a bad one.
+ *     through its edit link, and shows the daemon's refusal of a bad one;
+ *   - the page of a daemon with admin.tokens_file: it asks for the token,
+ *     asks again when the daemon refuses one (wrong, or replaced at a
+ *     SIGHUP), shows everything and changes a limit with the right one;
+ *     and the same page over HTTPS.
  */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -23,6 +28,7 @@
 #include <cmocka.h>
 
 #include "support/browser.h"
+#include "support/certificate.h"
 #include "support/daemon.h"
 #include "support/ulid_gen.h"
 
@@ -37,19 +43,30 @@ static long request(const char *method, const char *path, const char *body, rl_t
     return rl_test_daemon_http(&daemon_, method, path, body, out);
 }
 
-static void expect_answer(const char *method, const char *path, const char *body, long status, const char *part) {
+static void expect_answer_on(rl_test_daemon *daemon, const char *method, const char *path, const char *body,
+                             long status, const char *part) {
     rl_test_response res;
-    if (request(method, path, body, &res) != status) fail_msg("%s %s: %ld %s", method, path, res.status, res.body);
+    if (rl_test_daemon_http(daemon, method, path, body, &res) != status)
+        fail_msg("%s %s: %ld %s", method, path, res.status, res.body);
     if (part != NULL) expect_contains(res.body, part);
     rl_test_response_free(&res);
 }
 
-static void reserve(const char *lease, const char *key, uint64_t amount, const char *expect) {
+static void expect_answer(const char *method, const char *path, const char *body, long status, const char *part) {
+    expect_answer_on(&daemon_, method, path, body, status, part);
+}
+
+static void reserve_on(rl_test_daemon *daemon, const char *lease, const char *key, uint64_t amount,
+                       const char *expect) {
     char body[512];
     snprintf(body, sizeof body,
              "{\"lease_id\":\"%s\",\"job_id\":\"job-%.4s\",\"requirements\":[{\"key\":\"%s\",\"amount\":%llu}]}",
              lease, lease + 22, key, (unsigned long long)amount);
-    expect_answer("POST", "/v1/reserve", body, 200, expect);
+    expect_answer_on(daemon, "POST", "/v1/reserve", body, 200, expect);
+}
+
+static void reserve(const char *lease, const char *key, uint64_t amount, const char *expect) {
+    reserve_on(&daemon_, lease, key, amount, expect);
 }
 
 static int setup(void **state) {
@@ -232,10 +249,17 @@ static void expect_in_page(const char *const *parts, size_t count) {
     free(dom);
 }
 
+/* The browser on url, its profile and log in dir; extra_flags for Chromium
+ * or NULL. */
+static void open_page(const char *dir, const char *url, const char *const *extra_flags) {
+    char err[1024];
+    if (!rl_test_browser_open_with(&browser, dir, url, extra_flags, err, sizeof err)) fail_msg("%s", err);
+}
+
 static void open_console(void) {
-    char url[128], err[1024];
+    char url[128];
     snprintf(url, sizeof url, "http://127.0.0.1:%u/console", (unsigned)daemon_.port);
-    if (!rl_test_browser_open(&browser, daemon_.dir, url, err, sizeof err)) fail_msg("%s", err);
+    open_page(daemon_.dir, url, NULL);
     /* The script ran to the end of a refresh. */
     page_wait("document.body.dataset.state === 'ready'");
 }
@@ -372,6 +396,209 @@ static void test_console_form_changes_limits(void **state) {
     rl_test_browser_close(&browser);
 }
 
+/* ---- the console of a daemon that wants an admin token ------------------ */
+
+#define CONSOLE_TOKEN "console-admin-8d41c6e09b2f4a7d93e5"
+#define WRONG_TOKEN "console-admin-not-the-one-of-the-file"
+#define ROTATED_TOKEN "Kq3v+9Zx/w.T_~0-Lr8mYb2cW4=" /* the base64 alphabet too */
+
+/* The daemon of one test below (this file's daemon_ has no tokens): each
+ * test starts it, the teardown stops it however the test ended. */
+static rl_test_daemon locked = {.dir = ""};
+
+static int close_browser_and_locked_daemon(void **state) {
+    close_browser(state);
+    if (locked.dir[0] != '\0') rl_test_daemon_cleanup(&locked);
+    locked.dir[0] = '\0';
+    return 0;
+}
+
+/* Writes `locked`'s admin.tokens_file with this one token; its path in path. */
+static void write_admin_tokens(const char *token, char *path, size_t size) {
+    snprintf(path, size, "%s/admin.tokens", locked.dir);
+    FILE *f = fopen(path, "w");
+    if (f == NULL) fail_msg("cannot write %s", path);
+    fprintf(f, "# the console's operator\n%s\n", token);
+    fclose(f);
+}
+
+/* Starts `locked` with admin.tokens_file (CONSOLE_TOKEN) and the YAML
+ * settings in more (or ""), its client trusting ca_file when not NULL (an
+ * HTTPS daemon), on a limit 60 of 100 used and a denial of it; the denied
+ * lease in denied. Reserve is open: only the admin API wants the token. */
+static void start_locked_daemon(const char *more, const char *ca_file, char *denied) {
+    char tokens[320], yaml[1600];
+    write_admin_tokens(CONSOLE_TOKEN, tokens, sizeof tokens);
+    snprintf(yaml, sizeof yaml, "admin:\n  tokens_file: %s\n%s", tokens, more);
+    rl_test_daemon_write_config(&locked, yaml);
+    rl_test_daemon_write_registry(&locked, "[{\"key\":\"console:locked\",\"kind\":\"rolling\",\"capacity\":100,"
+                                           "\"window_seconds\":60,\"unit\":\"requests\"}]");
+    const char *args[] = {"-c", locked.config_path, "--threads", "2", NULL};
+    if (!rl_test_daemon_start(&locked, args)) fail_msg("the daemon with admin.tokens_file did not start");
+    if (ca_file != NULL) rl_test_client_use_https(&locked.client, ca_file);
+    char lease[27];
+    reserve_on(&locked, rl_test_ulid_new(lease), "console:locked", 60, "\"allowed\":true");
+    reserve_on(&locked, rl_test_ulid_new(denied), "console:locked", 50, "\"reason\":\"capacity\"");
+    /* Without the token the admin API tells nothing. */
+    expect_answer_on(&locked, "GET", "/v1/admin/limits", NULL, 401, "{\"error\":\"unauthorized\"");
+}
+
+/* The token dialog is open, saying why. */
+static void expect_token_asked(const char *why) {
+    char condition[512];
+    snprintf(condition, sizeof condition,
+             "document.querySelector('#token-dialog').open && "
+             "document.querySelector('#token-why').textContent === '%s'",
+             why);
+    page_wait(condition);
+}
+
+/* Types token into the dialog's field and presses its button, as a person
+ * would. */
+static void give_token(const char *token) {
+    char typed[512];
+    snprintf(typed, sizeof typed,
+             "document.querySelector('#token-input').value = '%s';"
+             "document.querySelector('#token-form button[type=submit]').click()",
+             token);
+    page_do(typed);
+}
+
+#define ASKED_FIRST "The daemon asks for an admin token."
+#define ASKED_AGAIN "The daemon did not take that token: type another."
+
+/* Opened with no token, the page asks for one; a wrong one is refused and
+ * asked again, one that cannot be a token is held back by the form; the
+ * right one shows the limits and the denial, is kept in the tab (a reload
+ * does not ask), and the form's change of a limit carries it. A SIGHUP
+ * that replaces it has the page ask again; forgotten, it is asked for. */
+static void test_console_asks_for_the_admin_token(void **state) {
+    (void)state;
+    rl_test_daemon_init(&locked);
+    char denied[27], url[128];
+    start_locked_daemon("", NULL, denied);
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/console", (unsigned)locked.port);
+    open_page(locked.dir, url, NULL);
+
+    expect_token_asked(ASKED_FIRST);
+    char *shown = page_eval("document.body.dataset.state + ' ' + document.querySelectorAll('tr.limit').length");
+    assert_string_equal(shown, "loading 0");
+    free(shown);
+
+    give_token(WRONG_TOKEN);
+    expect_token_asked(ASKED_AGAIN);
+    shown = page_eval("document.body.dataset.state + ' ' + document.querySelectorAll('tr.limit').length");
+    assert_string_equal(shown, "loading 0");
+    free(shown);
+
+    /* What cannot be a token (here a pasted ellipsis, which no header can
+     * carry): the form keeps it and says so; nothing is sent. */
+    give_token("console-admin-\\u2026");
+    shown = page_eval("document.querySelector('#token-dialog').open + ' ' +"
+                      "document.querySelector('#token-input').validity.patternMismatch + ' ' +"
+                      "sessionStorage.getItem('ratelimiter.console.token')");
+    assert_string_equal(shown, "true true " WRONG_TOKEN);
+    free(shown);
+
+    give_token(CONSOLE_TOKEN);
+    page_wait("document.body.dataset.state === 'ready'");
+    char denial[256];
+    snprintf(denial, sizeof denial,
+             "<tr class=\"denial\" data-key=\"console:locked\" data-reason=\"capacity\" data-lease-id=\"%s\">", denied);
+    const char *parts[] = {
+        "<tr class=\"limit\" data-key=\"console:locked\" data-used=\"60\" data-capacity=\"100\">",
+        "60 / 100 requests",
+        denial,
+        "<span class=\"reason capacity\">capacity</span>",
+    };
+    expect_in_page(parts, sizeof parts / sizeof parts[0]);
+    shown = page_eval("document.querySelector('#token-dialog').open + ' ' +"
+                      "sessionStorage.getItem('ratelimiter.console.token') + ' ' +"
+                      "document.querySelector('#forget-token').hidden");
+    assert_string_equal(shown, "false " CONSOLE_TOKEN " false");
+    free(shown);
+
+    /* The form's PUT, with the token: the daemon has the new capacity. */
+    page_do("document.querySelector('tr.limit[data-key=\"console:locked\"] button').click()");
+    page_wait("document.querySelector('#limit-form').elements.capacity.value === '100'");
+    page_do("document.querySelector('#limit-form').elements.capacity.value = '250';"
+            "document.querySelector('#limit-form').requestSubmit()");
+    page_wait("document.querySelector('#limit-result').textContent === 'saved: console:locked is active'");
+    page_wait("document.querySelector('tr.limit[data-key=\"console:locked\"]').dataset.capacity === '250'");
+    expect_answer_on(&locked, "GET", "/v1/admin/limits/console:locked", NULL, 401, "\"error\":\"unauthorized\"");
+    locked.client.bearer_token = CONSOLE_TOKEN;
+    expect_answer_on(&locked, "GET", "/v1/admin/limits/console:locked", NULL, 200,
+                     "\"definition\":{\"key\":\"console:locked\",\"kind\":\"rolling\",\"capacity\":250,");
+    locked.client.bearer_token = NULL;
+
+    /* Loaded again in the same tab: the token is still there, nothing asked. */
+    page_do("window.before = true; setTimeout(() => location.reload(), 0)");
+    page_wait("window.before === undefined && document.body.dataset.state === 'ready'");
+    shown = page_eval("document.querySelector('#token-dialog').open + ' ' +"
+                      "document.querySelector('tr.limit[data-key=\"console:locked\"]').dataset.capacity");
+    assert_string_equal(shown, "false 250");
+    free(shown);
+
+    /* The token taken out of the file (SIGHUP): the page asks again, and
+     * takes the new one. */
+    char tokens[320];
+    write_admin_tokens(ROTATED_TOKEN, tokens, sizeof tokens);
+    kill(locked.pid, SIGHUP);
+    expect_token_asked(ASKED_AGAIN);
+    give_token(ROTATED_TOKEN);
+    page_wait("!document.querySelector('#token-dialog').open && "
+              "sessionStorage.getItem('ratelimiter.console.token') === '" ROTATED_TOKEN "'");
+    char late[27], condition[256];
+    reserve_on(&locked, rl_test_ulid_new(late), "console:locked", 200, "\"reason\":\"capacity\"");
+    snprintf(condition, sizeof condition, "document.querySelector('tr.denial[data-lease-id=\"%s\"]') !== null", late);
+    page_wait(condition);
+
+    /* Forgotten, then refused by the daemon: asked again. */
+    page_do("document.querySelector('#forget-token').click()");
+    expect_token_asked(ASKED_FIRST);
+    rl_test_browser_close(&browser);
+    assert_int_equal(rl_test_daemon_stop(&locked), 0);
+}
+
+/* Over HTTPS (server.tls.*, a certificate made now; Chromium told to take
+ * it, as a browser would once its authority is trusted): the page loads,
+ * asks for the token, and shows the limit. */
+static void test_console_over_https(void **state) {
+    (void)state;
+    rl_test_daemon_init(&locked);
+    char cert[320], key[320], tls[800], denied[27], url[128];
+    if (!rl_test_make_certificate(locked.dir, "server", cert, key, sizeof cert)) fail_msg("openssl req failed");
+    snprintf(tls, sizeof tls, "server:\n  tls:\n    cert_file: %s\n    key_file: %s\n", cert, key);
+    start_locked_daemon(tls, cert, denied);
+    snprintf(url, sizeof url, "https://127.0.0.1:%u/console", (unsigned)locked.port);
+    const char *flags[] = {"--ignore-certificate-errors", NULL};
+    open_page(locked.dir, url, flags);
+    expect_token_asked(ASKED_FIRST);
+    give_token(CONSOLE_TOKEN);
+    page_wait("document.body.dataset.state === 'ready'");
+    char denial[256];
+    snprintf(denial, sizeof denial, "data-lease-id=\"%s\">", denied);
+    const char *parts[] = {
+        "<tr class=\"limit\" data-key=\"console:locked\" data-used=\"60\" data-capacity=\"100\">",
+        "60 / 100 requests",
+        denial,
+    };
+    expect_in_page(parts, sizeof parts / sizeof parts[0]);
+    char *where = page_eval("location.protocol + ' ' + window.isSecureContext");
+    assert_string_equal(where, "https: true");
+    free(where);
+    /* The form's PUT over HTTPS (its Origin is https://...). */
+    page_do("document.querySelector('tr.limit[data-key=\"console:locked\"] button').click();"
+            "document.querySelector('#limit-form').elements.capacity.value = '120';"
+            "document.querySelector('#limit-form').requestSubmit()");
+    page_wait("document.querySelector('#limit-result').textContent === 'saved: console:locked is active'");
+    locked.client.bearer_token = CONSOLE_TOKEN;
+    expect_answer_on(&locked, "GET", "/v1/admin/limits/console:locked", NULL, 200, "\"capacity\":120,");
+    locked.client.bearer_token = NULL;
+    rl_test_browser_close(&browser);
+    assert_int_equal(rl_test_daemon_stop(&locked), 0);
+}
+
 int main(void) {
     rl_test_http_global_init();
     const struct CMUnitTest tests[] = {
@@ -382,6 +609,8 @@ int main(void) {
         cmocka_unit_test_teardown(test_console_refreshes_live, close_browser),
         cmocka_unit_test_teardown(test_console_audit, close_browser),
         cmocka_unit_test_teardown(test_console_form_changes_limits, close_browser),
+        cmocka_unit_test_teardown(test_console_asks_for_the_admin_token, close_browser_and_locked_daemon),
+        cmocka_unit_test_teardown(test_console_over_https, close_browser_and_locked_daemon),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

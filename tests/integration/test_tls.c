@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "ratelimiter/limiter.h"
+#include "support/certificate.h"
 #include "support/daemon.h"
 #include "support/rlctl_run.h"
 #include "support/ulid_gen.h"
@@ -26,24 +27,11 @@ static rl_test_daemon daemon_;
 static char cert_path[320], key_path[320], https_url[64];
 static rl_test_rlctl_output ran;
 
-/* A self-signed certificate for localhost and 127.0.0.1, valid a day. */
-static bool make_certificate(const char *dir, const char *name, char *cert, char *key, size_t size) {
-    snprintf(cert, size, "%s/%s.crt", dir, name);
-    snprintf(key, size, "%s/%s.key", dir, name);
-    char command[1400];
-    snprintf(command, sizeof command,
-             "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 "
-             "-subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 "
-             "-keyout '%s' -out '%s' 2>/dev/null",
-             key, cert);
-    return system(command) == 0;
-}
-
 static int setup(void **state) {
     (void)state;
     rl_test_http_global_init();
     rl_test_daemon_init(&daemon_);
-    if (!make_certificate(daemon_.dir, "server", cert_path, key_path, sizeof cert_path)) return -1;
+    if (!rl_test_make_certificate(daemon_.dir, "server", cert_path, key_path, sizeof cert_path)) return -1;
     char tokens[320], yaml[1400];
     snprintf(tokens, sizeof tokens, "%s/admin.tokens", daemon_.dir);
     FILE *f = fopen(tokens, "w");
@@ -153,7 +141,7 @@ static void test_http_limiter_https(void **state) {
 
     /* A CA file that is not the daemon's: every retry fails until the deadline. */
     char other_cert[320], other_key[320];
-    assert_true(make_certificate(daemon_.dir, "other", other_cert, other_key, sizeof other_cert));
+    assert_true(rl_test_make_certificate(daemon_.dir, "other", other_cert, other_key, sizeof other_cert));
     options.ca_file = other_cert;
     options.deadline_ms = 300;
     assert_int_equal(rl_limiter_http_open(&options, &limiter, err), RL_OK);
@@ -168,7 +156,7 @@ static void test_bad_files_stop_start(void **state) {
     rl_test_daemon other;
     rl_test_daemon_init(&other);
     char other_cert[320], other_key[320], yaml[1400], err[4096];
-    assert_true(make_certificate(other.dir, "other", other_cert, other_key, sizeof other_cert));
+    assert_true(rl_test_make_certificate(other.dir, "other", other_cert, other_key, sizeof other_cert));
     const char *args[] = {"-c", other.config_path, NULL};
     /* The key of another certificate. */
     snprintf(yaml, sizeof yaml, "server:\n  tls:\n    cert_file: %s\n    key_file: %s\n", cert_path, other_key);

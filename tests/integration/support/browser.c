@@ -143,6 +143,11 @@ static bool find_page(rl_test_browser *b, char *target_id, size_t size, char *er
 }
 
 bool rl_test_browser_open(rl_test_browser *b, const char *dir, const char *url, char *err, size_t err_size) {
+    return rl_test_browser_open_with(b, dir, url, NULL, err, err_size);
+}
+
+bool rl_test_browser_open_with(rl_test_browser *b, const char *dir, const char *url, const char *const *extra_flags,
+                               char *err, size_t err_size) {
     memset(b, 0, sizeof *b);
     b->to_browser = b->from_browser = -1;
     struct stat st;
@@ -151,6 +156,22 @@ bool rl_test_browser_open(rl_test_browser *b, const char *dir, const char *url, 
     char user_data[600];
     snprintf(user_data, sizeof user_data, "--user-data-dir=%s/chromium-profile", dir);
     snprintf(b->log_path, sizeof b->log_path, "%s/chromium.log", dir);
+    /* The flags this machine's closed network needs (no background
+     * connections, no component updates); --no-sandbox as the tests may run
+     * as root. The caller's after them, then the page. */
+    const char *argv[32] = {"chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                            "--no-first-run", "--disable-background-networking", "--disable-component-update",
+                            "--disable-sync", "--disable-dev-shm-usage", "--remote-debugging-pipe",
+                            "--window-size=1400,1200", user_data};
+    size_t argc = 0;
+    while (argv[argc] != NULL) argc++;
+    for (size_t i = 0; extra_flags != NULL && extra_flags[i] != NULL; i++) {
+        if (i == RL_TEST_BROWSER_MAX_EXTRA_FLAGS)
+            return fail(err, err_size, "more than %d extra flags for Chromium", RL_TEST_BROWSER_MAX_EXTRA_FLAGS);
+        argv[argc++] = extra_flags[i];
+    }
+    argv[argc++] = url;
+    argv[argc] = NULL;
     int to[2], from[2];
     if (pipe(to) != 0) return fail(err, err_size, "pipe: %s", strerror(errno));
     if (pipe(from) != 0) {
@@ -172,13 +193,7 @@ bool rl_test_browser_open(rl_test_browser *b, const char *dir, const char *url, 
         dup2(null, STDOUT_FILENO);
         dup2(log, STDERR_FILENO);
         for (int fd = 5; fd < 1024; fd++) close(fd);
-        /* The flags this machine's closed network needs (no background
-         * connections, no component updates); --no-sandbox as the tests may
-         * run as root. */
-        execl(RL_TEST_CHROMIUM_PATH, "chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-              "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-              "--disable-dev-shm-usage", "--remote-debugging-pipe", "--window-size=1400,1200", user_data, url,
-              (char *)NULL);
+        execv(RL_TEST_CHROMIUM_PATH, (char *const *)argv);
         _exit(127);
     }
     close(to[0]);

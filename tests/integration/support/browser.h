@@ -36,6 +36,13 @@ typedef struct rl_test_browser {
  * time (then nothing runs). */
 bool rl_test_browser_open(rl_test_browser *browser, const char *dir, const char *url, char *err, size_t err_size);
 
+/* The same with more command-line flags for Chromium (a NULL-terminated
+ * list, at most RL_TEST_BROWSER_MAX_EXTRA_FLAGS), such as
+ * --ignore-certificate-errors for a daemon whose certificate a test made. */
+#define RL_TEST_BROWSER_MAX_EXTRA_FLAGS 8
+bool rl_test_browser_open_with(rl_test_browser *browser, const char *dir, const char *url,
+                               const char *const *extra_flags, char *err, size_t err_size);
+
 /* The value of expression in the page as a malloc'd string (a string as it
  * is, anything else as JSON), or NULL if it threw or no answer came within
  * RL_TEST_BROWSER_CALL_DEADLINE_MS; why in err. A promise is awaited. */
