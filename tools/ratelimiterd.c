@@ -14,6 +14,7 @@
 
 #include "server/config.h"
 #include "server/http/http_server.h"
+#include "server/observe/observe.h"
 #include "server/service.h"
 
 static void usage(FILE *out) {
@@ -261,6 +262,21 @@ int main(int argc, char **argv) {
     }
 
     uint32_t threads = rl_server_config_thread_count(&config);
+    /* Whoever watches the answers (server/observe/): the metrics, when on. */
+    rl_observe observe = {0};
+    if (config.metrics.enabled) {
+        rl_metrics_options metrics_options = {
+            .loops = threads,
+            .max_limit_series = config.metrics.max_limit_series,
+            .limits_refresh_ms = config.metrics.limits_refresh_ms,
+        };
+        observe.metrics = rl_metrics_create(&metrics_options, service);
+        if (observe.metrics == NULL) {
+            fprintf(stderr, "ratelimiterd: cannot start: out of memory for the metrics\n");
+            rl_service_close(service);
+            return 1;
+        }
+    }
     const char *origins[RL_CONFIG_MAX_ALLOWED_ORIGINS];
     for (uint32_t i = 0; i < config.allowed_origin_count; i++) origins[i] = config.allowed_origins[i];
     rl_http_server_options http_options = {
@@ -273,12 +289,19 @@ int main(int argc, char **argv) {
         .request_timeout_ms = config.request_timeout_ms,
         .allowed_origins = origins,
         .allowed_origin_count = config.allowed_origin_count,
+        .observer = {rl_observe_answered, &observe},
     };
+    if (observe.metrics != NULL) http_options.metrics = (rl_metrics_page){rl_metrics_page_write, observe.metrics};
     rl_http_server *server = NULL;
-    if (!rl_http_server_create(&http_options, service, &server, err, sizeof err) ||
-        !rl_http_server_start(server, err, sizeof err)) {
+    bool created = rl_http_server_create(&http_options, service, &server, err, sizeof err);
+    if (created && observe.metrics != NULL) {
+        rl_metrics_set_server(observe.metrics, server);
+        created = rl_metrics_start(observe.metrics, err, sizeof err);
+    }
+    if (!created || !rl_http_server_start(server, err, sizeof err)) {
         fprintf(stderr, "ratelimiterd: %s\n", err);
         rl_http_server_destroy(server);
+        rl_metrics_destroy(observe.metrics);
         rl_service_close(service);
         return 1;
     }
@@ -298,6 +321,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "ratelimiterd: %s received, stopping\n",
             signal_number == SIGINT ? "SIGINT" : "SIGTERM");
     rl_http_server_destroy(server);
+    rl_metrics_destroy(observe.metrics); /* its collector reads the service */
     rl_service_close(service);
     return 0;
 }

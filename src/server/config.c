@@ -40,6 +40,10 @@ void rl_server_config_default(rl_server_config *config) {
     config->journal.set = false;
     config->audit_dir.set = false;
     config->audit_retention_days = RL_AUDIT_DEFAULT_RETENTION_DAYS;
+    config->metrics.enabled = true;
+    config->metrics.require_token = false;
+    config->metrics.max_limit_series = RL_CONFIG_DEFAULT_METRICS_MAX_LIMIT_SERIES;
+    config->metrics.limits_refresh_ms = RL_CONFIG_DEFAULT_METRICS_LIMITS_REFRESH_MS;
 
     rl_server_redis_config *redis = &config->redis;
     snprintf(redis->address, sizeof redis->address, "%s", RL_CONFIG_DEFAULT_REDIS_ADDRESS);
@@ -464,6 +468,15 @@ static bool load_document(load_ctx *ctx, rl_server_config *c) {
         {"allow_eviction", FIELD_BOOL, &r->allow_eviction, 0, 0, ""},
         {"allotments", FIELD_BOOL, &r->allotments, 0, 0, ""},
     };
+    rl_server_metrics_config *m = &c->metrics;
+    const field metrics_fields[] = {
+        {"enabled", FIELD_BOOL, &m->enabled, 0, 0, ""},
+        {"require_token", FIELD_BOOL, &m->require_token, 0, 0, ""},
+        {"max_limit_series", FIELD_U32, &m->max_limit_series, 0, RL_CONFIG_MAX_METRICS_LIMIT_SERIES,
+         "limits given gauges, 0: none"},
+        {"limits_refresh_ms", FIELD_U32, &m->limits_refresh_ms, RL_CONFIG_MIN_METRICS_LIMITS_REFRESH_MS,
+         RL_CONFIG_MAX_METRICS_LIMITS_REFRESH_MS, "milliseconds between reads of the limits"},
+    };
 #define FIELDS(array) array, sizeof array / sizeof array[0]
     const section sections[] = {
         {"server", FIELDS(server_fields)},
@@ -472,6 +485,7 @@ static bool load_document(load_ctx *ctx, rl_server_config *c) {
         {"audit", FIELDS(audit_fields)},
         {"tigerbeetle", NULL, 0},
         {"redis", FIELDS(redis_fields)},
+        {"metrics", FIELDS(metrics_fields)},
     };
 #undef FIELDS
     const size_t section_count = sizeof sections / sizeof sections[0];
@@ -495,7 +509,7 @@ static bool load_document(load_ctx *ctx, rl_server_config *c) {
         if (i == section_count)
             return failf(ctx, key,
                          "unknown section '%.64s' (known: server, registry, memory, audit, tigerbeetle, redis, "
-                         "presets)",
+                         "metrics, presets)",
                          name);
         if (seen[i]) return failf(ctx, key, "duplicate section '%s'", name);
         seen[i] = true;

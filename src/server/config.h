@@ -27,6 +27,10 @@
  *             Redis whose maxmemory-policy may evict keys: ratelimiter/redis.h),
  *             allotments (decide leases locally from allotments: redis.h)
  *   tigerbeetle: accepted and ignored (replaced by redis, DESIGN.md)
+ *   metrics:  enabled (GET /metrics), require_token (it wants the admin
+ *             token when tokens are set), max_limit_series (limits given
+ *             gauges, in key order), limits_refresh_ms (how often they are
+ *             read, off the event loops)
  *   presets:  a list of provider preset names (ratelimiter/presets.h),
  *             applied at start in order, after the registry is opened and
  *             brought into the backend; --preset NAME adds one after them
@@ -110,6 +114,13 @@
 #define RL_CONFIG_MAX_REDIS_FLUSHES_IN_FLIGHT 64u
 #define RL_CONFIG_REDIS_KEY_PREFIX_MAX 64 /* bytes, printable ASCII without spaces */
 
+/* The metrics section (GET /metrics, server/observe/metrics.h). */
+#define RL_CONFIG_DEFAULT_METRICS_MAX_LIMIT_SERIES 1000u
+#define RL_CONFIG_MAX_METRICS_LIMIT_SERIES 100000u
+#define RL_CONFIG_DEFAULT_METRICS_LIMITS_REFRESH_MS 1000u
+#define RL_CONFIG_MIN_METRICS_LIMITS_REFRESH_MS 100u
+#define RL_CONFIG_MAX_METRICS_LIMITS_REFRESH_MS 3600000u
+
 #define RL_CONFIG_STRING_MAX 1024 /* listen_addr, backend, paths */
 #define RL_CONFIG_MAX_ALLOWED_ORIGINS 32
 #define RL_CONFIG_MAX_PRESETS 32 /* presets: and --preset together */
@@ -146,6 +157,14 @@ typedef struct rl_server_redis_config {
     bool allotments;
 } rl_server_redis_config;
 
+/* The metrics section. */
+typedef struct rl_server_metrics_config {
+    bool enabled;       /* serve GET /metrics (false: 404, nothing counted) */
+    bool require_token; /* /metrics wants the admin token like the admin API (when tokens are set) */
+    uint32_t max_limit_series;  /* limits given gauges, in key order (0: none) */
+    uint32_t limits_refresh_ms; /* how often the limits' gauges are read */
+} rl_server_metrics_config;
+
 typedef struct rl_server_config {
     char listen_addr[RL_CONFIG_STRING_MAX];
     char backend[RL_CONFIG_STRING_MAX];
@@ -170,6 +189,7 @@ typedef struct rl_server_config {
     rl_server_path audit_dir;      /* audit.dir */
     uint32_t audit_retention_days; /* audit.retention_days, 1..RL_AUDIT_MAX_RETENTION_DAYS */
     rl_server_redis_config redis;
+    rl_server_metrics_config metrics;
 
     /* Provider presets applied at start, in order: known names only
      * (rl_preset_find). */

@@ -736,6 +736,13 @@ static void destroy(rl_backend *base) {
     free(backend);
 }
 
+/* The journal's counters; nothing to count without one. The journal is
+ * set at open and fixed after: no lock. */
+static void stats(rl_backend *base, rl_backend_stats *out) {
+    memory_backend *backend = from_base(base);
+    if (backend->journal != NULL) rl__journal_stats(backend->journal, out);
+}
+
 static const rl_backend_ops memory_ops = {
     .abi_version = RL_BACKEND_ABI_VERSION,
     .name = "memory",
@@ -748,6 +755,7 @@ static const rl_backend_ops memory_ops = {
     .delete_definition = delete_definition,
     .put_template = put_template,
     .delete_template = delete_template,
+    .stats = stats,
 };
 
 static int by_key(const void *a, const void *b) {

@@ -112,6 +112,10 @@ void rl__admin_preset_apply_end(rl_api_call *call);
 void rl__admin_audit(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http_request *req,
                      rl_http_response *res);
 
+/* handlers_metrics.c: GET /metrics (handler.h, rl_metrics_page). */
+void rl__metrics_get(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http_request *req,
+                     rl_http_response *res);
+
 /* handlers_health.c */
 void rl__healthz(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http_request *req,
                  rl_http_response *res);

@@ -48,6 +48,14 @@ typedef struct rl_http_response {
     const char *content_type;
 } rl_http_response;
 
+/* What GET /metrics answers (server/observe/metrics.h): write appends the
+ * exposition to out, on the request's thread, without blocking; context is
+ * shared by every loop. write NULL: the daemon keeps no metrics (404). */
+typedef struct rl_metrics_page {
+    void (*write)(void *context, rl_buf *out);
+    void *context;
+} rl_metrics_page;
+
 typedef struct rl_handler_ctx {
     rl_service *service; /* borrowed, shared between threads */
     rl_backend *backend; /* rl_service_backend(service), cached */
@@ -55,6 +63,7 @@ typedef struct rl_handler_ctx {
      * the calling thread. Borrowed, shared. */
     rl_admin_writer *admin_writer;
     size_t max_batch; /* items per batch request */
+    rl_metrics_page metrics; /* GET /metrics; borrowed, shared */
     rl_buf body;      /* the response being built */
 } rl_handler_ctx;
 

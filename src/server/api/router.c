@@ -62,6 +62,7 @@ static const rl_api_route routes[] = {
      RL_API_ADMIN_PRESETS},
     ANSWER("GET", "/v1/admin/audit", "GET", rl__admin_audit, ADMIN_AUDIT),
     ANSWER("GET", "/healthz", "GET", rl__healthz, HEALTHZ),
+    ANSWER("GET", "/metrics", "GET", rl__metrics_get, METRICS),
 };
 #undef ANSWER
 #undef LEASE
