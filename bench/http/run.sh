@@ -8,6 +8,10 @@
 # wrk on core 1; wrk drives them in turn, ROUNDS times. Prints the median
 # requests/s of each and the ratio, then the batch endpoint in leases/s.
 # The daemon runs without its journal and audit log (JOURNAL=1: with them).
+# Each round also drives /v1/reserve on the daemon while GET /metrics is
+# scraped every second (as Prometheus would, from the client core), and on a
+# second daemon with metrics off (metrics.enabled: false): the cost of
+# metrics, side by side (METRICS=0 leaves both out).
 # BASE=<git revision> adds that revision's ratelimiterd (built in a
 # worktree) to every round, the batch endpoint too, and prints this build's
 # figures as a share of BASE's: a change measured side by side with before.
@@ -22,6 +26,7 @@ DURATION=${DURATION:-10s}
 CONNECTIONS=${CONNECTIONS:-64}
 BATCH_CONNECTIONS=${BATCH_CONNECTIONS:-16}
 ROUNDS=${ROUNDS:-3}
+METRICS=${METRICS:-1}
 NGINX_PORT=${NGINX_PORT:-18089}
 SERVER_CORE=${SERVER_CORE:-0}
 CLIENT_CORE=${CLIENT_CORE:-1}
@@ -37,8 +42,12 @@ TMP=$(mktemp -d /tmp/rl_bench_http.XXXXXX)
 DAEMON_PID=""
 BASE_PID=""
 NGINX_PID=""
+OFF_PID=""
+SCRAPER_PID=""
 cleanup() {
+  [ -n "$SCRAPER_PID" ] && kill -TERM "$SCRAPER_PID" 2>/dev/null && wait "$SCRAPER_PID" 2>/dev/null || true
   [ -n "$DAEMON_PID" ] && kill -TERM "$DAEMON_PID" 2>/dev/null && wait "$DAEMON_PID" 2>/dev/null || true
+  [ -n "$OFF_PID" ] && kill -TERM "$OFF_PID" 2>/dev/null && wait "$OFF_PID" 2>/dev/null || true
   [ -n "$BASE_PID" ] && kill -TERM "$BASE_PID" 2>/dev/null && wait "$BASE_PID" 2>/dev/null || true
   [ -z "$BASE" ] || base_remove "$TMP/base"
   [ -n "$NGINX_PID" ] && kill -QUIT "$NGINX_PID" 2>/dev/null && wait "$NGINX_PID" 2>/dev/null || true
@@ -52,6 +61,8 @@ trap cleanup EXIT
 # busy limiter sees it (config.yaml: 2 s of lease memory).
 cp "$ROOT/bench/http/limits.json" "$TMP/limits.json"
 cp "$ROOT/bench/http/config.yaml" "$TMP/config.yaml"
+# The same with metrics off, for the side-by-side rows.
+{ cat "$ROOT/bench/http/config.yaml"; printf 'metrics:\n  enabled: false\n'; } >"$TMP/config-metrics-off.yaml"
 
 # Requests/sec from wrk's summary; warns if any answer was not 2xx.
 run_wrk() {
@@ -62,18 +73,18 @@ run_wrk() {
 }
 
 # ---- ratelimiterd (and BASE's) and nginx, all on the server core --------------
-# start_daemon BINARY NAME: STARTED_PID and STARTED_PORT of a new daemon
+# start_daemon BINARY NAME [CONFIG]: STARTED_PID and STARTED_PORT of a new daemon
 # (its registry a copy of limits.json, in a directory of its own: its
 # journal and audit log default to beside it, never shared with BASE's).
 # The HTTP path alone: a build that keeps a journal and an audit log runs
 # without them here (JOURNAL=1 keeps them; bench/journal/run.sh measures
 # what they cost).
 start_daemon() {
-  local binary=$1 name=$2 flags=()
+  local binary=$1 name=$2 config=${3:-$TMP/config.yaml} flags=()
   mkdir -p "$TMP/data-$name"
   cp "$TMP/limits.json" "$TMP/data-$name/limits.json"
   if [ -z "${JOURNAL:-}" ] && "$binary" --help 2>&1 | grep -q -- --no-journal; then flags=(--no-journal --no-audit); fi
-  taskset -c "$SERVER_CORE" "$binary" -c "$TMP/config.yaml" --listen 127.0.0.1:0 \
+  taskset -c "$SERVER_CORE" "$binary" -c "$config" --listen 127.0.0.1:0 \
     --registry "$TMP/data-$name/limits.json" --threads 1 "${flags[@]}" 2>"$TMP/$name.log" &
   STARTED_PID=$!
   STARTED_PORT=""
@@ -87,6 +98,12 @@ start_daemon() {
 start_daemon "$BUILD/ratelimiterd" daemon
 DAEMON_PID=$STARTED_PID
 PORT=$STARTED_PORT
+OFF_PORT=""
+if [ "$METRICS" = 1 ]; then
+  start_daemon "$BUILD/ratelimiterd" metrics-off "$TMP/config-metrics-off.yaml"
+  OFF_PID=$STARTED_PID
+  OFF_PORT=$STARTED_PORT
+fi
 BASE_PORT=""
 if [ -n "$BASE" ]; then
   start_daemon "$TMP/base/build/ratelimiterd" base
@@ -126,6 +143,24 @@ for _ in $(seq 1 100); do
   sleep 0.05
 done
 
+# GET /metrics every second on the client core, as a Prometheus would,
+# for as long as it runs; each scrape's time (ms) and size go to $TMP/scrapes.
+start_scraper() {
+  (
+    while :; do
+      taskset -c "$CLIENT_CORE" curl -s -o /dev/null -w '%{time_total} %{size_download} %{http_code}\n' \
+        "http://127.0.0.1:$PORT/metrics" >>"$TMP/scrapes" || true
+      sleep 1
+    done
+  ) &
+  SCRAPER_PID=$!
+}
+stop_scraper() {
+  kill -TERM "$SCRAPER_PID" 2>/dev/null || true
+  wait "$SCRAPER_PID" 2>/dev/null || true
+  SCRAPER_PID=""
+}
+
 # Alternate the two so that a noisy neighbour on the VM hits both alike;
 # report the median of each.
 RL_ALL=""
@@ -133,10 +168,21 @@ NGINX_ALL=""
 BASE_ALL=""
 BATCH_ALL=""
 BASE_BATCH_ALL=""
+SCRAPED_ALL=""
+OFF_ALL=""
 for round in $(seq 1 "$ROUNDS"); do
   rl=$(run_wrk "$ROOT/bench/http/reserve.lua" "http://127.0.0.1:$PORT" "$CONNECTIONS")
   ng=$(run_wrk "$ROOT/bench/http/reserve.lua" "http://127.0.0.1:$NGINX_PORT" "$CONNECTIONS")
   line="round $round: ratelimiterd $rl req/s, nginx $ng req/s"
+  if [ "$METRICS" = 1 ]; then
+    start_scraper
+    scraped=$(run_wrk "$ROOT/bench/http/reserve.lua" "http://127.0.0.1:$PORT" "$CONNECTIONS")
+    stop_scraper
+    off=$(run_wrk "$ROOT/bench/http/reserve.lua" "http://127.0.0.1:$OFF_PORT" "$CONNECTIONS")
+    SCRAPED_ALL="$SCRAPED_ALL $scraped"
+    OFF_ALL="$OFF_ALL $off"
+    line="$line, metrics scraped 1/s $scraped req/s, metrics off $off req/s"
+  fi
   if [ -n "$BASE" ]; then
     base=$(run_wrk "$ROOT/bench/http/reserve.lua" "http://127.0.0.1:$BASE_PORT" "$CONNECTIONS")
     BASE_ALL="$BASE_ALL $base"
@@ -154,6 +200,11 @@ done
 kill -TERM "$DAEMON_PID"
 wait "$DAEMON_PID" || { echo "run.sh: ratelimiterd did not stop cleanly" >&2; exit 1; }
 DAEMON_PID=""
+if [ -n "$OFF_PID" ]; then
+  kill -TERM "$OFF_PID"
+  wait "$OFF_PID" || { echo "run.sh: ratelimiterd (metrics off) did not stop cleanly" >&2; exit 1; }
+  OFF_PID=""
+fi
 if [ -n "$BASE" ]; then
   kill -TERM "$BASE_PID"
   wait "$BASE_PID" || true
@@ -184,5 +235,18 @@ if [ -n "$BASE" ]; then
     printf "  /v1/reserve        %10.0f vs %10.0f req/s = %.1f %%\n", rl, base, 100 * rl / base
     printf "  /v1/reserve/batch  %10.0f vs %10.0f leases/s = %.1f %%\n", batch * 256, base_batch * 256,
       100 * batch / base_batch
+  }'
+fi
+if [ "$METRICS" = 1 ]; then
+  if awk '$3 != 200 {bad = 1} END {exit !bad}' "$TMP/scrapes"; then
+    echo "run.sh: a scrape of /metrics did not answer 200" >&2
+  fi
+  awk -v scraped="$(median <<<"$SCRAPED_ALL")" -v off="$(median <<<"$OFF_ALL")" \
+      -v ms="$(awk '{print $1 * 1000}' "$TMP/scrapes" | median)" \
+      -v bytes="$(awk '{print $2}' "$TMP/scrapes" | median)" -v n="$(wc -l <"$TMP/scrapes")" 'BEGIN {
+    printf "POST /v1/reserve with GET /metrics scraped every second vs metrics off (the same rounds, medians):\n"
+    printf "  metrics on, scraped 1/s  %10.0f req/s = %.1f %% of off\n", scraped, 100 * scraped / off
+    printf "  metrics off              %10.0f req/s\n", off
+    printf "  %d scrapes under load: median %.2f ms, %d bytes\n", n, ms, bytes
   }'
 fi
