@@ -53,6 +53,14 @@ typedef struct rl_backend_stats {
     uint64_t allotment_amount_held; /* their amounts together, each in its limit's unit */
 } rl_backend_stats;
 
+/* What the limits made from one template hold together (the
+ * template_usage op): one line per template, however many keys it made. */
+typedef struct rl_template_usage {
+    uint64_t limits; /* made from it and live now */
+    /* Summed over those limits, each as rl_limit_usage says. */
+    uint64_t capacity, used, available, debt, reserved, committed;
+} rl_template_usage;
+
 /* The buckets' upper bounds: a sync's microseconds, a batch's leases. */
 static const uint64_t rl_backend_stats_sync_bounds_us[RL_BACKEND_STATS_SYNC_BUCKETS] = {
     50, 100, 250, 500, 1000, 2500, 5000, 10000, 25000, 100000, 250000, 1000000};
@@ -221,6 +229,15 @@ typedef struct rl_backend_ops {
      * flags set. Any thread, at any time; must not block (no store round
      * trip: counters it keeps as it goes). NULL: counts nothing. */
     void (*stats)(rl_backend *backend, rl_backend_stats *out);
+
+    /* Adds up, for each pattern of patterns[0..count), the usage of the
+     * limits made from that template into out[i] (zeroed by the caller).
+     * The backend's limits are walked a bounded part at a time, others'
+     * calls going on between parts: a monitor's reading, not a snapshot of
+     * one instant. Any thread; RL_OK, RL_NO_MEMORY. NULL: the backend
+     * cannot add them up cheaply (redis: they live in the store). */
+    rl_status (*template_usage)(rl_backend *backend, const char *const *patterns, size_t count,
+                                rl_template_usage *out);
 } rl_backend_ops;
 
 struct rl_backend {
@@ -338,6 +355,14 @@ static inline rl_status rl_backend_list_templates(rl_backend *b, rl_limit_def **
 static inline void rl_backend_stats_get(rl_backend *b, rl_backend_stats *out) {
     memset(out, 0, sizeof *out);
     if (b->ops->stats != NULL) b->ops->stats(b, out);
+}
+
+/* The template_usage op; RL_INVALID_REQUEST (nothing written) from a
+ * backend without it. */
+static inline rl_status rl_backend_template_usage(rl_backend *b, const char *const *patterns, size_t count,
+                                                  rl_template_usage *out) {
+    if (b->ops->template_usage == NULL) return RL_INVALID_REQUEST;
+    return b->ops->template_usage(b, patterns, count, out);
 }
 
 /* The audit op, or for a backend without it an empty page (next since =

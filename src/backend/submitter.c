@@ -55,6 +55,11 @@ static void complete_batch_async(rl_backend *base, const rl_complete_request *re
     rl__batcher_lane_call_async(&from_base(base)->complete, requests, count, statuses, NULL, done, context);
 }
 
+static rl_status template_usage(rl_backend *base, const char *const *patterns, size_t count,
+                                rl_template_usage *out) {
+    return rl_backend_template_usage(from_base(base)->inner, patterns, count, out);
+}
+
 /* Both lanes' batches, then whatever the inner backend counts. */
 static void stats(rl_backend *base, rl_backend_stats *out) {
     submitter *s = from_base(base);
@@ -153,6 +158,7 @@ rl_status rl_submitter_create(rl_backend *inner, const rl_submitter_options *opt
         /* Always: waiting for a flush is the submitter's, whatever inner is. */
         .reserve_batch_async = reserve_batch_async, .complete_batch_async = complete_batch_async,
         .stats = stats,
+        .template_usage = inner->ops->template_usage != NULL ? template_usage : NULL,
     };
     s->base.ops = &s->ops;
     s->inner = inner;

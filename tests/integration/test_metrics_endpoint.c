@@ -196,6 +196,47 @@ static void test_limit_series_are_bounded(void **state) {
     finish(&d);
 }
 
+/* A template gives one line per family however many keys it made: its
+ * capacity, and (memory) the live limits made from it with their usage
+ * summed. */
+static void test_templates_are_aggregated(void **state) {
+    (void)state;
+    rl_test_daemon d;
+    start(&d, "metrics:\n  limits_refresh_ms: 100\n", NULL);
+    rl_test_response res;
+    long status = rl_test_daemon_http(&d, "PUT", "/v1/admin/templates",
+                                      "{\"pattern\":\"tenant:{t}:tpm\",\"kind\":\"rolling\",\"capacity\":10,"
+                                      "\"window_seconds\":60,\"unit\":\"tokens\"}",
+                                      &res);
+    if (status != 200) fail_msg("PUT template: %ld %s", status, res.body);
+    rl_test_response_free(&res);
+    assert_int_equal(reserve(&d, "tenant:a:tpm", 3, NULL), 200);
+    assert_int_equal(reserve(&d, "tenant:b:tpm", 4, NULL), 200);
+    assert_int_equal(reserve(&d, "tenant:c:tpm", 9, NULL), 200);
+    rl_test_sleep_ms(400);
+    char *text = scrape(&d);
+    promtool_check(&d, text);
+    const char *labels = "{template=\"tenant:{t}:tpm\",kind=\"rolling\",unit=\"tokens\"}";
+    char series[256];
+    const struct {
+        const char *family;
+        double want;
+    } expected[] = {
+        {"ratelimiter_template_capacity", 10}, {"ratelimiter_template_limits", 3},
+        {"ratelimiter_template_used", 16},     {"ratelimiter_template_available", 14},
+        {"ratelimiter_template_debt", 0},
+    };
+    for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++) {
+        snprintf(series, sizeof series, "%s%s", expected[i].family, labels);
+        expect_sample(text, series, expected[i].want);
+    }
+    /* No series of their own for the keys made from it. */
+    expect_sample(text, "ratelimiter_limits", 0);
+    assert_null(strstr(text, "tenant:a:tpm"));
+    free(text);
+    finish(&d);
+}
+
 /* A key with a quote and a backslash is escaped as the format says, and
  * promtool reads it back. */
 static void test_label_values_are_escaped(void **state) {
@@ -327,6 +368,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_memory_answers_decisions_limits_journal),
         cmocka_unit_test(test_limit_series_are_bounded),
+        cmocka_unit_test(test_templates_are_aggregated),
         cmocka_unit_test(test_label_values_are_escaped),
         cmocka_unit_test(test_disabled_is_not_found),
         cmocka_unit_test(test_bad_setting_stops_start_up),

@@ -43,6 +43,69 @@ static const gauge gauges[] = {
      period_end_of},
 };
 
+/* The series of a template, from its definition or the sum over the
+ * limits made from it. */
+typedef struct template_gauge {
+    const char *name;
+    const char *help;
+    uint64_t (*value)(const rl_limit_def *def, const rl_template_usage *sum);
+} template_gauge;
+
+static uint64_t template_capacity(const rl_limit_def *d, const rl_template_usage *s) { (void)s; return d->capacity; }
+static uint64_t template_limits(const rl_limit_def *d, const rl_template_usage *s) { (void)d; return s->limits; }
+static uint64_t template_used(const rl_limit_def *d, const rl_template_usage *s) { (void)d; return s->used; }
+static uint64_t template_available(const rl_limit_def *d, const rl_template_usage *s) { (void)d; return s->available; }
+static uint64_t template_debt(const rl_limit_def *d, const rl_template_usage *s) { (void)d; return s->debt; }
+static uint64_t template_reserved(const rl_limit_def *d, const rl_template_usage *s) { (void)d; return s->reserved; }
+static uint64_t template_committed(const rl_limit_def *d, const rl_template_usage *s) { (void)d; return s->committed; }
+
+static const template_gauge template_gauges[] = {
+    {"ratelimiter_template_capacity", "The capacity each limit made from a template gets, by template pattern.",
+     template_capacity},
+    {"ratelimiter_template_limits", "Limits made from a template and live now (keys that hold something).",
+     template_limits},
+    {"ratelimiter_template_used", "Used, summed over the limits made from a template.", template_used},
+    {"ratelimiter_template_available", "Available, summed over the live limits made from a template.",
+     template_available},
+    {"ratelimiter_template_debt", "Debt, summed over the limits made from a template.", template_debt},
+    {"ratelimiter_template_reserved", "Budgets: open reservations, summed over the limits made from a template.",
+     template_reserved},
+    {"ratelimiter_template_committed", "Budgets: actuals charged this period, summed over the limits made from a template.",
+     template_committed},
+};
+
+/* A template stands for any number of limits made from it: one series per
+ * template, never per made key, keeps the page bounded. Its capacity
+ * always; the sums where the backend adds them up (memory). */
+static void write_templates(rl_service *service, uint32_t max_series, rl_buf *text) {
+    rl_limit_def *templates = NULL;
+    size_t count = 0;
+    if (rl_service_list_templates(service, &templates, &count) != RL_OK) count = 0;
+    if (count > max_series) count = max_series;
+    const char **patterns = count > 0 ? malloc(count * sizeof *patterns) : NULL;
+    rl_template_usage *sums = count > 0 ? calloc(count, sizeof *sums) : NULL;
+    bool summed = false;
+    if (patterns != NULL && sums != NULL) {
+        for (size_t i = 0; i < count; i++) patterns[i] = templates[i].key;
+        summed = rl_backend_template_usage(rl_service_backend(service), patterns, count, sums) == RL_OK;
+    }
+    size_t families = summed ? sizeof template_gauges / sizeof template_gauges[0] : 1;
+    for (size_t g = 0; g < families; g++) {
+        rl__metrics_family(text, template_gauges[g].name, "gauge", template_gauges[g].help);
+        for (size_t i = 0; i < count; i++) {
+            rl_metrics_label labels[] = {{"template", templates[i].key},
+                                         {"kind", rl_kind_name(templates[i].kind)},
+                                         {"unit", templates[i].unit}};
+            static const rl_template_usage none;
+            rl__metrics_sample(text, template_gauges[g].name, labels, 3,
+                               template_gauges[g].value(&templates[i], summed ? &sums[i] : &none));
+        }
+    }
+    free(patterns);
+    free(sums);
+    free(templates);
+}
+
 void rl__metrics_limits_collect(rl_service *service, uint32_t max_series, rl_buf *text) {
     rl__buf_reset(text);
     rl_service_limit *list = NULL;
@@ -71,20 +134,7 @@ void rl__metrics_limits_collect(rl_service *service, uint32_t max_series, rl_buf
     }
     free(list);
 
-    /* A template stands for any number of limits made from it: one series
-     * per template, never per made key, keeps the page bounded. */
-    rl_limit_def *templates = NULL;
-    size_t template_count = 0;
-    rl_status templates_listed = rl_service_list_templates(service, &templates, &template_count);
-    rl__metrics_family(text, "ratelimiter_template_capacity", "gauge",
-                       "The capacity each limit made from a template gets, by template pattern.");
-    for (size_t i = 0; templates_listed == RL_OK && i < template_count && i < max_series; i++) {
-        rl_metrics_label labels[] = {{"template", templates[i].key},
-                                     {"kind", rl_kind_name(templates[i].kind)},
-                                     {"unit", templates[i].unit}};
-        rl__metrics_sample(text, "ratelimiter_template_capacity", labels, 3, templates[i].capacity);
-    }
-    free(templates);
+    write_templates(service, max_series, text);
 }
 
 bool rl__metrics_limits_init(rl_metrics_limits *limits, const rl_metrics_options *options, rl_service *service) {
