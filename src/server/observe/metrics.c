@@ -108,7 +108,8 @@ static void write_answers(const rl_metrics_loop *sum, rl_buf *out) {
              * page stays short, and a rate() of a new one starts at its
              * first answer. The lease endpoints' usual ones always show. */
             uint64_t value = sum->responses[e][s];
-            bool usual = is_lease_endpoint(e) && (status_codes[s] == 200 || status_codes[s] == 400);
+            bool usual = is_lease_endpoint(e) && s < RL_METRICS_STATUS_SLOTS - 1 &&
+                         (status_codes[s] == 200 || status_codes[s] == 400);
             if (value == 0 && !usual) continue;
             char code[8] = "other";
             if (s < RL_METRICS_STATUS_SLOTS - 1) snprintf(code, sizeof code, "%d", status_codes[s]);

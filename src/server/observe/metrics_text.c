@@ -82,7 +82,7 @@ void rl__metrics_histogram(rl_buf *out, const char *name, const rl_metrics_label
     char family[128];
     rl_metrics_label with_le[4];
     if (label_count > 3) label_count = 3;
-    memcpy(with_le, labels, label_count * sizeof *labels);
+    if (label_count > 0) memcpy(with_le, labels, label_count * sizeof *labels);
     snprintf(family, sizeof family, "%s_bucket", name);
     uint64_t cumulative = 0;
     for (size_t i = 0; i <= bucket_count; i++) {

@@ -26,6 +26,9 @@ typedef struct fixture {
     rl_handler_ctx ctx;
     rl_api_call call;
     rl_api_outcome outcome;
+    /* The outcome's borrowed ids, kept past rl_api_call_end. */
+    char lease_id[32], job_id[RL_JOB_ID_MAX_LEN + 1], first_denied_lease_id[32],
+        first_denied_job_id[RL_JOB_ID_MAX_LEN + 1];
 } fixture;
 
 static int setup(void **state) {
@@ -49,8 +52,16 @@ static int teardown(void **state) {
     return 0;
 }
 
+/* A copy of a borrowed id in into (size bytes), or NULL for none. */
+static const char *keep(char *into, size_t size, const char *text) {
+    if (text == NULL) return NULL;
+    snprintf(into, size, "%s", text);
+    return into;
+}
+
 /* One request on the calling thread (the memory backend answers inside
- * the call), its outcome read before the call ends; returns the status. */
+ * the call), its outcome read before the call ends (the ids it borrows
+ * copied into the fixture); returns the status. */
 static int request(fixture *f, const char *method, const char *path, const char *body) {
     rl_http_request req = {method, strlen(method), path, strlen(path), body, body != NULL ? strlen(body) : 0,
                            NULL, 0};
@@ -58,6 +69,11 @@ static int request(fixture *f, const char *method, const char *path, const char 
     f->call.done = NULL; /* the memory backend answers inside begin */
     assert_true(rl_api_begin(&f->ctx, &req, &f->call, &res));
     rl_api_outcome_of(&f->call, &req, &res, &f->outcome);
+    rl_api_outcome *o = &f->outcome;
+    o->lease_id = keep(f->lease_id, sizeof f->lease_id, o->lease_id);
+    o->job_id = keep(f->job_id, sizeof f->job_id, o->job_id);
+    o->first_denied_lease_id = keep(f->first_denied_lease_id, sizeof f->first_denied_lease_id, o->first_denied_lease_id);
+    o->first_denied_job_id = keep(f->first_denied_job_id, sizeof f->first_denied_job_id, o->first_denied_job_id);
     rl_api_call_end(&f->call);
     return res.status;
 }
