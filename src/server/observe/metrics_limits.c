@@ -109,9 +109,8 @@ static void write_templates(rl_service *service, uint32_t max_series, rl_buf *te
 void rl__metrics_limits_collect(rl_service *service, uint32_t max_series, rl_buf *text) {
     rl__buf_reset(text);
     rl_service_limit *list = NULL;
-    size_t count = 0;
-    rl_status listed = rl_service_list_limits(service, &list, &count);
-    size_t shown = listed == RL_OK ? (count < max_series ? count : max_series) : 0;
+    size_t shown = 0, count = 0;
+    rl_status listed = rl_service_list_usage(service, max_series, &list, &shown, &count);
 
     rl__metrics_family(text, "ratelimiter_limits_read_ok", "gauge",
                        "1 if the collector's last read of the limits succeeded, else 0 (series below are absent).");
