@@ -1,8 +1,9 @@
 /* test_metrics_endpoint.c — GET /metrics over real HTTP (issue 14, point 1): every
  * answer counted by endpoint and status, every lease decision by result,
  * latency histograms, the limits' gauges (bounded by
- * metrics.max_limit_series), the journal's syncs, the connections; in
- * redis mode the script calls, batches, failures and allotments held. Each
+ * metrics.max_limit_series), templates aggregated, the journal's syncs,
+ * the connections and the guard's closes; in redis mode the script calls,
+ * batches, failures and allotments held. Each
  * page is checked by the real promtool (Debian's prometheus package, at
  * /usr/bin/promtool: make deps installs it). The redis tests are skipped
  * when redis-server is not installed. */
@@ -38,14 +39,14 @@ static char *scrape(rl_test_daemon *d) {
     return body;
 }
 
-/* Scrapes until series has the value want (the collector reads the limits
+/* Scrapes until series is at least want (the collector reads the limits
  * every limits_refresh_ms, later on a busy machine), for at most 20 s;
  * the last page either way, for the checks that follow to judge. */
 static char *scrape_when(rl_test_daemon *d, const char *series, double want) {
     long deadline = rl_test_now_ms() + 20000;
     for (;;) {
         char *text = scrape(d);
-        if (rl_test_metrics_sample(text, series) == want || rl_test_now_ms() > deadline) return text;
+        if (rl_test_metrics_sample(text, series) >= want || rl_test_now_ms() > deadline) return text;
         free(text);
         rl_test_sleep_ms(50);
     }
@@ -262,6 +263,24 @@ static void test_label_values_are_escaped(void **state) {
     finish(&d);
 }
 
+/* The connection guard's counters: a connection that sends nothing is
+ * closed at idle_timeout_ms, and counted so. */
+static void test_guard_closes_are_counted(void **state) {
+    (void)state;
+    rl_test_daemon d;
+    start(&d, "server:\n  idle_timeout_ms: 100\n", NULL);
+    char said[256];
+    long got = rl_test_raw_exchange(d.port, "", 0, 5000, said, sizeof said); /* until the daemon closes it */
+    assert_int_equal(got, 0);
+    char *text = scrape_when(&d, "ratelimiter_connections_closed_total{reason=\"idle_timeout\"}", 1);
+    promtool_check(&d, text);
+    assert_true(sample(text, "ratelimiter_connections_closed_total{reason=\"idle_timeout\"}") >= 1);
+    assert_true(sample(text, "ratelimiter_connections_accepted_total") >= 2);
+    expect_sample(text, "ratelimiter_connections_refused_total", 0);
+    free(text);
+    finish(&d);
+}
+
 static void test_disabled_is_not_found(void **state) {
     (void)state;
     rl_test_daemon d;
@@ -379,6 +398,7 @@ int main(void) {
         cmocka_unit_test(test_limit_series_are_bounded),
         cmocka_unit_test(test_templates_are_aggregated),
         cmocka_unit_test(test_label_values_are_escaped),
+        cmocka_unit_test(test_guard_closes_are_counted),
         cmocka_unit_test(test_disabled_is_not_found),
         cmocka_unit_test(test_bad_setting_stops_start_up),
         cmocka_unit_test_setup_teardown(test_redis_calls_batches_errors, redis_setup, redis_teardown),
