@@ -171,6 +171,7 @@ static void test_memory_answers_decisions_limits_journal(void **state) {
     assert_true(sample(text, "ratelimiter_journal_fsync_duration_seconds_count") >= 1);
     assert_true(sample(text, "ratelimiter_journal_written_bytes_total") > 0);
     expect_sample(text, "ratelimiter_backend_info{backend=\"memory\"}", 1);
+    expect_sample(text, "ratelimiter_build_info{version=\"" RL_VERSION "\"}", 1);
     expect_sample(text, "ratelimiter_connections_open", 1);
     assert_true(sample(text, "ratelimiter_connections_accepted_total") >= 1);
     assert_true(sample(text, "ratelimiter_redis_script_calls_total") < 0); /* not redis */

@@ -24,6 +24,9 @@ static uint64_t total(const uint64_t *counts, unsigned n) {
 void rl__metrics_write_backend(rl_backend *backend, const char *backend_name, rl_buf *out) {
     rl_backend_stats stats;
     rl_backend_stats_get(backend, &stats);
+    rl__metrics_family(out, "ratelimiter_build_info", "gauge", "The daemon's version (always 1).");
+    rl_metrics_label version[] = {{"version", RL_VERSION}};
+    rl__metrics_sample(out, "ratelimiter_build_info", version, 1, 1);
     rl__metrics_family(out, "ratelimiter_backend_info", "gauge", "The backend this daemon runs (always 1).");
     rl_metrics_label name[] = {{"backend", backend_name}};
     rl__metrics_sample(out, "ratelimiter_backend_info", name, 1, 1);
