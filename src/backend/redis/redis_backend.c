@@ -54,7 +54,9 @@ static void destroy(rl_backend *base) {
     free(backend);
 }
 
-static void stats(rl_backend *base, rl_backend_stats *out) { rl_redis_pool_stats(rl_redis_backend_of(base)->pool, out); }
+static void stats(rl_backend *base, rl_backend_stats *out) {
+    rl_redis_pool_stats(rl_redis_backend_of(base)->pool, out);
+}
 
 static const rl_backend_ops redis_ops = {
     .abi_version = RL_BACKEND_ABI_VERSION,

@@ -70,8 +70,8 @@ static const template_gauge template_gauges[] = {
     {"ratelimiter_template_debt", "Debt, summed over the limits made from a template.", template_debt},
     {"ratelimiter_template_reserved", "Budgets: open reservations, summed over the limits made from a template.",
      template_reserved},
-    {"ratelimiter_template_committed", "Budgets: actuals charged this period, summed over the limits made from a template.",
-     template_committed},
+    {"ratelimiter_template_committed",
+     "Budgets: actuals charged this period, summed over the limits made from a template.", template_committed},
 };
 
 /* A template stands for any number of limits made from it: one series per
