@@ -14,7 +14,7 @@ DESTDIR ?=
 # Debian packages the build, the tests and the benchmarks need.
 PACKAGES = build-essential cmake pkg-config libh2o-evloop-dev libssl-dev libuv1-dev zlib1g-dev \
            libcjson-dev libyaml-dev libcmocka-dev libcurl4-openssl-dev libhiredis-dev redis-server \
-           libglib2.0-dev tzdata libsqlite3-dev openssl \
+           libglib2.0-dev tzdata libsqlite3-dev openssl prometheus \
            clang libclang-rt-14-dev \
            chromium
 # Seconds each libFuzzer harness runs in make test / make fuzz.

@@ -231,7 +231,7 @@ int main(int argc, char **argv) {
     rl_auth_options auth_options = {
         .admin_tokens_file = config.admin_tokens_file,
         .data_tokens_file = config.data_tokens_file,
-        .metrics_require_token = config.metrics_require_token,
+        .metrics_require_token = config.metrics.require_token,
     };
     rl_auth *auth = NULL;
     if (!rl_auth_create(&auth_options, &auth, err, sizeof err)) {
@@ -292,10 +292,26 @@ int main(int argc, char **argv) {
         rl_auth_destroy(auth);
         return 1;
     }
+    if (config.metrics.enabled) {
+        rl_metrics_options metrics_options = {
+            .loops = threads,
+            .max_limit_series = config.metrics.max_limit_series,
+            .limits_refresh_ms = config.metrics.limits_refresh_ms,
+        };
+        watchers.metrics = rl_metrics_create(&metrics_options, service);
+        if (watchers.metrics == NULL) {
+            fprintf(stderr, "ratelimiterd: cannot start: out of memory for the metrics\n");
+            rl_denial_ring_destroy(watchers.denials);
+            rl_service_close(service);
+            rl_auth_destroy(auth);
+            return 1;
+        }
+    }
     if (config.access_log != RL_ACCESS_LOG_OFF) {
         rl_access_log_options access_log = {config.access_log, config.access_log_path, threads};
         if (!rl_access_log_open(&access_log, &watchers.access_log, err, sizeof err)) {
             fprintf(stderr, "ratelimiterd: cannot start: %s\n", err);
+            rl_metrics_destroy(watchers.metrics);
             rl_denial_ring_destroy(watchers.denials);
             rl_service_close(service);
             rl_auth_destroy(auth);
@@ -320,13 +336,19 @@ int main(int argc, char **argv) {
         .observer = rl_observe_http_observer(&watchers),
         .denials = watchers.denials,
     };
+    if (watchers.metrics != NULL) http_options.metrics = (rl_metrics_page){rl_metrics_page_write, watchers.metrics};
     rl_http_server *server = NULL;
-    if (!rl_http_server_create(&http_options, service, &server, err, sizeof err) ||
-        !rl_http_server_start(server, err, sizeof err)) {
+    bool created = rl_http_server_create(&http_options, service, &server, err, sizeof err);
+    if (created && watchers.metrics != NULL) {
+        rl_metrics_set_server(watchers.metrics, server);
+        created = rl_metrics_start(watchers.metrics, err, sizeof err);
+    }
+    if (!created || !rl_http_server_start(server, err, sizeof err)) {
         fprintf(stderr, "ratelimiterd: %s\n", err);
         rl_http_server_destroy(server);
         rl_denial_ring_destroy(watchers.denials);
         rl_access_log_close(watchers.access_log);
+        rl_metrics_destroy(watchers.metrics);
         rl_service_close(service);
         rl_auth_destroy(auth);
         return 1;
@@ -367,6 +389,7 @@ int main(int argc, char **argv) {
     rl_http_server_destroy(server);
     rl_denial_ring_destroy(watchers.denials);
     rl_access_log_close(watchers.access_log);
+    rl_metrics_destroy(watchers.metrics); /* its collector reads the service */
     rl_service_close(service);
     rl_auth_destroy(auth);
     return 0;

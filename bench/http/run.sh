@@ -12,6 +12,10 @@
 # round, with log.access json and text written to a file on disk, and
 # prints their requests/s as a share of the daemon without it, and the
 # lines each wrote and dropped (a dropped line is a line not paid for).
+# Each round also drives /v1/reserve on the daemon while GET /metrics is
+# scraped every second (as Prometheus would, from the client core), and on a
+# second daemon with metrics off (metrics.enabled: false): the cost of
+# metrics, side by side (METRICS=0 leaves both out).
 # BASE=<git revision> adds that revision's ratelimiterd (built in a
 # worktree) to every round, the batch endpoint too, and prints this build's
 # figures as a share of BASE's: a change measured side by side with before.
@@ -27,6 +31,7 @@ CONNECTIONS=${CONNECTIONS:-64}
 BATCH_CONNECTIONS=${BATCH_CONNECTIONS:-16}
 ROUNDS=${ROUNDS:-3}
 ACCESS_LOG=${ACCESS_LOG:-1}
+METRICS=${METRICS:-1}
 NGINX_PORT=${NGINX_PORT:-18089}
 SERVER_CORE=${SERVER_CORE:-0}
 CLIENT_CORE=${CLIENT_CORE:-1}
@@ -44,10 +49,14 @@ BASE_PID=""
 NGINX_PID=""
 ACCESS_PIDS=()
 ACCESS_DIR=""
+OFF_PID=""
+SCRAPER_PID=""
 cleanup() {
+  [ -n "$SCRAPER_PID" ] && kill -TERM "$SCRAPER_PID" 2>/dev/null && wait "$SCRAPER_PID" 2>/dev/null || true
   [ -n "$DAEMON_PID" ] && kill -TERM "$DAEMON_PID" 2>/dev/null && wait "$DAEMON_PID" 2>/dev/null || true
   for pid in "${ACCESS_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true; done
   [ -z "$ACCESS_DIR" ] || rm -rf "$ACCESS_DIR"
+  [ -n "$OFF_PID" ] && kill -TERM "$OFF_PID" 2>/dev/null && wait "$OFF_PID" 2>/dev/null || true
   [ -n "$BASE_PID" ] && kill -TERM "$BASE_PID" 2>/dev/null && wait "$BASE_PID" 2>/dev/null || true
   [ -z "$BASE" ] || base_remove "$TMP/base"
   [ -n "$NGINX_PID" ] && kill -QUIT "$NGINX_PID" 2>/dev/null && wait "$NGINX_PID" 2>/dev/null || true
@@ -61,6 +70,8 @@ trap cleanup EXIT
 # busy limiter sees it (config.yaml: 2 s of lease memory).
 cp "$ROOT/bench/http/limits.json" "$TMP/limits.json"
 cp "$ROOT/bench/http/config.yaml" "$TMP/config.yaml"
+# The same with metrics off, for the side-by-side rows.
+{ cat "$ROOT/bench/http/config.yaml"; printf 'metrics:\n  enabled: false\n'; } >"$TMP/config-metrics-off.yaml"
 
 # Requests/sec from wrk's summary; warns if any answer was not 2xx.
 run_wrk() {
@@ -96,6 +107,12 @@ start_daemon() {
 start_daemon "$BUILD/ratelimiterd" daemon
 DAEMON_PID=$STARTED_PID
 PORT=$STARTED_PORT
+OFF_PORT=""
+if [ "$METRICS" = 1 ]; then
+  start_daemon "$BUILD/ratelimiterd" metrics-off "$TMP/config-metrics-off.yaml"
+  OFF_PID=$STARTED_PID
+  OFF_PORT=$STARTED_PORT
+fi
 BASE_PORT=""
 if [ -n "$BASE" ]; then
   start_daemon "$TMP/base/build/ratelimiterd" base
@@ -153,6 +170,24 @@ for _ in $(seq 1 100); do
   sleep 0.05
 done
 
+# GET /metrics every second on the client core, as a Prometheus would,
+# for as long as it runs; each scrape's time (ms) and size go to $TMP/scrapes.
+start_scraper() {
+  (
+    while :; do
+      taskset -c "$CLIENT_CORE" curl -s -o /dev/null -w '%{time_total} %{size_download} %{http_code}\n' \
+        "http://127.0.0.1:$PORT/metrics" >>"$TMP/scrapes" || true
+      sleep 1
+    done
+  ) &
+  SCRAPER_PID=$!
+}
+stop_scraper() {
+  kill -TERM "$SCRAPER_PID" 2>/dev/null || true
+  wait "$SCRAPER_PID" 2>/dev/null || true
+  SCRAPER_PID=""
+}
+
 # Alternate the two so that a noisy neighbour on the VM hits both alike;
 # report the median of each.
 RL_ALL=""
@@ -160,10 +195,24 @@ NGINX_ALL=""
 BASE_ALL=""
 BATCH_ALL=""
 BASE_BATCH_ALL=""
+SCRAPED_ALL=""
+OFF_ALL=""
+SHARE_ALL=""
 for round in $(seq 1 "$ROUNDS"); do
   rl=$(run_wrk "$ROOT/bench/http/reserve.lua" "http://127.0.0.1:$PORT" "$CONNECTIONS")
   ng=$(run_wrk "$ROOT/bench/http/reserve.lua" "http://127.0.0.1:$NGINX_PORT" "$CONNECTIONS")
   line="round $round: ratelimiterd $rl req/s, nginx $ng req/s"
+  if [ "$METRICS" = 1 ]; then
+    start_scraper
+    scraped=$(run_wrk "$ROOT/bench/http/reserve.lua" "http://127.0.0.1:$PORT" "$CONNECTIONS")
+    stop_scraper
+    off=$(run_wrk "$ROOT/bench/http/reserve.lua" "http://127.0.0.1:$OFF_PORT" "$CONNECTIONS")
+    SCRAPED_ALL="$SCRAPED_ALL $scraped"
+    OFF_ALL="$OFF_ALL $off"
+    # Each round's pair ran back to back: their ratio is the least noisy figure.
+    SHARE_ALL="$SHARE_ALL $(awk -v a="$scraped" -v b="$off" 'BEGIN {print 100 * a / b}')"
+    line="$line, metrics scraped 1/s $scraped req/s, metrics off $off req/s"
+  fi
   if [ -n "$BASE" ]; then
     base=$(run_wrk "$ROOT/bench/http/reserve.lua" "http://127.0.0.1:$BASE_PORT" "$CONNECTIONS")
     BASE_ALL="$BASE_ALL $base"
@@ -188,6 +237,11 @@ done
 kill -TERM "$DAEMON_PID"
 wait "$DAEMON_PID" || { echo "run.sh: ratelimiterd did not stop cleanly" >&2; exit 1; }
 DAEMON_PID=""
+if [ -n "$OFF_PID" ]; then
+  kill -TERM "$OFF_PID"
+  wait "$OFF_PID" || { echo "run.sh: ratelimiterd (metrics off) did not stop cleanly" >&2; exit 1; }
+  OFF_PID=""
+fi
 if [ -n "$BASE" ]; then
   kill -TERM "$BASE_PID"
   wait "$BASE_PID" || true
@@ -235,4 +289,18 @@ if [ "$ACCESS_LOG" = 1 ]; then
       printf "  %-5s %10.0f vs %10.0f req/s off = %.1f %%  (%s lines written, %s dropped)\n", f, rps, off, 100 * rps / off, n[1], n[2]
     }'
   done
+fi
+if [ "$METRICS" = 1 ]; then
+  if awk '$3 != 200 {bad = 1} END {exit !bad}' "$TMP/scrapes"; then
+    echo "run.sh: a scrape of /metrics did not answer 200" >&2
+  fi
+  awk -v scraped="$(median <<<"$SCRAPED_ALL")" -v off="$(median <<<"$OFF_ALL")" -v share="$(median <<<"$SHARE_ALL")" \
+      -v ms="$(awk '{print $1 * 1000}' "$TMP/scrapes" | median)" \
+      -v bytes="$(awk '{print $2}' "$TMP/scrapes" | median)" -v n="$(wc -l <"$TMP/scrapes")" 'BEGIN {
+    printf "POST /v1/reserve with GET /metrics scraped every second vs metrics off (the same rounds, medians):\n"
+    printf "  metrics on, scraped 1/s  %10.0f req/s = %.1f %% of off\n", scraped, 100 * scraped / off
+    printf "  metrics off              %10.0f req/s\n", off
+    printf "  median of the rounds'"'"' own ratios: %.1f %% (target >= 95 %%)\n", share
+    printf "  %d scrapes under load: median %.2f ms, %d bytes\n", n, ms, bytes
+  }'
 fi

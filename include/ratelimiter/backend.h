@@ -12,6 +12,8 @@
 #ifndef RATELIMITER_BACKEND_H
 #define RATELIMITER_BACKEND_H
 
+#include <string.h>
+
 #include "ratelimiter/types.h"
 
 #ifdef __cplusplus
@@ -21,6 +23,56 @@ extern "C" {
 #define RL_BACKEND_ABI_VERSION 8 /* 5: rl_reserve_result.denied_by; 6: audit_query; 7: rl_limit_usage.allotted; 8: optional requirements, dry runs, delete, templates */
 
 typedef struct rl_backend rl_backend;
+
+/* What a backend counts of its own work, for the daemon's GET /metrics
+ * (the stats op below). Each part is there when its flag is 1; a backend
+ * that wraps another (the submitter, allotments) fills its part and asks
+ * the inner one for the rest. Counters only grow. */
+#define RL_BACKEND_STATS_SYNC_BUCKETS 12  /* rl_backend_stats_sync_bounds_us */
+#define RL_BACKEND_STATS_BATCH_BUCKETS 10 /* rl_backend_stats_batch_bounds */
+typedef struct rl_backend_stats {
+    /* The memory backend's journal. */
+    int journal;
+    uint64_t journal_syncs;                                       /* fdatasyncs of the journal */
+    uint64_t journal_sync_us[RL_BACKEND_STATS_SYNC_BUCKETS + 1];  /* how many took <= each bound; the last: above */
+    uint64_t journal_sync_us_sum;                                 /* their time together */
+    uint64_t journal_bytes;                                       /* bytes written to the journal */
+    uint64_t journal_write_errors;                                /* flushes that failed (answers refused) */
+    /* The redis backend. */
+    int redis;
+    uint64_t redis_script_calls; /* EVALSHA calls sent (each a batch of leases, or an admin change) */
+    uint64_t redis_errors;       /* calls answered by an error, a lost connection or a timeout */
+    /* The submitter in front of it: batches of leases, one script call each. */
+    int batches;
+    uint64_t batch_count;
+    uint64_t batch_leases;
+    uint64_t batch_size[RL_BACKEND_STATS_BATCH_BUCKETS + 1]; /* how many batches had <= each bound; the last: above */
+    /* Allotments (redis.h): what this daemon holds set aside now. */
+    int allotments;
+    uint64_t allotments_held;       /* limits it holds an allotment of */
+    uint64_t allotment_amount_held; /* their amounts together, each in its limit's unit */
+} rl_backend_stats;
+
+/* What the limits made from one template hold together (the
+ * template_usage op): one line per template, however many keys it made. */
+typedef struct rl_template_usage {
+    uint64_t limits; /* made from it and live now */
+    /* Summed over those limits, each as rl_limit_usage says. */
+    uint64_t capacity, used, available, debt, reserved, committed;
+} rl_template_usage;
+
+/* The buckets' upper bounds: a sync's microseconds, a batch's leases. */
+static const uint64_t rl_backend_stats_sync_bounds_us[RL_BACKEND_STATS_SYNC_BUCKETS] = {
+    50, 100, 250, 500, 1000, 2500, 5000, 10000, 25000, 100000, 250000, 1000000};
+static const uint64_t rl_backend_stats_batch_bounds[RL_BACKEND_STATS_BATCH_BUCKETS] = {1,  2,  4,   8,   16,
+                                                                                      32, 64, 128, 256, 1024};
+
+/* The bucket of value under bounds[0..count): count when above them all. */
+static inline unsigned rl_backend_stats_bucket(const uint64_t *bounds, unsigned count, uint64_t value) {
+    unsigned i = 0;
+    while (i < count && value > bounds[i]) i++;
+    return i;
+}
 
 typedef struct rl_backend_ops {
     int abi_version; /* RL_BACKEND_ABI_VERSION */
@@ -170,6 +222,22 @@ typedef struct rl_backend_ops {
      * on templates too): every template, sorted by pattern, in one malloc'd
      * array the caller frees. NULL: the registry is the authority. */
     rl_status (*list_templates)(rl_backend *backend, rl_limit_def **out, size_t *count);
+
+    /* --- optional, appended after ABI 8: counters for monitoring --- */
+
+    /* Adds what the backend counts into *out (zeroed by the caller), its
+     * flags set. Any thread, at any time; must not block (no store round
+     * trip: counters it keeps as it goes). NULL: counts nothing. */
+    void (*stats)(rl_backend *backend, rl_backend_stats *out);
+
+    /* Adds up, for each pattern of patterns[0..count), the usage of the
+     * limits made from that template into out[i] (zeroed by the caller).
+     * The backend's limits are walked a bounded part at a time, others'
+     * calls going on between parts: a monitor's reading, not a snapshot of
+     * one instant. Any thread; RL_OK, RL_NO_MEMORY. NULL: the backend
+     * cannot add them up cheaply (redis: they live in the store). */
+    rl_status (*template_usage)(rl_backend *backend, const char *const *patterns, size_t count,
+                                rl_template_usage *out);
 } rl_backend_ops;
 
 struct rl_backend {
@@ -281,6 +349,20 @@ static inline rl_status rl_backend_delete_template(rl_backend *b, const char *pa
 static inline rl_status rl_backend_list_templates(rl_backend *b, rl_limit_def **out, size_t *count) {
     if (b->ops->list_templates == NULL) return RL_INVALID_REQUEST;
     return b->ops->list_templates(b, out, count);
+}
+
+/* The backend's counters (all 0, no flag set, from a backend without them). */
+static inline void rl_backend_stats_get(rl_backend *b, rl_backend_stats *out) {
+    memset(out, 0, sizeof *out);
+    if (b->ops->stats != NULL) b->ops->stats(b, out);
+}
+
+/* The template_usage op; RL_INVALID_REQUEST (nothing written) from a
+ * backend without it. */
+static inline rl_status rl_backend_template_usage(rl_backend *b, const char *const *patterns, size_t count,
+                                                  rl_template_usage *out) {
+    if (b->ops->template_usage == NULL) return RL_INVALID_REQUEST;
+    return b->ops->template_usage(b, patterns, count, out);
 }
 
 /* The audit op, or for a backend without it an empty page (next since =

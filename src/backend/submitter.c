@@ -55,6 +55,19 @@ static void complete_batch_async(rl_backend *base, const rl_complete_request *re
     rl__batcher_lane_call_async(&from_base(base)->complete, requests, count, statuses, NULL, done, context);
 }
 
+static rl_status template_usage(rl_backend *base, const char *const *patterns, size_t count,
+                                rl_template_usage *out) {
+    return rl_backend_template_usage(from_base(base)->inner, patterns, count, out);
+}
+
+/* Both lanes' batches, then whatever the inner backend counts. */
+static void stats(rl_backend *base, rl_backend_stats *out) {
+    submitter *s = from_base(base);
+    rl__batcher_lane_batch_stats(&s->reserve, out);
+    rl__batcher_lane_batch_stats(&s->complete, out);
+    if (s->inner->ops->stats != NULL) s->inner->ops->stats(s->inner, out);
+}
+
 static rl_status apply_definition(rl_backend *base, const rl_limit_def *def, rl_limit_status *out_status) {
     return rl_backend_apply_definition(from_base(base)->inner, def, out_status);
 }
@@ -144,6 +157,8 @@ rl_status rl_submitter_create(rl_backend *inner, const rl_submitter_options *opt
         .list_templates = inner->ops->list_templates != NULL ? list_templates : NULL,
         /* Always: waiting for a flush is the submitter's, whatever inner is. */
         .reserve_batch_async = reserve_batch_async, .complete_batch_async = complete_batch_async,
+        .stats = stats,
+        .template_usage = inner->ops->template_usage != NULL ? template_usage : NULL,
     };
     s->base.ops = &s->ops;
     s->inner = inner;

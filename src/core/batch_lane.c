@@ -122,6 +122,8 @@ static rl__lane_waiter *answer_batch(rl__batcher_lane *lane, rl__lane_waiter *ba
     lane->stats.leases += leases;
     if (status != RL_OK) lane->stats.failed_flushes++;
     if (leases > lane->stats.largest_flush_leases) lane->stats.largest_flush_leases = leases;
+    lane->flush_sizes[rl_backend_stats_bucket(rl_backend_stats_batch_bounds, RL_BACKEND_STATS_BATCH_BUCKETS,
+                                              leases)]++;
     return async_head;
 }
 
@@ -336,5 +338,14 @@ void rl__batcher_lane_destroy(rl__batcher_lane *lane) {
 void rl__batcher_lane_stats(rl__batcher_lane *lane, rl_batcher_lane_stats *out) {
     pthread_mutex_lock(&lane->mutex);
     *out = lane->stats;
+    pthread_mutex_unlock(&lane->mutex);
+}
+
+void rl__batcher_lane_batch_stats(rl__batcher_lane *lane, rl_backend_stats *out) {
+    out->batches = 1;
+    pthread_mutex_lock(&lane->mutex);
+    out->batch_count += lane->stats.flushes;
+    out->batch_leases += lane->stats.leases;
+    for (unsigned i = 0; i <= RL_BACKEND_STATS_BATCH_BUCKETS; i++) out->batch_size[i] += lane->flush_sizes[i];
     pthread_mutex_unlock(&lane->mutex);
 }

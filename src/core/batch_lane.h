@@ -30,6 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ratelimiter/backend.h"
 #include "ratelimiter/batch_stats.h"
 #include "ratelimiter/types.h"
 
@@ -69,6 +70,8 @@ struct rl__batcher_lane {
     bool closing;
     bool started;
     rl_batcher_lane_stats stats;
+    /* How many flushes sent how many leases (rl_backend_stats_batch_bounds). */
+    uint64_t flush_sizes[RL_BACKEND_STATS_BATCH_BUCKETS + 1];
 };
 
 /* Sets the lane up and starts flusher_count (>= 1) flushers: at most that
@@ -106,5 +109,10 @@ void rl__batcher_lane_destroy(rl__batcher_lane *lane);
 
 /* Snapshot of the counters. Thread-safe. */
 void rl__batcher_lane_stats(rl__batcher_lane *lane, rl_batcher_lane_stats *out);
+
+/* Adds the lane's flushes, their leases and their sizes by bucket into
+ * out's batch counters, and sets out->batches. Thread-safe (the lane's
+ * mutex, held for a copy). */
+void rl__batcher_lane_batch_stats(rl__batcher_lane *lane, rl_backend_stats *out);
 
 #endif

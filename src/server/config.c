@@ -42,6 +42,10 @@ void rl_server_config_default(rl_server_config *config) {
     config->audit_retention_days = RL_AUDIT_DEFAULT_RETENTION_DAYS;
     config->access_log = RL_ACCESS_LOG_OFF;
     snprintf(config->access_log_path, sizeof config->access_log_path, "%s", RL_CONFIG_DEFAULT_ACCESS_LOG_PATH);
+    config->metrics.enabled = true;
+    config->metrics.require_token = false;
+    config->metrics.max_limit_series = RL_CONFIG_DEFAULT_METRICS_MAX_LIMIT_SERIES;
+    config->metrics.limits_refresh_ms = RL_CONFIG_DEFAULT_METRICS_LIMITS_REFRESH_MS;
 
     rl_server_redis_config *redis = &config->redis;
     snprintf(redis->address, sizeof redis->address, "%s", RL_CONFIG_DEFAULT_REDIS_ADDRESS);
@@ -459,9 +463,6 @@ static bool load_document(load_ctx *ctx, rl_server_config *c) {
     const field data_fields[] = {
         {"tokens_file", FIELD_STRING, c->data_tokens_file, 0, 0, ""},
     };
-    const field metrics_fields[] = {
-        {"require_token", FIELD_BOOL, &c->metrics_require_token, 0, 0, ""},
-    };
     const field registry_fields[] = {
         {"path", FIELD_STRING, c->registry_path, 0, 0, ""},
         {"max_limits", FIELD_U64, &c->max_limits, 0, RL_CONFIG_MAX_MAX_LIMITS, "0: default"},
@@ -507,6 +508,15 @@ static bool load_document(load_ctx *ctx, rl_server_config *c) {
     const field log_fields[] = {
         {"access", FIELD_ACCESS_LOG, &c->access_log, 0, 0, ""},
         {"access_path", FIELD_STRING, c->access_log_path, 0, 0, ""},
+    };
+    rl_server_metrics_config *m = &c->metrics;
+    const field metrics_fields[] = {
+        {"enabled", FIELD_BOOL, &m->enabled, 0, 0, ""},
+        {"require_token", FIELD_BOOL, &m->require_token, 0, 0, ""},
+        {"max_limit_series", FIELD_U32, &m->max_limit_series, 0, RL_CONFIG_MAX_METRICS_LIMIT_SERIES,
+         "limits given gauges, 0: none"},
+        {"limits_refresh_ms", FIELD_U32, &m->limits_refresh_ms, RL_CONFIG_MIN_METRICS_LIMITS_REFRESH_MS,
+         RL_CONFIG_MAX_METRICS_LIMITS_REFRESH_MS, "milliseconds between reads of the limits"},
     };
 #define FIELDS(array) array, sizeof array / sizeof array[0]
     const section sections[] = {
@@ -680,7 +690,7 @@ bool rl_server_config_validate(const rl_server_config *config, char *err, size_t
         snprintf(err, err_size, "server.tls needs both cert_file and key_file (or neither: plain HTTP)");
         return false;
     }
-    if (config->metrics_require_token && config->admin_tokens_file[0] == '\0' &&
+    if (config->metrics.require_token && config->admin_tokens_file[0] == '\0' &&
         config->data_tokens_file[0] == '\0') {
         snprintf(err, err_size,
                  "metrics.require_token needs admin.tokens_file or data.tokens_file: no token could be accepted");

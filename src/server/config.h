@@ -34,7 +34,10 @@
  *   tigerbeetle: accepted and ignored (replaced by redis, DESIGN.md)
  *   admin:    tokens_file (bearer tokens the admin API requires: auth.h)
  *   data:     tokens_file (bearer tokens reserve and complete require)
- *   metrics:  require_token (GET /metrics needs a token of either file)
+ *   metrics:  enabled (GET /metrics), require_token (it needs a token
+ *             of either tokens file), max_limit_series (limits given
+ *             gauges, in key order), limits_refresh_ms (how often they are
+ *             read, off the event loops)
  *   presets:  a list of provider preset names (ratelimiter/presets.h),
  *             applied at start in order, after the registry is opened and
  *             brought into the backend; --preset NAME adds one after them
@@ -120,6 +123,13 @@
 #define RL_CONFIG_MAX_REDIS_FLUSHES_IN_FLIGHT 64u
 #define RL_CONFIG_REDIS_KEY_PREFIX_MAX 64 /* bytes, printable ASCII without spaces */
 
+/* The metrics section (GET /metrics, server/observe/metrics.h). */
+#define RL_CONFIG_DEFAULT_METRICS_MAX_LIMIT_SERIES 1000u
+#define RL_CONFIG_MAX_METRICS_LIMIT_SERIES 100000u
+#define RL_CONFIG_DEFAULT_METRICS_LIMITS_REFRESH_MS 1000u
+#define RL_CONFIG_MIN_METRICS_LIMITS_REFRESH_MS 100u
+#define RL_CONFIG_MAX_METRICS_LIMITS_REFRESH_MS 3600000u
+
 #define RL_CONFIG_STRING_MAX 1024 /* listen_addr, backend, paths */
 #define RL_CONFIG_MAX_ALLOWED_ORIGINS 32
 #define RL_CONFIG_MAX_PRESETS 32 /* presets: and --preset together */
@@ -156,6 +166,14 @@ typedef struct rl_server_redis_config {
     bool allotments;
 } rl_server_redis_config;
 
+/* The metrics section. */
+typedef struct rl_server_metrics_config {
+    bool enabled;       /* serve GET /metrics (false: 404, nothing counted) */
+    bool require_token; /* /metrics needs a token of either tokens file (server/auth/auth.h) */
+    uint32_t max_limit_series;  /* limits given gauges, in key order (0: none) */
+    uint32_t limits_refresh_ms; /* how often the limits' gauges are read */
+} rl_server_metrics_config;
+
 typedef struct rl_server_config {
     char listen_addr[RL_CONFIG_STRING_MAX];
     char backend[RL_CONFIG_STRING_MAX];
@@ -175,7 +193,6 @@ typedef struct rl_server_config {
     /* Bearer tokens (server/auth/auth.h): "" leaves the paths open. */
     char admin_tokens_file[RL_CONFIG_STRING_MAX];
     char data_tokens_file[RL_CONFIG_STRING_MAX];
-    bool metrics_require_token;
 
     char registry_path[RL_CONFIG_STRING_MAX];
     uint64_t max_limits; /* 0: the registry's default */
@@ -188,6 +205,7 @@ typedef struct rl_server_config {
     rl_server_path audit_dir;      /* audit.dir */
     uint32_t audit_retention_days; /* audit.retention_days, 1..RL_AUDIT_MAX_RETENTION_DAYS */
     rl_server_redis_config redis;
+    rl_server_metrics_config metrics;
 
     /* log.access and log.access_path: "-" for stdout, else a file. */
     rl_access_log_format access_log;

@@ -237,4 +237,16 @@ rl_status rl_service_get_limit(rl_service *service, const char *key, rl_service_
  * RL_OK, RL_NO_MEMORY or RL_BACKEND_ERROR. Thread-safe. */
 rl_status rl_service_list_limits(rl_service *service, rl_service_limit **out, size_t *count);
 
+/* For monitoring (GET /metrics): the first max limits in key order with
+ * their live usage into one malloc'd array the caller frees (*count of
+ * them, 0 and NULL for none), and how many limits there are in *total. The
+ * usage of only those max is read (in shared mode, one Redis call each);
+ * the definitions come from the authority as for rl_service_list_limits,
+ * but the registry file is not refreshed and the admin mutex is not held:
+ * a reading that may straddle an admin put. Template and preset sources
+ * are left "". RL_OK, RL_NO_MEMORY or RL_BACKEND_ERROR. Thread-safe; may
+ * wait for Redis: not for an event loop. */
+rl_status rl_service_list_usage(rl_service *service, size_t max, rl_service_limit **out, size_t *count,
+                                size_t *total);
+
 #endif

@@ -1,6 +1,7 @@
 /* service_usage.c — what both modes of the service say about a limit's
  * usage (service_internal.h). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "server/service_internal.h"
@@ -56,4 +57,41 @@ void rl__service_backend_refused(rl_service *service, rl_service_put *put, rl_st
                  rl_status_name(status));
         put->status = RL_BACKEND_ERROR;
     }
+}
+
+static int by_key(const void *a, const void *b) {
+    return strcmp(((const rl_limit_def *)a)->key, ((const rl_limit_def *)b)->key);
+}
+
+rl_status rl_service_list_usage(rl_service *service, size_t max, rl_service_limit **out, size_t *count,
+                                size_t *total) {
+    *out = NULL;
+    *count = *total = 0;
+    rl_limit_def *defs = NULL;
+    size_t n = 0;
+    /* The authority: the store many daemons share, else the registry
+     * (never replaced in local mode, thread-safe on its own). */
+    rl_status status = rl_backend_is_shared(service->backend) ? rl_backend_list_definitions(service->backend, &defs, &n)
+                                                              : rl_registry_list(service->registry, &defs, &n);
+    if (status != RL_OK) {
+        free(defs);
+        return status == RL_NO_MEMORY ? RL_NO_MEMORY : RL_BACKEND_ERROR;
+    }
+    if (n > 1) qsort(defs, n, sizeof *defs, by_key);
+    size_t shown = n < max ? n : max;
+    rl_service_limit *limits = shown > 0 ? calloc(shown, sizeof *limits) : NULL;
+    if (shown > 0 && limits == NULL) status = RL_NO_MEMORY;
+    for (size_t i = 0; i < shown && status == RL_OK; i++) {
+        limits[i].def = defs[i];
+        status = rl__service_read_usage(service, &defs[i], &limits[i].usage);
+    }
+    free(defs);
+    if (status != RL_OK) {
+        free(limits);
+        return status;
+    }
+    *out = limits;
+    *count = shown;
+    *total = n;
+    return RL_OK;
 }

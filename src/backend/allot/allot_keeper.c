@@ -431,15 +431,21 @@ void rl__allot_keeper_step(allotted_backend *backend) {
         }
         free(results);
     }
-    uint64_t until = 0;
+    uint64_t until = 0, held = 0, held_amount = 0;
     keeper->holding = false;
     g_hash_table_iter_init(&it, keeper->keys);
     while (g_hash_table_iter_next(&it, NULL, &value)) {
         const key_state *s = value;
         if (s->admit_until_ms > until) until = s->admit_until_ms;
         if (s->amount > 0 || s->in_doubt) keeper->holding = true;
+        if (s->amount > 0) {
+            held++;
+            held_amount += s->amount;
+        }
     }
     atomic_store(&backend->admit_until_ms, until);
+    atomic_store_explicit(&backend->allotments_held, held, memory_order_relaxed);
+    atomic_store_explicit(&backend->allotment_amount_held, held_amount, memory_order_relaxed);
     free(p.ops);
     free(p.states);
 }

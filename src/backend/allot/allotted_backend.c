@@ -353,6 +353,16 @@ static void destroy(rl_backend *base) {
     free(backend);
 }
 
+/* What the keeper holds as of its last step, then the synchronous road's
+ * counters (the submitter and Redis under it). */
+static void stats(rl_backend *base, rl_backend_stats *out) {
+    allotted_backend *backend = rl__allotted_of(base);
+    out->allotments = 1;
+    out->allotments_held += atomic_load_explicit(&backend->allotments_held, memory_order_relaxed);
+    out->allotment_amount_held += atomic_load_explicit(&backend->allotment_amount_held, memory_order_relaxed);
+    if (backend->sync->ops->stats != NULL) backend->sync->ops->stats(backend->sync, out);
+}
+
 static const rl_backend_ops allotted_ops = {
     .abi_version = RL_BACKEND_ABI_VERSION,
     .name = "redis",
@@ -374,6 +384,7 @@ static const rl_backend_ops allotted_ops = {
     .put_template = put_template,
     .delete_template = delete_template,
     .list_templates = list_templates,
+    .stats = stats,
 };
 
 rl_status rl_allotted_backend_create(const rl_redis_options *redis_options, const rl_submitter_options *submitter,

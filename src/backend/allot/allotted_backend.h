@@ -42,6 +42,9 @@ typedef struct allotted_backend {
     void *deleted;
 
     allot_keeper *keeper;
+    /* For monitoring: the keys the keeper holds an allotment of, and their
+     * amounts together, as of its last step (relaxed stores, its thread). */
+    atomic_uint_fast64_t allotments_held, allotment_amount_held;
 
     /* Local Completes' spends on their way to Redis (allot_settle.c), and
      * those Redis did not take, retried by the keeper. */

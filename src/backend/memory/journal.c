@@ -79,6 +79,9 @@ struct rl__journal {
     /* Group commit, for the log line at close: syncs made for waiters, and
      * the answers they released. */
     uint64_t syncs, answers;
+    /* For monitoring (rl__journal_stats): written under io_lock with
+     * relaxed stores, read from any thread with relaxed loads. */
+    rl_backend_stats stats;
 };
 
 /* ---- buffers ---- */
@@ -194,6 +197,28 @@ static void set_outcome(rl__journal *journal, uint64_t ticket, bool ok, const ch
     pthread_mutex_unlock(&journal->state_lock);
 }
 
+static uint64_t monotonic_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* One writer at a time (io_lock), readers anywhere: relaxed load and store. */
+static void count_stat(uint64_t *counter, uint64_t by) {
+    __atomic_store_n(counter, __atomic_load_n(counter, __ATOMIC_RELAXED) + by, __ATOMIC_RELAXED);
+}
+
+static void count_flush(rl__journal *journal, size_t bytes, bool synced, uint64_t sync_us) {
+    rl_backend_stats *stats = &journal->stats;
+    count_stat(&stats->journal_bytes, bytes);
+    if (!synced) return;
+    count_stat(&stats->journal_syncs, 1);
+    count_stat(&stats->journal_sync_us[rl_backend_stats_bucket(rl_backend_stats_sync_bounds_us,
+                                                                RL_BACKEND_STATS_SYNC_BUCKETS, sync_us)],
+               1);
+    count_stat(&stats->journal_sync_us_sum, sync_us);
+}
+
 /* Writes everything added so far (and syncs it if sync). */
 static void flush_locked(rl__journal *journal, bool sync) {
     pthread_mutex_lock(&journal->pending_lock);
@@ -211,8 +236,25 @@ static void flush_locked(rl__journal *journal, bool sync) {
         snprintf(err, sizeof err, "the journal is out of memory");
     }
     journal->writing.len = 0;
-    if (ok && journal->file != NULL && getenv("RL_EXP_NOWRITE") == NULL) ok = rl__record_file_flush(journal->file, sync, err, sizeof err) == RL_OK;
+    if (ok && journal->file != NULL && getenv("RL_EXP_NOWRITE") == NULL) {
+        size_t bytes = rl__record_file_pending_bytes(journal->file);
+        uint64_t started_us = sync ? monotonic_us() : 0;
+        ok = rl__record_file_flush(journal->file, sync, err, sizeof err) == RL_OK;
+        if (ok) count_flush(journal, bytes, sync, sync ? monotonic_us() - started_us : 0);
+    }
+    if (!ok) count_stat(&journal->stats.journal_write_errors, 1);
     set_outcome(journal, ticket, ok, err);
+}
+
+void rl__journal_stats(const rl__journal *journal, rl_backend_stats *out) {
+    const rl_backend_stats *stats = &journal->stats;
+    out->journal = 1;
+    out->journal_syncs += __atomic_load_n(&stats->journal_syncs, __ATOMIC_RELAXED);
+    for (unsigned i = 0; i <= RL_BACKEND_STATS_SYNC_BUCKETS; i++)
+        out->journal_sync_us[i] += __atomic_load_n(&stats->journal_sync_us[i], __ATOMIC_RELAXED);
+    out->journal_sync_us_sum += __atomic_load_n(&stats->journal_sync_us_sum, __ATOMIC_RELAXED);
+    out->journal_bytes += __atomic_load_n(&stats->journal_bytes, __ATOMIC_RELAXED);
+    out->journal_write_errors += __atomic_load_n(&stats->journal_write_errors, __ATOMIC_RELAXED);
 }
 
 /* ---- compaction (flusher, under io_lock) ----

@@ -40,6 +40,7 @@
 
 #include "backend/memory/journal_record.h"
 #include "core/record_file.h"
+#include "ratelimiter/backend.h"
 #include "ratelimiter/memory.h"
 
 typedef struct rl__journal rl__journal;
@@ -112,5 +113,9 @@ bool rl__journal_failing(rl__journal *journal, char *err, size_t err_size);
 /* Writes and syncs everything, answers every waiter, stops the thread,
  * closes the file. NULL is allowed. */
 void rl__journal_close(rl__journal *journal);
+
+/* Adds the journal's counters (syncs and their time, bytes written, failed
+ * flushes) into out and sets out->journal. Any thread, no lock. */
+void rl__journal_stats(const rl__journal *journal, rl_backend_stats *out);
 
 #endif

@@ -15,6 +15,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <glib.h>
+
 #include "backend/memory/memory_backend.h"
 #include "core/lease_fingerprint.h"
 #include "core/limit_def.h"
@@ -736,6 +738,79 @@ static void destroy(rl_backend *base) {
     free(backend);
 }
 
+/* The journal's counters; nothing to count without one. The journal is
+ * set at open and fixed after: no lock. */
+static void stats(rl_backend *base, rl_backend_stats *out) {
+    memory_backend *backend = from_base(base);
+    if (backend->journal != NULL) rl__journal_stats(backend->journal, out);
+}
+
+/* Buckets of the limit table walked under one hold of the lock: answers
+ * wait at most for this many buckets' limits (about as many), not for the
+ * whole table. */
+#define TEMPLATE_USAGE_BUCKETS_PER_HOLD 1024u
+
+/* Adds limit's usage into out. */
+static void add_usage(rl_template_usage *out, const rl_limit_usage *usage) {
+    out->limits++;
+    out->capacity += usage->capacity;
+    out->used += usage->used;
+    out->available += usage->available;
+    out->debt += usage->debt;
+    out->reserved += usage->reserved;
+    out->committed += usage->committed;
+}
+
+/* One walk of the table, a part at a time; false if the table grew
+ * meanwhile (its limits moved between buckets: walk again). */
+static bool walk_made_limits(memory_backend *backend, GHashTable *index, rl_template_usage *out) {
+    pthread_mutex_lock(&backend->lock);
+    size_t bucket_count = backend->limits.bucket_count;
+    pthread_mutex_unlock(&backend->lock);
+    for (size_t first = 0; first < bucket_count; first += TEMPLATE_USAGE_BUCKETS_PER_HOLD) {
+        pthread_mutex_lock(&backend->lock);
+        if (backend->limits.bucket_count != bucket_count) {
+            pthread_mutex_unlock(&backend->lock);
+            return false;
+        }
+        uint64_t now_ms = backend->clock->monotonic_ms(backend->clock);
+        uint64_t now_unix_ms = backend->clock->unix_ms(backend->clock);
+        size_t end = first + TEMPLATE_USAGE_BUCKETS_PER_HOLD < bucket_count ? first + TEMPLATE_USAGE_BUCKETS_PER_HOLD
+                                                                            : bucket_count;
+        for (size_t b = first; b < end; b++) {
+            for (rl_mem_limit *limit = backend->limits.buckets[b]; limit != NULL; limit = limit->next_in_bucket) {
+                if (limit->template_pattern == NULL) continue;
+                gpointer at = g_hash_table_lookup(index, limit->template_pattern);
+                if (at == NULL) continue; /* a template not asked about */
+                /* As a usage read: what is due expires first; an idle one
+                 * (forgotten at the next sweep) counts for nothing. */
+                rl__mem_limit_expire(limit, now_ms, now_unix_ms);
+                if (rl_mem_limit_is_idle(limit)) continue;
+                rl_limit_usage usage;
+                rl__mem_limit_usage(limit, &usage);
+                add_usage(&out[GPOINTER_TO_SIZE(at) - 1], &usage);
+            }
+        }
+        pthread_mutex_unlock(&backend->lock);
+    }
+    return true;
+}
+
+static rl_status template_usage(rl_backend *base, const char *const *patterns, size_t count,
+                                rl_template_usage *out) {
+    memory_backend *backend = from_base(base);
+    GHashTable *index = g_hash_table_new(g_str_hash, g_str_equal);
+    if (index == NULL) return RL_NO_MEMORY;
+    for (size_t i = 0; i < count; i++) g_hash_table_insert(index, (gpointer)patterns[i], GSIZE_TO_POINTER(i + 1));
+    /* The table only grows, and doubles each time: a few walks at most. */
+    for (int attempt = 0; attempt < 4; attempt++) {
+        memset(out, 0, count * sizeof *out);
+        if (walk_made_limits(backend, index, out)) break;
+    }
+    g_hash_table_destroy(index);
+    return RL_OK;
+}
+
 static const rl_backend_ops memory_ops = {
     .abi_version = RL_BACKEND_ABI_VERSION,
     .name = "memory",
@@ -748,6 +823,8 @@ static const rl_backend_ops memory_ops = {
     .delete_definition = delete_definition,
     .put_template = put_template,
     .delete_template = delete_template,
+    .stats = stats,
+    .template_usage = template_usage,
 };
 
 static int by_key(const void *a, const void *b) {

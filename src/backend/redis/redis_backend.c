@@ -54,6 +54,10 @@ static void destroy(rl_backend *base) {
     free(backend);
 }
 
+static void stats(rl_backend *base, rl_backend_stats *out) {
+    rl_redis_pool_stats(rl_redis_backend_of(base)->pool, out);
+}
+
 static const rl_backend_ops redis_ops = {
     .abi_version = RL_BACKEND_ABI_VERSION,
     .name = "redis",
@@ -73,6 +77,7 @@ static const rl_backend_ops redis_ops = {
     .put_template = rl_redis_put_template,
     .delete_template = rl_redis_delete_template,
     .list_templates = rl_redis_list_templates,
+    .stats = stats,
 };
 
 rl_status rl_redis_backend_create(const rl_redis_options *options, rl_backend **out, char *err, size_t err_size) {

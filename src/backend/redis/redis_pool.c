@@ -38,6 +38,8 @@ struct rl_redis_pool {
      * (an outage fails every call), with how many were not said since. */
     atomic_uint_fast64_t last_said_ms;
     atomic_uint_fast64_t failures_unsaid;
+    /* For monitoring (rl_redis_pool_stats): script calls, and those that failed. */
+    atomic_uint_fast64_t script_calls, script_failures;
     /* The last failed script call, for /healthz (rl_redis_pool_recent_failure). */
     pthread_mutex_t failure_lock;
     uint64_t last_failure_ms; /* 0: none yet */
@@ -342,6 +344,7 @@ rl_status rl_redis_eval(rl_redis_pool *pool, uint64_t deadline_ms, rl_redis_scri
                         const char **argv, const size_t *argv_len, redisReply **reply, char *err,
                         size_t err_size) {
     if (err_size > 0) err[0] = '\0';
+    atomic_fetch_add_explicit(&pool->script_calls, 1, memory_order_relaxed);
     const int extra = 3; /* EVALSHA sha 0 */
     const char **full = malloc((size_t)(argc + extra) * sizeof *full);
     size_t *full_len = malloc((size_t)(argc + extra) * sizeof *full_len);
@@ -382,8 +385,17 @@ rl_status rl_redis_eval(rl_redis_pool *pool, uint64_t deadline_ms, rl_redis_scri
     }
     free(full);
     free(full_len);
-    if (status != RL_OK) say_failure(pool, script, err, atomic_load(&pool->last_oom_ms) != oom_before_ms);
+    if (status != RL_OK) {
+        atomic_fetch_add_explicit(&pool->script_failures, 1, memory_order_relaxed);
+        say_failure(pool, script, err, atomic_load(&pool->last_oom_ms) != oom_before_ms);
+    }
     return status;
+}
+
+void rl_redis_pool_stats(rl_redis_pool *pool, rl_backend_stats *out) {
+    out->redis = 1;
+    out->redis_script_calls += atomic_load_explicit(&pool->script_calls, memory_order_relaxed);
+    out->redis_errors += atomic_load_explicit(&pool->script_failures, memory_order_relaxed);
 }
 
 uint64_t rl_redis_pool_last_oom_ms(rl_redis_pool *pool) { return atomic_load(&pool->last_oom_ms); }

@@ -81,6 +81,11 @@ bool rl_redis_pool_recent_failure(rl_redis_pool *pool, uint64_t recent_ms, char 
 /* "HOST:PORT" of the pool's Redis, for messages. Valid for the pool's life. */
 const char *rl_redis_pool_address(const rl_redis_pool *pool);
 
+/* Adds the script calls made (rl_redis_eval) and those that failed
+ * (unreachable, timed out, refused: after the NOSCRIPT retry) into out and
+ * sets out->redis. Any thread, no lock. */
+void rl_redis_pool_stats(rl_redis_pool *pool, rl_backend_stats *out);
+
 /* Whether the options allow an evicting Redis (redis.allow_eviction). */
 bool rl_redis_pool_allows_eviction(const rl_redis_pool *pool);
 

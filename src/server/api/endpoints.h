@@ -120,6 +120,9 @@ void rl__admin_denials(rl_handler_ctx *ctx, const rl_api_route *route, const rl_
 /* handlers_console.c: GET /console and /console/{file}, the files built in. */
 void rl__console_file(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http_request *req,
                       rl_http_response *res);
+/* handlers_metrics.c: GET /metrics (handler.h, rl_metrics_page). */
+void rl__metrics_get(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http_request *req,
+                     rl_http_response *res);
 
 /* handlers_health.c */
 void rl__healthz(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http_request *req,

@@ -52,6 +52,13 @@ typedef struct rl_http_response {
 } rl_http_response;
 
 typedef struct rl_denial_ring rl_denial_ring; /* server/observe/denial_ring.h */
+/* What GET /metrics answers (server/observe/metrics.h): write appends the
+ * exposition to out, on the request's thread, without blocking; context is
+ * shared by every loop. write NULL: the daemon keeps no metrics (404). */
+typedef struct rl_metrics_page {
+    void (*write)(void *context, rl_buf *out);
+    void *context;
+} rl_metrics_page;
 
 typedef struct rl_handler_ctx {
     rl_service *service; /* borrowed, shared between threads */
@@ -63,6 +70,7 @@ typedef struct rl_handler_ctx {
     /* The recent denials GET /v1/admin/denials reads, or NULL (none kept:
      * an empty list). Borrowed, shared. */
     const rl_denial_ring *denials;
+    rl_metrics_page metrics; /* GET /metrics; borrowed, shared */
     rl_buf body;      /* the response being built */
 } rl_handler_ctx;
 

@@ -67,6 +67,7 @@ static const rl_api_route routes[] = {
     /* A file of the console: its name the rest of the path. */
     {"GET", 3, "/console/", sizeof("/console/") - 1, true, "GET", rl__console_file, NULL, NULL, NULL, NULL,
      RL_API_CONSOLE},
+    ANSWER("GET", "/metrics", "GET", rl__metrics_get, METRICS),
 };
 #undef ANSWER
 #undef LEASE

@@ -111,10 +111,24 @@ static bool may_evict(const rl_conn *conn, uint64_t now_ms) {
            (conn->requests == 0 || now_ms - conn->last_active_ms >= RL_CONN_GUARD_EVICT_IDLE_MS);
 }
 
+/* The loop is the only writer; a scrape reads from another thread
+ * (rl_conn_guard_read): a relaxed load and store, plain moves. */
+static void count_up(uint64_t *counter) { __atomic_store_n(counter, *counter + 1, __ATOMIC_RELAXED); }
+
+void rl_conn_guard_read(const rl_conn_guard *guard, rl_conn_guard_stats *sum, uint64_t *open) {
+    sum->accepted += __atomic_load_n(&guard->stats.accepted, __ATOMIC_RELAXED);
+    sum->refused += __atomic_load_n(&guard->stats.refused, __ATOMIC_RELAXED);
+    sum->evicted += __atomic_load_n(&guard->stats.evicted, __ATOMIC_RELAXED);
+    sum->idle_closed += __atomic_load_n(&guard->stats.idle_closed, __ATOMIC_RELAXED);
+    sum->request_timeouts += __atomic_load_n(&guard->stats.request_timeouts, __ATOMIC_RELAXED);
+    sum->answer_timeouts += __atomic_load_n(&guard->stats.answer_timeouts, __ATOMIC_RELAXED);
+    *open += __atomic_load_n(&guard->count, __ATOMIC_RELAXED);
+}
+
 void rl_conn_guard_refuse(rl_conn_guard *guard, int fd) {
     set_reset_on_close(fd);
     close(fd);
-    guard->stats.refused++;
+    count_up(&guard->stats.refused);
 }
 
 static void on_socket_closed(void *data) {
@@ -123,7 +137,7 @@ static void on_socket_closed(void *data) {
     h2o_linklist_unlink(&conn->link);
     if (h2o_linklist_is_linked(&conn->candidate)) h2o_linklist_unlink(&conn->candidate);
     if (conn->closing) guard->closing--;
-    guard->count--;
+    __atomic_store_n(&guard->count, guard->count - 1, __ATOMIC_RELAXED);
     set_room(guard);
     free(conn);
     if (guard->on_closed != NULL) guard->on_closed(guard->on_closed_data);
@@ -140,9 +154,9 @@ bool rl_conn_guard_add(rl_conn_guard *guard, h2o_socket_t *sock, uint64_t now_ms
     h2o_linklist_insert(&guard->conns, &conn->link);
     sock->on_close.cb = on_socket_closed;
     sock->on_close.data = conn;
-    guard->count++;
+    __atomic_store_n(&guard->count, guard->count + 1, __ATOMIC_RELAXED);
     guard->changed = true;
-    guard->stats.accepted++;
+    count_up(&guard->stats.accepted);
     set_room(guard);
     return true;
 }
@@ -170,14 +184,14 @@ static bool enforce(rl_conn_guard *guard, rl_conn *conn, uint64_t now_ms) {
     case PHASE_IDLE:
         if (now_ms - conn->last_active_ms < guard->idle_timeout_ms || !nothing_waiting(conn->sock))
             return false;
-        guard->stats.idle_closed++;
+        count_up(&guard->stats.idle_closed);
         shut_down(conn, false);
         return true;
     case PHASE_RECEIVING:
     case PHASE_ANSWERING:
         if (now_ms - conn->phase_since_ms < guard->request_timeout_ms) return false;
-        if (phase == PHASE_RECEIVING) guard->stats.request_timeouts++;
-        else guard->stats.answer_timeouts++;
+        if (phase == PHASE_RECEIVING) count_up(&guard->stats.request_timeouts);
+        else count_up(&guard->stats.answer_timeouts);
         shut_down(conn, true);
         return true;
     case PHASE_WORKING:
@@ -211,7 +225,7 @@ static bool evict_candidate(rl_conn_guard *guard, uint64_t now_ms) {
         rl_conn *conn = H2O_STRUCT_FROM_MEMBER(rl_conn, candidate, guard->candidates.next);
         h2o_linklist_unlink(&conn->candidate);
         if (!may_evict(conn, now_ms) || !nothing_waiting(conn->sock)) continue;
-        guard->stats.evicted++;
+        count_up(&guard->stats.evicted);
         shut_down(conn, false);
         return true;
     }

@@ -34,7 +34,8 @@
  * them; idle ones get an orderly FIN.
  *
  * Threading: every function runs on the loop's thread, except that
- * rl_conn_guard_has_room may be read from any thread (an atomic).
+ * rl_conn_guard_has_room and rl_conn_guard_read may be called from any
+ * thread (the counters are stored relaxed by the loop, their only writer).
  */
 #ifndef RL_SERVER_CONN_GUARD_H
 #define RL_SERVER_CONN_GUARD_H
@@ -112,6 +113,10 @@ rl_conn_room rl_conn_guard_make_room(rl_conn_guard *guard, uint64_t now_ms);
 
 /* How long the loop may sleep before it must tick again (<= max_wait_ms). */
 int32_t rl_conn_guard_wait_ms(const rl_conn_guard *guard, uint64_t now_ms, int32_t max_wait_ms);
+
+/* Any thread: adds the loop's counters into *sum and its open connections
+ * into *open (each exact, read without stopping the loop). */
+void rl_conn_guard_read(const rl_conn_guard *guard, rl_conn_guard_stats *sum, uint64_t *open);
 
 /* Refuses an accepted descriptor at once (reset, closed) and counts it. */
 void rl_conn_guard_refuse(rl_conn_guard *guard, int fd);

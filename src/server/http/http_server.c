@@ -125,6 +125,7 @@ bool rl_http_server_start(rl_http_server *server, char *err, size_t err_size) {
         }
         thread->handler.admin_writer = server->admin_writer;
         thread->handler.denials = server->options.denials;
+        thread->handler.metrics = server->options.metrics;
     }
     server->thread_count = count;
     server->started = true;
@@ -138,6 +139,20 @@ bool rl_http_server_start(rl_http_server *server, char *err, size_t err_size) {
         server->threads[i].running = true;
     }
     return true;
+}
+
+void rl_http_server_connection_stats(rl_http_server *server, rl_http_connection_stats *out) {
+    memset(out, 0, sizeof *out);
+    if (!server->started) return;
+    rl_conn_guard_stats sum = {0};
+    for (uint32_t i = 0; i < server->thread_count; i++) rl_conn_guard_read(&server->threads[i].guard, &sum, &out->open);
+    out->max = server->max_connections;
+    out->accepted = sum.accepted;
+    out->refused = sum.refused;
+    out->evicted = sum.evicted;
+    out->idle_closed = sum.idle_closed;
+    out->request_timeouts = sum.request_timeouts;
+    out->answer_timeouts = sum.answer_timeouts;
 }
 
 void rl_http_server_request_stop(rl_http_server *server) {

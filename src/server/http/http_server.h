@@ -92,6 +92,7 @@ typedef struct rl_http_server_options {
      * fills it: server/observe/), or NULL: an empty list. Borrowed: it must
      * outlive the server. */
     const rl_denial_ring *denials;
+    rl_metrics_page metrics;   /* what GET /metrics answers (handler.h); write NULL: 404 */
 } rl_http_server_options;
 
 /* The fixed bounds of libh2o's HTTP/1 parser: H2O_MAX_REQLEN (8192 + 4096 *
@@ -131,6 +132,19 @@ void rl_http_server_request_stop(rl_http_server *server);
  * flight finish, closes its connections (waiting at most about a second for
  * them) and exits. Returns once every thread is joined. Idempotent. */
 void rl_http_server_stop(rl_http_server *server);
+
+/* The connections of every loop together, for GET /metrics. */
+typedef struct rl_http_connection_stats {
+    uint64_t open; /* open now */
+    uint64_t max;  /* the bound, after the descriptor limit */
+    /* Since start (conn_guard.h): accepted; reset at the bound with none
+     * idle; idle ones closed for a newcomer; closed by the timeouts. */
+    uint64_t accepted, refused, evicted, idle_closed, request_timeouts, answer_timeouts;
+} rl_http_connection_stats;
+
+/* Any thread, between start and stop (all zero before start): adds up the
+ * loops' counters without stopping them. */
+void rl_http_server_connection_stats(rl_http_server *server, rl_http_connection_stats *out);
 
 /* Stops if needed and frees everything. NULL is allowed. */
 void rl_http_server_destroy(rl_http_server *server);

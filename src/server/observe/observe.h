@@ -18,10 +18,12 @@
 #include "server/http/http_server.h"
 #include "server/observe/access_log.h"
 #include "server/observe/denial_ring.h"
+#include "server/observe/metrics.h"
 
 typedef struct rl_observe {
     rl_denial_ring *denials;   /* the console's recent denials (denial_ring.h) */
     rl_access_log *access_log; /* log.access; NULL: off */
+    rl_metrics *metrics;       /* GET /metrics's counters (metrics.h); NULL: off */
 } rl_observe;
 
 /* The observer for the server's options: rl_observe_answered with observe

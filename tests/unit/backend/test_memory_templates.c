@@ -355,6 +355,50 @@ static void test_restart_keeps_templates_and_made_limits(void **state) {
     check_after_restart(f, lease);
 }
 
+/* template_usage (backend.h): per template, the live limits made from it
+ * and their usage summed, whatever the table holds beside them; thousands
+ * of keys (the table growing, walked a part at a time) counted exactly;
+ * an idle one counted for nothing; a pattern with no template, zero. */
+static void test_template_usage_adds_made_limits_up(void **state) {
+    fixture *f = *state;
+    put_template(f, rolling("tenant:{t}:tpm", 100, 60));
+    put_template(f, concurrency("tenant:{t}:jobs", 3, 30));
+    rl_limit_status status;
+    rl_limit_def own = rolling("tenant:own:tpm", 1000, 60);
+    assert_int_equal(rl_backend_apply_definition(f->backend, &own, &status), RL_OK);
+    assert_true(reserve(f, "tenant:own:tpm", 500).allowed); /* its own: not the template's */
+    enum { TENANTS = 5000 };
+    for (unsigned i = 0; i < TENANTS; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "tenant:t%u:tpm", i);
+        assert_true(reserve(f, key, 1 + i % 7).allowed);
+    }
+    assert_true(reserve(f, "tenant:a:jobs", 2).allowed);
+    uint64_t lease;
+    assert_true(reserve_as(f, "tenant:b:jobs", 1, false, &lease).allowed);
+    complete(f, lease); /* tenant:b:jobs now holds nothing: idle */
+    const char *patterns[] = {"tenant:{t}:tpm", "tenant:{t}:jobs", "nobody:{x}"};
+    rl_template_usage sums[3];
+    assert_int_equal(rl_backend_template_usage(f->backend, patterns, 3, sums), RL_OK);
+    uint64_t used = 0;
+    for (unsigned i = 0; i < TENANTS; i++) used += 1 + i % 7;
+    assert_int_equal(sums[0].limits, TENANTS);
+    assert_int_equal(sums[0].used, used);
+    assert_int_equal(sums[0].capacity, 100u * TENANTS);
+    assert_int_equal(sums[0].available, 100u * TENANTS - used);
+    assert_int_equal(sums[0].debt, 0);
+    assert_int_equal(sums[1].limits, 1);
+    assert_int_equal(sums[1].used, 2);
+    assert_int_equal(sums[1].available, 1);
+    assert_int_equal(sums[2].limits, 0);
+    assert_int_equal(sums[2].used, 0);
+    /* Once their window is over they hold nothing: none counted. */
+    rl_manual_clock_advance(&f->clock, 61000);
+    assert_int_equal(rl_backend_template_usage(f->backend, patterns, 1, sums), RL_OK);
+    assert_int_equal(sums[0].limits, 0);
+    assert_int_equal(sums[0].used, 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_made_on_first_use, setup, teardown),
@@ -365,6 +409,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_optional_requirements_count_templates, setup, teardown),
         cmocka_unit_test_setup_teardown(test_invalid_templates_change_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restart_keeps_templates_and_made_limits, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_template_usage_adds_made_limits_up, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

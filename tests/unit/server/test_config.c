@@ -701,7 +701,7 @@ static void test_tokens_and_tls(void **state) {
     rl_server_config_default(&config);
     assert_string_equal(config.tls_cert_file, "");
     assert_string_equal(config.admin_tokens_file, "");
-    assert_false(config.metrics_require_token);
+    assert_false(config.metrics.require_token);
     assert_true(load(&config,
                      "server:\n  tls:\n    cert_file: /etc/rl/cert.pem\n    key_file: /etc/rl/key.pem\n"
                      "admin:\n  tokens_file: /etc/rl/admin.tokens\n"
@@ -712,7 +712,7 @@ static void test_tokens_and_tls(void **state) {
     assert_string_equal(config.tls_key_file, "/etc/rl/key.pem");
     assert_string_equal(config.admin_tokens_file, "/etc/rl/admin.tokens");
     assert_string_equal(config.data_tokens_file, "/etc/rl/data.tokens");
-    assert_true(config.metrics_require_token);
+    assert_true(config.metrics.require_token);
     assert_true(rl_server_config_validate(&config, err, sizeof err));
 
     expect_error("server:\n  tls:\n    cert: x.pem\n", "config.yaml:3:", "unknown key 'cert' in section 'server.tls'");
@@ -731,6 +731,40 @@ static void test_tokens_and_tls(void **state) {
     assert_non_null(strstr(err, "metrics.require_token needs admin.tokens_file or data.tokens_file"));
     assert_true(load(&config, "metrics:\n  require_token: true\ndata:\n  tokens_file: d\n", err, sizeof err));
     assert_true(rl_server_config_validate(&config, err, sizeof err));
+}
+
+/* The metrics section: on by default; each setting read, each bad value a
+ * message naming the file, the line and the key. */
+static void test_metrics_section(void **state) {
+    (void)state;
+    rl_server_config config;
+    rl_server_config_default(&config);
+    assert_true(config.metrics.enabled);
+    assert_false(config.metrics.require_token);
+    assert_int_equal(config.metrics.max_limit_series, RL_CONFIG_DEFAULT_METRICS_MAX_LIMIT_SERIES);
+    assert_int_equal(config.metrics.limits_refresh_ms, RL_CONFIG_DEFAULT_METRICS_LIMITS_REFRESH_MS);
+    char err[RL_CONFIG_ERR_SIZE];
+    assert_true(load(&config,
+                     "metrics:\n  enabled: false\n  require_token: true\n  max_limit_series: 0\n"
+                     "  limits_refresh_ms: 250\n",
+                     err, sizeof err));
+    assert_false(config.metrics.enabled);
+    assert_true(config.metrics.require_token);
+    assert_int_equal(config.metrics.max_limit_series, 0);
+    assert_int_equal(config.metrics.limits_refresh_ms, 250);
+    assert_true(load(&config, "metrics:\n  max_limit_series: 100000\n  limits_refresh_ms: 3600000\n", err, sizeof err));
+
+    expect_error("metrics:\n  enabled: 1\n", "config.yaml:2:", "'enabled' must be true or false");
+    expect_error("metrics:\n  require_token: maybe\n", "config.yaml:2:", "'require_token' must be true or false");
+    expect_error("metrics:\n  max_limit_series: 100001\n", "config.yaml:2:",
+                 "'max_limit_series' must be an integer 0..100000");
+    expect_error("metrics:\n  max_limit_series: -1\n", "'max_limit_series' must be an integer", NULL);
+    expect_error("metrics:\n  limits_refresh_ms: 99\n", "config.yaml:2:",
+                 "'limits_refresh_ms' must be an integer 100..3600000");
+    expect_error("metrics:\n  limits_refresh_ms: 3600001\n", "'limits_refresh_ms'", NULL);
+    expect_error("metrics:\n  path: /m\n", "config.yaml:2:", "unknown key 'path' in section 'metrics'");
+    expect_error("metrics:\n  enabled: true\n  enabled: false\n", "config.yaml:3:", "duplicate key 'enabled'");
+    expect_error("metrics: on\n", "section 'metrics' must be a mapping", NULL);
 }
 
 int main(void) {
@@ -757,6 +791,7 @@ int main(void) {
         cmocka_unit_test(test_registry_log_clash),
         cmocka_unit_test(test_presets),
         cmocka_unit_test(test_access_log),
+        cmocka_unit_test(test_metrics_section),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,6 +17,7 @@
 #include "server/api/handler.h"
 #include "server/api/outcome.h"
 #include "server/service.h"
+#include "support/memory_service.h"
 
 typedef struct fixture {
     char dir[64];
@@ -32,14 +33,7 @@ typedef struct fixture {
 
 static int setup(void **state) {
     fixture *f = calloc(1, sizeof *f);
-    snprintf(f->dir, sizeof f->dir, "/tmp/rl_test_outcome_XXXXXX");
-    assert_non_null(mkdtemp(f->dir));
-    snprintf(f->path, sizeof f->path, "%s/limits.json", f->dir);
-    rl_service_options options = {.backend_name = "memory", .registry_path = f->path};
-    rl_memory_options_default(&options.memory);
-    options.memory.sweep_interval_ms = 0;
-    char err[256];
-    if (rl_service_open(&options, &f->service, err, sizeof err) != RL_OK) fail_msg("%s", err);
+    f->service = rl_test_memory_service_open("rl_test_outcome", f->dir, f->path);
     assert_true(rl_handler_ctx_init(&f->ctx, f->service, 64));
     rl_api_call_init(&f->call);
     *state = f;
@@ -59,7 +53,8 @@ static int teardown(void **state) {
 }
 
 /* One request on the calling thread (the memory backend answers inside
- * the call), its outcome read before the call ends; returns the status. */
+ * the call), its outcome read before the call ends (the ids it borrows
+ * copied into the fixture); returns the status. */
 static int request(fixture *f, const char *method, const char *path, const char *body) {
     rl_http_request req = {method, strlen(method), path, strlen(path), body, body != NULL ? strlen(body) : 0,
                            NULL, 0};
