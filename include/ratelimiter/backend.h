@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define RL_BACKEND_ABI_VERSION 8 /* 5: rl_reserve_result.denied_by; 6: audit_query; 7: rl_limit_usage.allotted; 8: optional requirements, dry runs, delete, templates */
+#define RL_BACKEND_ABI_VERSION 9 /* 5: rl_reserve_result.denied_by; 6: audit_query; 7: rl_limit_usage.allotted; 8: optional requirements, dry runs, delete, templates; 9: stats, template_usage */
 
 typedef struct rl_backend rl_backend;
 
