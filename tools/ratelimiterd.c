@@ -341,6 +341,7 @@ int main(int argc, char **argv) {
     bool created = rl_http_server_create(&http_options, service, &server, err, sizeof err);
     if (created && watchers.metrics != NULL) {
         rl_metrics_set_server(watchers.metrics, server);
+        rl_metrics_set_access_log(watchers.metrics, watchers.access_log);
         created = rl_metrics_start(watchers.metrics, err, sizeof err);
     }
     if (!created || !rl_http_server_start(server, err, sizeof err)) {

@@ -301,6 +301,32 @@ static void test_guard_closes_are_counted(void **state) {
     finish(d);
 }
 
+/* With the access log on, its lines written (and dropped: none here) are
+ * on the page. */
+static void test_access_log_lines_are_counted(void **state) {
+    rl_test_daemon *d = daemon_of(state);
+    char config[600];
+    snprintf(config, sizeof config, "log:\n  access: json\n  access_path: %s/access.log\n", d->dir);
+    start(d, config, NULL);
+    for (int i = 0; i < 3; i++) {
+        rl_test_response res;
+        assert_int_equal(rl_test_daemon_http(d, "GET", "/healthz", NULL, &res), 200);
+        rl_test_response_free(&res);
+    }
+    char *text = scrape_when(d, "ratelimiter_access_log_lines_total{outcome=\"written\"}", 3);
+    promtool_check(d, text);
+    assert_true(sample(text, "ratelimiter_access_log_lines_total{outcome=\"written\"}") >= 3);
+    expect_sample(text, "ratelimiter_access_log_lines_total{outcome=\"dropped\"}", 0);
+    free(text);
+    finish(d);
+    /* and none without it */
+    start(d, "", NULL);
+    text = scrape(d);
+    assert_null(strstr(text, "ratelimiter_access_log_lines_total"));
+    free(text);
+    finish(d);
+}
+
 static void test_disabled_is_not_found(void **state) {
     rl_test_daemon *d = daemon_of(state);
     start(d, "metrics:\n  enabled: false\n", NULL);
@@ -409,6 +435,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_templates_are_aggregated, setup, teardown),
         cmocka_unit_test_setup_teardown(test_label_values_are_escaped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_guard_closes_are_counted, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_access_log_lines_are_counted, setup, teardown),
         cmocka_unit_test_setup_teardown(test_disabled_is_not_found, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_setting_stops_start_up, setup, teardown),
         cmocka_unit_test_setup_teardown(test_redis_calls_batches_errors, redis_setup, teardown),

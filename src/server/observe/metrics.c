@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "server/http/http_server.h"
+#include "server/observe/access_log.h"
 #include "server/observe/metrics_internal.h"
 #include "server/observe/metrics_text.h"
 
@@ -56,6 +57,10 @@ rl_metrics *rl_metrics_create(const rl_metrics_options *options, rl_service *ser
 }
 
 void rl_metrics_set_server(rl_metrics *metrics, rl_http_server *server) { metrics->server = server; }
+
+void rl_metrics_set_access_log(rl_metrics *metrics, const rl_access_log *access_log) {
+    metrics->access_log = access_log;
+}
 
 bool rl_metrics_start(rl_metrics *metrics, char *err, size_t err_size) {
     return rl__metrics_limits_start(&metrics->limits, err, err_size);
@@ -177,6 +182,17 @@ static void write_connections(rl_http_server *server, rl_buf *out) {
     }
 }
 
+/* The access log's own counters (relaxed atomics its writer and the loops
+ * keep): a line dropped is an answer the log does not show. */
+static void write_access_log(const rl_access_log *access_log, rl_buf *out) {
+    rl__metrics_family(out, "ratelimiter_access_log_lines_total", "counter",
+                       "Access log lines (log.access): written to its file, or dropped because the file did not take "
+                       "them in time.");
+    rl_metrics_label written[] = {{"outcome", "written"}}, dropped[] = {{"outcome", "dropped"}};
+    rl__metrics_sample(out, "ratelimiter_access_log_lines_total", written, 1, rl_access_log_written_lines(access_log));
+    rl__metrics_sample(out, "ratelimiter_access_log_lines_total", dropped, 1, rl_access_log_dropped_lines(access_log));
+}
+
 void rl_metrics_write(rl_metrics *metrics, rl_buf *out) {
     rl_metrics_loop *sum = aligned_alloc(64, sizeof *sum); /* its type is cache-line aligned */
     if (sum == NULL) {
@@ -187,6 +203,7 @@ void rl_metrics_write(rl_metrics *metrics, rl_buf *out) {
     write_answers(sum, out);
     free(sum);
     if (metrics->server != NULL) write_connections(metrics->server, out);
+    if (metrics->access_log != NULL) write_access_log(metrics->access_log, out);
     rl__metrics_write_backend(rl_service_backend(metrics->service), rl_service_backend_name(metrics->service), out);
     rl__metrics_limits_write(&metrics->limits, out);
 }

@@ -51,6 +51,12 @@ rl_metrics *rl_metrics_create(const rl_metrics_options *options, rl_service *ser
  * NULL (the default): no connection series. Controlling thread. */
 void rl_metrics_set_server(rl_metrics *metrics, rl_http_server *server);
 
+/* The access log whose written and dropped lines are counted (borrowed,
+ * access_log.h); before the server starts. NULL (the default): the log is
+ * off, no such series. Controlling thread. */
+typedef struct rl_access_log rl_access_log;
+void rl_metrics_set_access_log(rl_metrics *metrics, const rl_access_log *access_log);
+
 /* Starts the collector thread (it reads the limits once before returning,
  * so the first scrape has them). False with err if the thread cannot be
  * had. Controlling thread. */

@@ -41,6 +41,7 @@ struct rl_metrics {
     rl_metrics_options options;
     rl_service *service;
     rl_http_server *server; /* NULL: no connection series */
+    const rl_access_log *access_log; /* NULL: the access log is off, no series */
     rl_metrics_loop *loops; /* options.loops of them */
     rl_metrics_limits limits;
 };
