@@ -56,9 +56,13 @@ typedef struct rl_backend_stats {
 /* What the limits made from one template hold together (the
  * template_usage op): one line per template, however many keys it made. */
 typedef struct rl_template_usage {
-    uint64_t limits; /* made from it and live now */
+    uint64_t limits; /* made from it and live now (read: see partial) */
     /* Summed over those limits, each as rl_limit_usage says. */
     uint64_t capacity, used, available, debt, reserved, committed;
+    /* The backend stopped at its bound on limits read per template (redis:
+     * they live in the store, read a page per script call): the figures
+     * above are of the `limits` read, not of all. */
+    bool partial;
 } rl_template_usage;
 
 /* The buckets' upper bounds: a sync's microseconds, a batch's leases. */
@@ -234,8 +238,8 @@ typedef struct rl_backend_ops {
      * limits made from that template into out[i] (zeroed by the caller).
      * The backend's limits are walked a bounded part at a time, others'
      * calls going on between parts: a monitor's reading, not a snapshot of
-     * one instant. Any thread; RL_OK, RL_NO_MEMORY. NULL: the backend
-     * cannot add them up cheaply (redis: they live in the store). */
+     * one instant. Any thread; RL_OK, RL_NO_MEMORY, RL_BACKEND_ERROR (a
+     * store that did not answer). NULL: the backend cannot add them up. */
     rl_status (*template_usage)(rl_backend *backend, const char *const *patterns, size_t count,
                                 rl_template_usage *out);
 } rl_backend_ops;

@@ -232,11 +232,10 @@ static void test_limit_series_are_bounded(void **state) {
 }
 
 /* A template gives one line per family however many keys it made: its
- * capacity, and (memory) the live limits made from it with their usage
- * summed. */
-static void test_templates_are_aggregated(void **state) {
-    rl_test_daemon *d = daemon_of(state);
-    start(d, "metrics:\n  limits_refresh_ms: 100\n", NULL);
+ * capacity, the live limits made from it with their usage summed, and
+ * whether the sums are of them all; on a daemon started with extra. */
+static void check_templates_aggregated(rl_test_daemon *d, const char *const *extra) {
+    start(d, "metrics:\n  limits_refresh_ms: 100\n", extra);
     rl_test_response res;
     long status = rl_test_daemon_http(d, "PUT", "/v1/admin/templates",
                                       "{\"pattern\":\"tenant:{t}:tpm\",\"kind\":\"rolling\",\"capacity\":10,"
@@ -258,7 +257,7 @@ static void test_templates_are_aggregated(void **state) {
     } expected[] = {
         {"ratelimiter_template_capacity", 10}, {"ratelimiter_template_limits", 3},
         {"ratelimiter_template_used", 16},     {"ratelimiter_template_available", 14},
-        {"ratelimiter_template_debt", 0},
+        {"ratelimiter_template_debt", 0},      {"ratelimiter_template_sums_partial", 0},
     };
     for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++) {
         snprintf(series, sizeof series, "%s%s", expected[i].family, labels);
@@ -270,6 +269,8 @@ static void test_templates_are_aggregated(void **state) {
     free(text);
     finish(d);
 }
+
+static void test_templates_are_aggregated(void **state) { check_templates_aggregated(daemon_of(state), NULL); }
 
 /* A key with a quote and a backslash is escaped as the format says, and
  * promtool reads it back. */
@@ -400,6 +401,17 @@ static void test_redis_calls_batches_errors(void **state) {
     finish(d);
 }
 
+/* On Redis the made limits live in the store: summed from there, with
+ * allotments on too (made keys are never allotted). */
+static void test_redis_templates_are_aggregated(void **state) {
+    rl_test_redis *redis = ((harness *)*state)->redis;
+    if (redis == NULL) skip();
+    char address[32];
+    snprintf(address, sizeof address, "127.0.0.1:%u", (unsigned)redis->port);
+    const char *args[] = {"--backend", "redis", "--redis", address, "--allotments", NULL};
+    check_templates_aggregated(daemon_of(state), args);
+}
+
 /* With allotments the daemon says how many it holds, and how much. */
 static void test_redis_allotments_held(void **state) {
     rl_test_redis *redis = ((harness *)*state)->redis;
@@ -440,6 +452,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_bad_setting_stops_start_up, setup, teardown),
         cmocka_unit_test_setup_teardown(test_redis_calls_batches_errors, redis_setup, teardown),
         cmocka_unit_test_setup_teardown(test_redis_allotments_held, redis_setup, teardown),
+        cmocka_unit_test_setup_teardown(test_redis_templates_are_aggregated, redis_setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -363,6 +363,12 @@ static void stats(rl_backend *base, rl_backend_stats *out) {
     if (backend->sync->ops->stats != NULL) backend->sync->ops->stats(backend->sync, out);
 }
 
+/* Limits made from templates are decided by Redis, never allotted
+ * (docs/allotments.md): their usage is the store's. */
+static rl_status template_usage(rl_backend *base, const char *const *patterns, size_t count, rl_template_usage *out) {
+    return rl_backend_template_usage(rl__allotted_of(base)->sync, patterns, count, out);
+}
+
 static const rl_backend_ops allotted_ops = {
     .abi_version = RL_BACKEND_ABI_VERSION,
     .name = "redis",
@@ -385,6 +391,7 @@ static const rl_backend_ops allotted_ops = {
     .delete_template = delete_template,
     .list_templates = list_templates,
     .stats = stats,
+    .template_usage = template_usage,
 };
 
 rl_status rl_allotted_backend_create(const rl_redis_options *redis_options, const rl_submitter_options *submitter,

@@ -78,6 +78,7 @@ static const rl_backend_ops redis_ops = {
     .delete_template = rl_redis_delete_template,
     .list_templates = rl_redis_list_templates,
     .stats = stats,
+    .template_usage = rl__redis_template_usage,
 };
 
 rl_status rl_redis_backend_create(const rl_redis_options *options, rl_backend **out, char *err, size_t err_size) {

@@ -99,6 +99,18 @@ void rl__redis_complete_batch(rl_backend *base, const rl_complete_request *reque
 rl_status rl__redis_limit_usage(rl_backend *base, const char *key, rl_limit_usage *out);
 rl_status rl__redis_audit_query(rl_backend *base, const rl_audit_query *query, rl_audit_page *page);
 void rl__redis_sweep(rl_backend *base);
+/* The template_usage op (backend.h): sweep.lua's walk of each template's
+ * made limits, a page a call, summed here; at most
+ * RL__REDIS_TEMPLATE_USAGE_MAX_LIMITS read per template (then partial). */
+#define RL__REDIS_TEMPLATE_USAGE_MAX_LIMITS 2000u
+rl_status rl__redis_template_usage(rl_backend *base, const char *const *patterns, size_t count,
+                                   rl_template_usage *out);
+/* One page of sweep.lua's usage answer (the cursor, then per live limit
+ * its capacity, used, committed and reserved, decimals as the script
+ * writes them, each at most RL_AMOUNT_MAX) added into *out, the cursor
+ * into cursor; false, both untouched, for any other answer. Pure. */
+#define RL__REDIS_USAGE_PAGE_FIELDS 4
+bool rl__redis_usage_page_read(const redisReply *reply, char cursor[RL_REDIS_NUMBER_SIZE], rl_template_usage *out);
 rl_status rl__redis_health(rl_backend *base, char *detail, size_t detail_size);
 /* complete_retry.h's send (context: the backend): a kept Complete tried again. */
 bool rl__redis_retry_send(void *context, const rl_complete_request *requests, size_t count);

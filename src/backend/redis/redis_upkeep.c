@@ -6,6 +6,7 @@
 
 #include "backend/redis/redis_args.h"
 #include "backend/redis/redis_backend_internal.h"
+#include "backend/redis/redis_decimal.h"
 #include "backend/redis/redis_memory.h"
 #include "core/error_text.h"
 
@@ -118,6 +119,80 @@ static bool sweep_pass(redis_backend *backend, const char *made_from) {
         freeReplyObject(reply);
     } while (strcmp(cursor, "0") != 0);
     return true;
+}
+
+static bool decimal_of(const redisReply *r, uint64_t max, uint64_t *out) {
+    return r->type == REDIS_REPLY_STRING && rl__redis_decimal(r->str, r->len, max, out);
+}
+
+bool rl__redis_usage_page_read(const redisReply *reply, char cursor[RL_REDIS_NUMBER_SIZE], rl_template_usage *out) {
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements == 0 ||
+        (reply->elements - 1) % RL__REDIS_USAGE_PAGE_FIELDS != 0)
+        return false;
+    uint64_t ignored;
+    for (size_t i = 0; i < reply->elements; i++) /* all or nothing */
+        if (!decimal_of(reply->element[i], i == 0 ? UINT64_MAX : RL_AMOUNT_MAX, &ignored)) return false;
+    rl_template_usage sum = *out;
+    for (size_t i = 1; i < reply->elements; i += RL__REDIS_USAGE_PAGE_FIELDS) {
+        uint64_t capacity, used, committed, reserved;
+        decimal_of(reply->element[i], RL_AMOUNT_MAX, &capacity);
+        decimal_of(reply->element[i + 1], RL_AMOUNT_MAX, &used);
+        decimal_of(reply->element[i + 2], RL_AMOUNT_MAX, &committed);
+        decimal_of(reply->element[i + 3], RL_AMOUNT_MAX, &reserved);
+        sum.limits++;
+        sum.capacity += capacity; /* each at most 2^53: 2^11 pages of them before a sum could wrap */
+        sum.used += used;
+        sum.available += used < capacity ? capacity - used : 0;
+        sum.debt += used > capacity ? used - capacity : 0;
+        sum.committed += committed;
+        sum.reserved += reserved;
+    }
+    memcpy(cursor, reply->element[0]->str, reply->element[0]->len);
+    cursor[reply->element[0]->len] = '\0';
+    *out = sum;
+    return true;
+}
+
+/* The limits made from pattern's template, summed a page at a time: a
+ * monitor's reading, bounded (the walk of a template with many tenants
+ * stops at the bound, partial). */
+static rl_status template_usage_of(redis_backend *backend, const char *pattern, rl_template_usage *out) {
+    char cursor[RL_REDIS_NUMBER_SIZE] = "0";
+    do {
+        if (out->limits >= RL__REDIS_TEMPLATE_USAGE_MAX_LIMITS) {
+            out->partial = true;
+            return RL_OK;
+        }
+        rl_redis_args a;
+        if (!rl_redis_args_init(&a, 8)) {
+            rl_redis_args_free(&a);
+            return RL_NO_MEMORY;
+        }
+        rl__redis_push_header(&a, backend, backend->clock);
+        rl_redis_args_push_str(&a, cursor);
+        rl_redis_args_push_str(&a, SWEEP_LIMITS_PER_CALL);
+        rl_redis_args_push_str(&a, pattern);
+        rl_redis_args_push_str(&a, "usage");
+        redisReply *reply = NULL;
+        char err[ERR_SIZE];
+        rl_status status = rl_redis_eval(backend->pool, rl_redis_pool_deadline_ms(backend->pool, 0), RL_SCRIPT_SWEEP,
+                                         a.count, a.argv, a.len, &reply, err, sizeof err);
+        rl_redis_args_free(&a);
+        bool read = status == RL_OK && rl__redis_usage_page_read(reply, cursor, out);
+        if (reply != NULL) freeReplyObject(reply);
+        if (!read) return status == RL_OK ? RL_BACKEND_ERROR : status;
+    } while (strcmp(cursor, "0") != 0);
+    return RL_OK;
+}
+
+rl_status rl__redis_template_usage(rl_backend *base, const char *const *patterns, size_t count,
+                                   rl_template_usage *out) {
+    redis_backend *backend = rl_redis_backend_of(base);
+    for (size_t i = 0; i < count; i++) {
+        rl_status status = template_usage_of(backend, patterns[i], &out[i]);
+        if (status != RL_OK) return status;
+    }
+    return RL_OK;
 }
 
 /* The definitions, then the limits made from budget templates: their

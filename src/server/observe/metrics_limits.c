@@ -58,6 +58,7 @@ static uint64_t template_available(const rl_limit_def *d, const rl_template_usag
 static uint64_t template_debt(const rl_limit_def *d, const rl_template_usage *s) { (void)d; return s->debt; }
 static uint64_t template_reserved(const rl_limit_def *d, const rl_template_usage *s) { (void)d; return s->reserved; }
 static uint64_t template_committed(const rl_limit_def *d, const rl_template_usage *s) { (void)d; return s->committed; }
+static uint64_t template_partial(const rl_limit_def *d, const rl_template_usage *s) { (void)d; return s->partial; }
 
 static const template_gauge template_gauges[] = {
     {"ratelimiter_template_capacity", "The capacity each limit made from a template gets, by template pattern.",
@@ -72,11 +73,15 @@ static const template_gauge template_gauges[] = {
      template_reserved},
     {"ratelimiter_template_committed",
      "Budgets: actuals charged this period, summed over the limits made from a template.", template_committed},
+    {"ratelimiter_template_sums_partial",
+     "1 if the sums above cover only the limits the backend read before its bound (redis: 2,000 a template), "
+     "else 0.",
+     template_partial},
 };
 
 /* A template stands for any number of limits made from it: one series per
  * template, never per made key, keeps the page bounded. Its capacity
- * always; the sums where the backend adds them up (memory). */
+ * always; the sums when the backend could add them up. */
 static void write_templates(rl_service *service, uint32_t max_series, rl_buf *text) {
     rl_limit_def *templates = NULL;
     size_t count = 0;

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 #include <hiredis/hiredis.h>
 
+#include "backend/redis/redis_backend_internal.h"
 #include "ratelimiter/redis.h"
 #include "ratelimiter/submitter.h"
 #include "support/lease_ids.h"
@@ -522,6 +523,67 @@ static void the_submitter_and_allotments_pass_templates_through(void **state) {
     rl_backend_destroy(submitter);
 }
 
+/* The template_usage op: the limits made from a template summed, read a
+ * page a script call; a budget's committed and reserved apart; limits gone
+ * leave the sums; a walk past the bound says it is partial. */
+static void a_templates_limits_are_summed(void **state) {
+    (void)state;
+    rl_backend *backend = open_backend("sums:");
+    put_template(backend, rolling("tenant:{t}:rpm", 100, 60));
+    rl_limit_def daily = {.kind = RL_KIND_BUDGET, .capacity = 1000, .timeout_seconds = 60, .period = RL_PERIOD_DAY};
+    snprintf(daily.key, sizeof daily.key, "tenant:{t}:spend");
+    snprintf(daily.timezone, sizeof daily.timezone, "UTC");
+    put_template(backend, daily);
+    const char *patterns[] = {"tenant:{t}:rpm", "tenant:{t}:spend", "nobody:{x}"};
+    rl_template_usage sums[3];
+    memset(sums, 0, sizeof sums);
+    assert_int_equal(rl_backend_template_usage(backend, patterns, 3, sums), RL_OK);
+    assert_int_equal(sums[0].limits + sums[1].limits + sums[2].limits, 0);
+
+    assert_true(reserve(backend, 1, "tenant:a:rpm", 30).allowed);
+    assert_true(reserve(backend, 2, "tenant:b:rpm", 120 - 20).allowed);
+    assert_true(reserve(backend, 3, "tenant:a:spend", 400).allowed);
+    complete(backend, 3, "tenant:a:spend", 250);
+    assert_true(reserve(backend, 4, "tenant:a:spend", 100).allowed); /* held, not yet spent */
+    assert_true(reserve(backend, 5, "tenant:b:spend", 50).allowed);
+    memset(sums, 0, sizeof sums);
+    assert_int_equal(rl_backend_template_usage(backend, patterns, 3, sums), RL_OK);
+    assert_int_equal(sums[0].limits, 2);
+    assert_int_equal(sums[0].capacity, 200);
+    assert_int_equal(sums[0].used, 130);
+    assert_int_equal(sums[0].available, 70);
+    assert_int_equal(sums[0].reserved + sums[0].committed + sums[0].debt, 0);
+    assert_false(sums[0].partial);
+    assert_int_equal(sums[1].limits, 2);
+    assert_int_equal(sums[1].used, 400);
+    assert_int_equal(sums[1].committed, 250);
+    assert_int_equal(sums[1].reserved, 150);
+    assert_int_equal(sums[1].available, 2000 - 400);
+    assert_int_equal(sums[2].limits, 0);
+
+    /* a limit whose keys are gone (its TTLs ended) leaves m:T and the sums */
+    redis_do("DEL sums:l:tenant:b:rpm sums:e:tenant:b:rpm sums:a:tenant:b:rpm");
+    memset(sums, 0, sizeof sums);
+    assert_int_equal(rl_backend_template_usage(backend, patterns, 1, sums), RL_OK);
+    assert_int_equal(sums[0].limits, 1);
+    assert_int_equal(sums[0].used, 30);
+    assert_int_equal(redis_do("ZCARD sums:m:tenant:{t}:rpm"), 1);
+
+    /* past the bound: as many as it read, and partial */
+    for (uint64_t i = 0; i < RL__REDIS_TEMPLATE_USAGE_MAX_LIMITS + 50; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "tenant:n%llu:rpm", (unsigned long long)i);
+        assert_true(reserve(backend, 100 + i, key, 1).allowed);
+    }
+    memset(sums, 0, sizeof sums);
+    assert_int_equal(rl_backend_template_usage(backend, patterns, 1, sums), RL_OK);
+    assert_true(sums[0].partial);
+    assert_true(sums[0].limits >= RL__REDIS_TEMPLATE_USAGE_MAX_LIMITS &&
+                sums[0].limits < RL__REDIS_TEMPLATE_USAGE_MAX_LIMITS + 51);
+    assert_int_equal(sums[0].capacity, 100 * sums[0].limits);
+    rl_backend_destroy(backend);
+}
+
 static int setup(void **state) {
     (void)state;
     return rl_test_redis_start(&server) == RL_TEST_REDIS_STARTED ? 0 : -1;
@@ -548,6 +610,7 @@ int main(void) {
         cmocka_unit_test(a_redis_that_lost_everything_gets_templates_back_not_made_limits),
         cmocka_unit_test(a_bad_template_is_refused),
         cmocka_unit_test(the_submitter_and_allotments_pass_templates_through),
+        cmocka_unit_test(a_templates_limits_are_summed),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
