@@ -354,10 +354,8 @@ int main(int argc, char **argv) {
         rl_auth_destroy(auth);
         return 1;
     }
-    /* Tests and scripts parse this line for the port: keep its form. */
-    fprintf(stderr, "ratelimiterd listening on %s (backend %s, %zu limits, %u threads)\n",
-            rl_http_server_address(server), rl_service_backend_name(service),
-            rl_service_limit_count(service), threads);
+    /* Said before the "listening" line, which tests and scripts wait for:
+     * whoever reads that line has these too. */
     if (http_options.tls_cert_file != NULL)
         fprintf(stderr, "ratelimiterd: HTTPS only, certificate %s\n", http_options.tls_cert_file);
     if (rl_http_server_is_loopback_only(server))
@@ -377,6 +375,10 @@ int main(int argc, char **argv) {
                 : admin_open            ? "admin.tokens_file is"
                                         : "data.tokens_file is",
                 admin_open && data_open ? "reserve and change limits" : admin_open ? "change limits" : "reserve");
+    /* Tests and scripts parse this line for the port: keep its form. */
+    fprintf(stderr, "ratelimiterd listening on %s (backend %s, %zu limits, %u threads)\n",
+            rl_http_server_address(server), rl_service_backend_name(service),
+            rl_service_limit_count(service), threads);
 
     int signal_number = 0;
     for (;;) {
