@@ -6,8 +6,9 @@
  * other one up (no head-of-line blocking). Each simulated call sleeps a few
  * ms and reports the tokens it used; at the end the program prints the
  * throughput per provider. bigcloud has every limit the LLM helper knows
- * (rpm, tpm, concurrency, rpd); tinycloud only its tpm: the helper's model
- * requirements are optional, so a model needs only the limits it has.
+ * (rpm, tpm, concurrency, rpd); tinycloud only an rpm and its tpm: a model
+ * needs only the limits it has, but its rpm is required, so that a misspelt
+ * model is refused rather than unlimited.
  *
  *   llm_workload [--seconds N] [--jobs N] [--url http://127.0.0.1:8080]
  *   llm_workload --write-limits FILE
@@ -62,7 +63,7 @@ static void on_result(void *user_data, const rl_job_report *report) {
     else failed[p]++;
 }
 
-/* The limits of both providers, in the registry's format (spec §7). */
+/* The limits of both providers, in the registry's format (limits.json). */
 static int write_limits(const char *path) {
     FILE *f = fopen(path, "w");
     if (f == NULL) return -1;
@@ -75,7 +76,9 @@ static int write_limits(const char *path) {
                "\"timeout_seconds\":60},\n", providers[0], model);
     fprintf(f, " {\"key\":\"global:llm:%s:%s:rpd\",\"kind\":\"rolling\",\"capacity\":1000000,\"window_seconds\":86400},\n",
             providers[0], model);
-    /* tinycloud: ~5 calls a minute, and no other limit */
+    /* tinycloud: ~5 calls a minute by its tpm, and an rpm that never binds */
+    fprintf(f, " {\"key\":\"global:llm:%s:%s:rpm\",\"kind\":\"rolling\",\"capacity\":100000,\"window_seconds\":60},\n",
+            providers[1], model);
     fprintf(f, " {\"key\":\"global:llm:%s:%s:tpm\",\"kind\":\"rolling\",\"capacity\":3000,\"window_seconds\":60}\n",
             providers[1], model);
     fputs("]\n", f);

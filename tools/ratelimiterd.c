@@ -5,7 +5,7 @@
  *
  * Exit status: 0 after a clean stop, 1 if start-up fails (bad config,
  * unreadable or corrupt registry, address in use, Redis unreachable), 2 for
- * bad arguments.
+ * bad arguments; SIGINT or SIGTERM before it listens ends it by that signal.
  */
 #include <getopt.h>
 #include <pthread.h>
@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "server/auth/auth.h"
 #include "server/config.h"
@@ -23,7 +24,7 @@
 static void usage(FILE *out) {
     fprintf(out,
             "usage: ratelimiterd [options]\n"
-            "  -c, --config PATH        YAML config (spec 11.2); the flags below override it\n"
+            "  -c, --config PATH        YAML config (examples/config.yaml); the flags below override it\n"
             "      --listen HOST:PORT   address to serve (default %s; \":PORT\" = every\n"
             "                           interface; port 0 = any free port)\n"
             "      --backend NAME       limit store: memory (default) or redis (many daemons\n"
@@ -36,7 +37,7 @@ static void usage(FILE *out) {
             "  memory backend: usage that survives restarts, and the audit log of spend\n"
             "      --journal PATH       the journal (default: \"" RL_CONFIG_DEFAULT_JOURNAL_NAME "\" beside the registry)\n"
             "      --no-journal         keep usage in memory only: a restart forgets it\n"
-            "      --journal-fsync MODE always (default: synced before each answer), everysec, off\n"
+            "      --journal-fsync MODE everysec (default: synced once a second), always (before each answer), off\n"
             "      --audit-dir PATH     the audit log (default: \"" RL_CONFIG_DEFAULT_AUDIT_DIR_NAME "\" beside the registry)\n"
             "      --no-audit           keep no audit log (GET /v1/admin/audit then answers no entries)\n"
             "      --preset NAME        apply a provider preset at start (repeatable, after the\n"
@@ -199,6 +200,31 @@ static int apply_overrides(rl_server_config *config, const overrides *o) {
     return -1;
 }
 
+/* Start-up can wait (for Redis, a slow disk) with the stop signals blocked:
+ * they must be blocked before the first thread starts, since every thread
+ * inherits the mask and sigwait in main takes them only if no thread
+ * lets them through. Until main waits for them, this thread does, so that
+ * SIGINT or SIGTERM still stops the daemon then: at once, by the signal
+ * itself, as before the mask (nothing has been answered yet, so nothing
+ * acknowledged can be lost). */
+static void *startup_stop_main(void *arg) {
+    const sigset_t *stop_signals = arg;
+    int signal_number = 0;
+    while (sigwait(stop_signals, &signal_number) != 0) {
+    }
+    /* Taken: from here nothing may cancel the stop. */
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+    fprintf(stderr, "ratelimiterd: %s received during start-up, stopping\n",
+            signal_number == SIGINT ? "SIGINT" : "SIGTERM");
+    sigset_t just_this;
+    sigemptyset(&just_this);
+    sigaddset(&just_this, signal_number);
+    signal(signal_number, SIG_DFL);
+    pthread_sigmask(SIG_UNBLOCK, &just_this, NULL);
+    raise(signal_number);
+    _exit(1); /* not reached: the signal's default action ends the process */
+}
+
 int main(int argc, char **argv) {
     overrides o = {0};
     int exit_status = parse_args(argc, argv, &o);
@@ -226,6 +252,13 @@ int main(int argc, char **argv) {
     sigaddset(&stop_signals, SIGTERM);
     sigaddset(&stop_signals, SIGHUP); /* not a stop: handled in the wait below */
     pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
+    sigset_t startup_stop_signals = stop_signals;
+    sigdelset(&startup_stop_signals, SIGHUP); /* a SIGHUP waits for the loop below */
+    pthread_t startup_stop;
+    if (pthread_create(&startup_stop, NULL, startup_stop_main, &startup_stop_signals) != 0) {
+        fprintf(stderr, "ratelimiterd: cannot start: cannot start a thread\n");
+        return 1;
+    }
 
     /* Before anything is opened: a bad tokens file stops start-up here. */
     rl_auth_options auth_options = {
@@ -354,6 +387,10 @@ int main(int argc, char **argv) {
         rl_auth_destroy(auth);
         return 1;
     }
+    /* Started: the stop signals are the wait's below from here (one that
+     * comes meanwhile waits for it), before anyone reads "listening". */
+    pthread_cancel(startup_stop);
+    pthread_join(startup_stop, NULL);
     /* Said before the "listening" line, which tests and scripts wait for:
      * whoever reads that line has these too. */
     if (http_options.tls_cert_file != NULL)

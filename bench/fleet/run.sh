@@ -563,7 +563,7 @@ verdict() { # VALUE LIMIT: "met" if VALUE <= LIMIT
   if [ "$1" = - ]; then echo "not measured"; else awk -v v="$1" -v l="$2" 'BEGIN {print ((v <= l) ? "met" : "MISSED")}'; fi
 }
 echo
-echo "targets (issue 12):"
+echo "targets (allotments):"
 for rtt in $RTTS; do
   p99=""
   for mode in $MODES; do p99="$p99${p99:+, }$mode $(fmt %.2f "$(median_of "$rtt:$mode:lat_worst_p99_ms")") ms"; done

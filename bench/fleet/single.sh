@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/fleet/single.sh — one daemon deciding from allotments against the
-# memory backend: POST /v1/reserve req/s side by side (issue 12's third
+# memory backend: POST /v1/reserve req/s side by side (the
 # target: one daemon with allotments on >= 80 % of the memory backend).
 #
 #   bench/fleet/single.sh     (DURATION=10s WARMUP=2s ROUNDS=3 CONNECTIONS=64 RTT=50 by default)

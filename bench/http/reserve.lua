@@ -1,5 +1,5 @@
 -- wrk script: POST /v1/reserve, a fresh lease id per request, a 4-requirement
--- LLM lease (~300 bytes of JSON, the shape of spec/api.md's example).
+-- LLM lease (~300 bytes of JSON, the shape of docs/api.md's example).
 --
 --   wrk -t1 -c64 -d10s -s bench/http/reserve.lua http://127.0.0.1:8080
 --

@@ -2,12 +2,16 @@
 # bench/http/run.sh — POST /v1/reserve over keep-alive HTTP/1.1, side by side
 # with nginx answering a constant JSON body, under the same wrk load.
 #
-#   bench/http/run.sh     (DURATION=10s CONNECTIONS=64 ROUNDS=3 by default)
+#   bench/http/run.sh     (DURATION=10s CONNECTIONS=64 ROUNDS=5 by default)
 #
 # Both servers run on core 0 (ratelimiterd --threads 1, one nginx worker),
 # wrk on core 1; wrk drives them in turn, ROUNDS times. Prints the median
 # requests/s of each and the ratio, then the batch endpoint in leases/s.
-# The daemon runs without its journal and audit log (JOURNAL=1: with them).
+# The daemon runs as users run it: its journal and audit log on, with the
+# default fsync (everysec). Every round also drives, side by side, the same
+# daemon without journal and audit log (--no-journal --no-audit) and with
+# journal_fsync always, and prints each one's requests/s and p99 latency
+# (JOURNAL=0 runs the main daemon without them, as older runs did).
 # ACCESS_LOG=1 (the default; 0: without) runs two more daemons in every
 # round, with log.access json and text written to a file on disk, and
 # prints their requests/s as a share of the daemon without it, and the
@@ -29,7 +33,8 @@ BASE=${BASE:-}
 DURATION=${DURATION:-10s}
 CONNECTIONS=${CONNECTIONS:-64}
 BATCH_CONNECTIONS=${BATCH_CONNECTIONS:-16}
-ROUNDS=${ROUNDS:-3}
+ROUNDS=${ROUNDS:-5}
+JOURNAL=${JOURNAL:-1}
 ACCESS_LOG=${ACCESS_LOG:-1}
 METRICS=${METRICS:-1}
 NGINX_PORT=${NGINX_PORT:-18089}
@@ -45,6 +50,9 @@ cmake --build "$BUILD" -j "$(nproc)" --target ratelimiterd >/dev/null
 
 TMP=$(mktemp -d /tmp/rl_bench_http.XXXXXX)
 DAEMON_PID=""
+NOJOURNAL_PID=""
+ALWAYS_PID=""
+DATA=""
 BASE_PID=""
 NGINX_PID=""
 ACCESS_PIDS=()
@@ -54,6 +62,9 @@ SCRAPER_PID=""
 cleanup() {
   [ -n "$SCRAPER_PID" ] && kill -TERM "$SCRAPER_PID" 2>/dev/null && wait "$SCRAPER_PID" 2>/dev/null || true
   [ -n "$DAEMON_PID" ] && kill -TERM "$DAEMON_PID" 2>/dev/null && wait "$DAEMON_PID" 2>/dev/null || true
+  [ -n "$NOJOURNAL_PID" ] && kill -TERM "$NOJOURNAL_PID" 2>/dev/null && wait "$NOJOURNAL_PID" 2>/dev/null || true
+  [ -n "$ALWAYS_PID" ] && kill -TERM "$ALWAYS_PID" 2>/dev/null && wait "$ALWAYS_PID" 2>/dev/null || true
+  [ -z "$DATA" ] || rm -rf "$DATA"
   for pid in "${ACCESS_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true; done
   [ -z "$ACCESS_DIR" ] || rm -rf "$ACCESS_DIR"
   [ -n "$OFF_PID" ] && kill -TERM "$OFF_PID" 2>/dev/null && wait "$OFF_PID" 2>/dev/null || true
@@ -81,20 +92,30 @@ run_wrk() {
   awk '/^Requests\/sec:/ {print $2}' <<<"$out"
 }
 
+# "requests/s p99-ms" from wrk --latency.
+run_wrk_p99() {
+  local script=$1 url=$2 connections=$3 out
+  out=$(taskset -c "$CLIENT_CORE" wrk -t1 -c"$connections" -d"$DURATION" --latency -s "$script" "$url")
+  if grep -q "Non-2xx" <<<"$out"; then echo "run.sh: non-2xx answers from $url:" >&2; echo "$out" >&2; fi
+  awk '/^Requests\/sec:/ {rps = $2}
+       /^ +99%/ {v = $2; ms = v + 0; if (v ~ /us$/) ms /= 1000; else if (v ~ /ms$/) ms += 0; else if (v ~ /s$/) ms *= 1000; p99 = ms}
+       END {print rps, p99}' <<<"$out"
+}
+
 # ---- ratelimiterd (and BASE's) and nginx, all on the server core --------------
-# start_daemon BINARY NAME [CONFIG]: STARTED_PID and STARTED_PORT of a new daemon
-# (its registry a copy of limits.json, in a directory of its own: its
-# journal and audit log default to beside it, never shared with BASE's).
-# The HTTP path alone: a build that keeps a journal and an audit log runs
-# without them here (JOURNAL=1 keeps them; bench/journal/run.sh measures
-# what they cost).
+# start_daemon BINARY NAME [CONFIG [FLAG...]]: STARTED_PID and STARTED_PORT of
+# a new daemon (its registry a copy of limits.json, in a directory of its
+# own: its journal and audit log default to beside it, never shared with
+# another's; a data directory on disk, not /tmp, which may be memory).
 start_daemon() {
-  local binary=$1 name=$2 config=${3:-$TMP/config.yaml} flags=()
-  mkdir -p "$TMP/data-$name"
-  cp "$TMP/limits.json" "$TMP/data-$name/limits.json"
-  if [ -z "${JOURNAL:-}" ] && "$binary" --help 2>&1 | grep -q -- --no-journal; then flags=(--no-journal --no-audit); fi
+  local binary=$1 name=$2 config=${3:-$TMP/config.yaml} flags=("${@:4}")
+  mkdir -p "$DATA/data-$name"
+  cp "$TMP/limits.json" "$DATA/data-$name/limits.json"
+  if [ "$JOURNAL" = 0 ] && [ ${#flags[@]} -eq 0 ] && "$binary" --help 2>&1 | grep -q -- --no-journal; then
+    flags=(--no-journal --no-audit)
+  fi
   taskset -c "$SERVER_CORE" "$binary" -c "$config" --listen 127.0.0.1:0 \
-    --registry "$TMP/data-$name/limits.json" --threads 1 "${flags[@]}" 2>"$TMP/$name.log" &
+    --registry "$DATA/data-$name/limits.json" --threads 1 "${flags[@]}" 2>"$TMP/$name.log" &
   STARTED_PID=$!
   STARTED_PORT=""
   for _ in $(seq 1 200); do
@@ -104,9 +125,17 @@ start_daemon() {
   done
   [ -n "$STARTED_PORT" ] || { echo "run.sh: ratelimiterd ($name) did not start:" >&2; cat "$TMP/$name.log" >&2; exit 1; }
 }
+DATA=$(mktemp -d "$(cd "$BUILD" && pwd)/rl_bench_data.XXXXXX")
 start_daemon "$BUILD/ratelimiterd" daemon
 DAEMON_PID=$STARTED_PID
 PORT=$STARTED_PORT
+# The same daemon without journal and audit log, and with fsync always.
+start_daemon "$BUILD/ratelimiterd" nojournal "$TMP/config.yaml" --no-journal --no-audit
+NOJOURNAL_PID=$STARTED_PID
+NOJOURNAL_PORT=$STARTED_PORT
+start_daemon "$BUILD/ratelimiterd" always "$TMP/config.yaml" --journal-fsync always
+ALWAYS_PID=$STARTED_PID
+ALWAYS_PORT=$STARTED_PORT
 OFF_PORT=""
 if [ "$METRICS" = 1 ]; then
   start_daemon "$BUILD/ratelimiterd" metrics-off "$TMP/config-metrics-off.yaml"
@@ -198,10 +227,22 @@ BASE_BATCH_ALL=""
 SCRAPED_ALL=""
 OFF_ALL=""
 SHARE_ALL=""
+RL_P99_ALL=""
+NOJOURNAL_ALL=""
+NOJOURNAL_P99_ALL=""
+ALWAYS_ALL=""
+ALWAYS_P99_ALL=""
 for round in $(seq 1 "$ROUNDS"); do
-  rl=$(run_wrk "$ROOT/bench/http/reserve.lua" "http://127.0.0.1:$PORT" "$CONNECTIONS")
+  read -r rl rl_p99 <<<"$(run_wrk_p99 "$ROOT/bench/http/reserve.lua" "http://127.0.0.1:$PORT" "$CONNECTIONS")"
   ng=$(run_wrk "$ROOT/bench/http/reserve.lua" "http://127.0.0.1:$NGINX_PORT" "$CONNECTIONS")
-  line="round $round: ratelimiterd $rl req/s, nginx $ng req/s"
+  read -r nj nj_p99 <<<"$(run_wrk_p99 "$ROOT/bench/http/reserve.lua" "http://127.0.0.1:$NOJOURNAL_PORT" "$CONNECTIONS")"
+  read -r al al_p99 <<<"$(run_wrk_p99 "$ROOT/bench/http/reserve.lua" "http://127.0.0.1:$ALWAYS_PORT" "$CONNECTIONS")"
+  RL_P99_ALL="$RL_P99_ALL $rl_p99"
+  NOJOURNAL_ALL="$NOJOURNAL_ALL $nj"
+  NOJOURNAL_P99_ALL="$NOJOURNAL_P99_ALL $nj_p99"
+  ALWAYS_ALL="$ALWAYS_ALL $al"
+  ALWAYS_P99_ALL="$ALWAYS_P99_ALL $al_p99"
+  line="round $round: ratelimiterd $rl req/s (p99 $rl_p99 ms), nginx $ng req/s, no journal $nj req/s (p99 $nj_p99 ms), fsync always $al req/s (p99 $al_p99 ms)"
   if [ "$METRICS" = 1 ]; then
     start_scraper
     scraped=$(run_wrk "$ROOT/bench/http/reserve.lua" "http://127.0.0.1:$PORT" "$CONNECTIONS")
@@ -237,6 +278,12 @@ done
 kill -TERM "$DAEMON_PID"
 wait "$DAEMON_PID" || { echo "run.sh: ratelimiterd did not stop cleanly" >&2; exit 1; }
 DAEMON_PID=""
+for name in NOJOURNAL ALWAYS; do
+  pid_var=${name}_PID
+  kill -TERM "${!pid_var}"
+  wait "${!pid_var}" || { echo "run.sh: ratelimiterd ($name) did not stop cleanly" >&2; exit 1; }
+  printf -v "$pid_var" '%s' ""
+done
 if [ -n "$OFF_PID" ]; then
   kill -TERM "$OFF_PID"
   wait "$OFF_PID" || { echo "run.sh: ratelimiterd (metrics off) did not stop cleanly" >&2; exit 1; }
@@ -261,12 +308,18 @@ RL_RPS=$(median <<<"$RL_ALL")
 NGINX_RPS=$(median <<<"$NGINX_ALL")
 BATCH_RPS=$(median <<<"$BATCH_ALL")
 
+MODE="default config"
+[ "$JOURNAL" = 1 ] || MODE="--no-journal"
 awk -v rl="$RL_RPS" -v ng="$NGINX_RPS" -v batch="$BATCH_RPS" -v d="$DURATION" -v c="$CONNECTIONS" \
+    -v rl_p99="$(median <<<"$RL_P99_ALL")" -v nj="$(median <<<"$NOJOURNAL_ALL")" -v nj_p99="$(median <<<"$NOJOURNAL_P99_ALL")" \
+    -v al="$(median <<<"$ALWAYS_ALL")" -v al_p99="$(median <<<"$ALWAYS_P99_ALL")" -v mode="$MODE" \
     -v bc="$BATCH_CONNECTIONS" -v r="$ROUNDS" 'BEGIN {
   printf "POST /v1/reserve (4-requirement lease, ~300 B), wrk -t1 -c%s -d%s, server on 1 core, median of %s:\n", c, d, r
-  printf "  ratelimiterd    %10.0f req/s\n", rl
-  printf "  nginx constant  %10.0f req/s\n", ng
-  printf "  ratio           %10.1f %%\n", 100 * rl / ng
+  printf "  ratelimiterd, %-17s %10.0f req/s  p99 %6.2f ms\n", mode, rl, rl_p99
+  printf "  nginx constant                  %10.0f req/s\n", ng
+  printf "  ratio to nginx                  %10.1f %%\n", 100 * rl / ng
+  printf "  without journal and audit log   %10.0f req/s  p99 %6.2f ms  (the daemon above: %.1f %% of it, p99 %.2fx)\n", nj, nj_p99, 100 * rl / nj, rl_p99 / nj_p99
+  printf "  journal_fsync always            %10.0f req/s  p99 %6.2f ms  (%.1f %% of nginx)\n", al, al_p99, 100 * al / ng
   printf "POST /v1/reserve/batch (256 leases), wrk -t1 -c%s -d%s:\n", bc, d
   printf "  ratelimiterd    %10.0f req/s = %.0f leases/s\n", batch, batch * 256
 }'

@@ -7,7 +7,7 @@
 #       DURATION=5s CONNECTIONS=64 BATCH_CONNECTIONS=16 THREADS="1 2"
 #       FLUSH_US=200 BATCH_LEASES=1024 FLUSHES_IN_FLIGHT=2 REDIS_CONNECTIONS=4
 #       by default
-#   DURATION=10s bench/redis/run.sh      (the figures of the README)
+#   DURATION=10s bench/redis/run.sh      (the figures of docs/benchmarks.md)
 #   BASE=<git revision> bench/redis/run.sh   every run followed by the same
 #       run of that revision's ratelimiterd (built in a worktree), and this
 #       build's leases/s as a share of BASE's: a change side by side with before
@@ -25,7 +25,7 @@
 # and p99, the CPU each process used during the run (from /proc, % of one
 # core), and Redis's INFO commandstats for EVALSHA (calls, µs per call, leases
 # per call, µs of Redis time per lease). Then the ratios batching-on / naive
-# and DESIGN.md's targets (>= 100k leases/s, >= 3x the naive path).
+# and the targets (>= 100k leases/s, >= 3x the naive path).
 # Needs: wrk, redis-server, redis-cli, taskset, curl (and git for BASE).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -244,7 +244,7 @@ END {
       (naive[key] > 0) ? on[key] / naive[key] : 0
   }
   print ""
-  # DESIGN.md: >= 100k leases/s through micro-batching, >= 3x one script call per request.
+  # The target: >= 100k leases/s through micro-batching, >= 3x one script call per request.
   # /v1/reserve (one lease a request) is batched by the submitter alone;
   # batch requests are merged by it too (~1000 leases a script call).
   for (j = 1; j <= nkeys; j++) {

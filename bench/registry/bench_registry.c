@@ -139,8 +139,8 @@ static bool store_delete(store *s, const char *key) {
 static size_t store_list(store *s) {
     rl_limit_def *defs = NULL;
     size_t count = 0;
-    char err[512] = "";
 #ifdef BENCH_SQLITE
+    char err[512] = "";
     if (use_sqlite) {
         if (!sq_list(s->sqlite, &defs, &count, err)) die("list", err);
         free(defs);

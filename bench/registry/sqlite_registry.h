@@ -1,5 +1,5 @@
 /* bench/registry/sqlite_registry.h — the alternative the registry did not
- * take, prototyped far enough to measure it (README "The registry"):
+ * take, prototyped far enough to measure it (docs/benchmarks.md "The registry"):
  * definitions in an SQLite database (Debian's libsqlite3), one row each,
  * with the durability the registry promises (WAL, synchronous=FULL: a
  * change is on disk when its transaction commits), a group of changes in

@@ -1,10 +1,10 @@
-/* ratelimiter/backend.h — the pluggable store of limit state (spec §8).
+/* ratelimiter/backend.h — the pluggable store of limit state.
  *
  * A backend is a versioned vtable found by name (SQLite's VFS in spirit): the
  * HTTP server and the in-process limiter both drive one through the inline
  * wrappers below. Every operation is thread-safe unless said otherwise.
  *
- * Semantics every backend honours (DESIGN.md "Semantics the spec leaves open"):
+ * Semantics every backend honours (docs/concepts.md):
  * all-or-nothing reserve; idempotent lease ids (a lease seen before returns its
  * first outcome and never reserves twice; a denied lease stays denied);
  * Complete is idempotent and answers OK for unknown or expired leases.
@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define RL_BACKEND_ABI_VERSION 9 /* 5: rl_reserve_result.denied_by; 6: audit_query; 7: rl_limit_usage.allotted; 8: optional requirements, dry runs, delete, templates; 9: stats, template_usage */
+#define RL_BACKEND_ABI_VERSION 10 /* 5: rl_reserve_result.denied_by; 6: audit_query; 7: rl_limit_usage.allotted; 8: optional requirements, dry runs, delete, templates; 9: stats, template_usage; 10: rl_backend_stats.audit* */
 
 typedef struct rl_backend rl_backend;
 
@@ -38,6 +38,13 @@ typedef struct rl_backend_stats {
     uint64_t journal_sync_us_sum;                                 /* their time together */
     uint64_t journal_bytes;                                       /* bytes written to the journal */
     uint64_t journal_write_errors;                                /* flushes that failed (answers refused) */
+    /* The memory backend's audit log, as start-up found it beside the
+     * journal (fixed after open): whether the journal was not this log's
+     * (none, new, another log's, or behind it by more than a crash leaves),
+     * so that every entry was kept and the counters do not hold them all. */
+    int audit;
+    uint64_t audit_journal_mismatch;  /* 1, or 0 when they agree */
+    uint64_t audit_entries_unmatched; /* entries kept that the journal's usage does not hold */
     /* The redis backend. */
     int redis;
     uint64_t redis_script_calls; /* EVALSHA calls sent (each a batch of leases, or an admin change) */

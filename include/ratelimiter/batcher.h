@@ -1,6 +1,6 @@
 /* ratelimiter/batcher.h — client-side batching: a Limiter that coalesces the
  * reserve and complete calls of many threads into few batch calls on another
- * Limiter (spec overview "Client (Scheduler + Batcher)", issue 3 item 4).
+ * Limiter (the client side of micro-batching: many callers, one request).
  *
  * The batcher is a decorator: it returns an rl_limiter whose calls queue up
  * and are sent together through inner->reserve_batch / inner->complete_batch

@@ -1,7 +1,7 @@
-/* ratelimiter/keys.h — limit keys and their conventions (spec §3.1).
+/* ratelimiter/keys.h — limit keys and their conventions.
  *
  * A key is 1..RL_KEY_MAX_LEN bytes of printable ASCII without spaces
- * (0x21..0x7e). The builders write the spec's standard keys; they validate
+ * (0x21..0x7e). The builders write the standard keys; they validate
  * each part so that a tenant id cannot smuggle a ':' into another namespace.
  */
 #ifndef RATELIMITER_KEYS_H

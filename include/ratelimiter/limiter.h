@@ -1,5 +1,5 @@
 /* ratelimiter/limiter.h — the Limiter: how an application reserves and
- * completes (spec §4, §8, §11.3).
+ * completes (docs/library.md).
  *
  * One interface, two implementations that behave identically:
  *   - local: the memory backend in this process, limits from a limits.json
@@ -90,7 +90,7 @@ static inline void rl_limiter_destroy(rl_limiter *l) {
 /* ---- local: the memory backend in this process ---- */
 
 /* Opens a local limiter with the limits of the limits.json file at path (the
- * registry's format, spec §7; read once, never written). options may be NULL
+ * registry's format; read once, never written). options may be NULL
  * for rl_memory_options_default. On error *out is NULL and err says why. */
 RL_API rl_status rl_limiter_local_open(const char *limits_path, const rl_memory_options *options,
                                        rl_limiter **out, char err[RL_LIMITER_ERR_SIZE]);

@@ -1,5 +1,5 @@
 /* ratelimiter/llm.h — the LLM helpers: what one call to a model needs
- * reserved (spec §5).
+ * reserved: requests, tokens, a concurrency slot.
  *
  * token upper bound = rl_estimate_prompt_tokens(prompt) + max_output_tokens,
  * where the v1 estimate is the prompt's UTF-8 byte count: conservative (real
@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-/* The spec's v1 estimate: the prompt's length in bytes (NULL is 0). */
+/* The v1 estimate: the prompt's length in bytes (NULL is 0). */
 RL_API uint64_t rl_estimate_prompt_tokens(const char *prompt);
 
 typedef struct rl_llm_call {
@@ -31,14 +31,24 @@ typedef struct rl_llm_call {
     uint64_t prompt_tokens;     /* used instead of the estimate when > 0 */
     uint64_t max_output_tokens;
     bool want_daily_budget;     /* also reserve tenant:<id>:llm:daily_tokens */
+    /* false (zero, the default): the model's rpm is required, as every
+     * provider limits requests per minute: a model whose rpm is not defined,
+     * a misspelt name above all, is refused (unknown_limit_key naming
+     * global:llm:<provider>:<model>:rpm) rather than admitted unlimited.
+     * true: every dimension of the model is optional, for a model that has
+     * no limits of its own (one run locally): a model with none defined is
+     * then admitted holding nothing, so a misspelt one is too. */
+    bool model_limits_optional;
 } rl_llm_call;
 
 /* The requirements of one call, with their keys stored inline so that the
  * struct can be kept and copied, in this order: the model's rpm 1, tpm =
- * upper bound, concurrency 1 and rpd 1, each optional (a model needs only
- * the limits it really has: a dimension without a definition is skipped),
- * and with want_daily_budget the tenant's daily tokens = upper bound,
- * required (a tenant without a budget is refused, unknown_limit_key). */
+ * upper bound, concurrency 1 and rpd 1, and with want_daily_budget the
+ * tenant's daily tokens = upper bound. The rpm is required unless
+ * model_limits_optional; the model's other dimensions are optional (a model
+ * needs only the limits it really has: a dimension without a definition is
+ * skipped); the tenant's budget is required (a tenant without one is
+ * refused, unknown_limit_key). */
 #define RL_LLM_MAX_REQUIREMENTS 5
 typedef struct rl_llm_requirements {
     rl_requirement items[RL_LLM_MAX_REQUIREMENTS];

@@ -1,4 +1,4 @@
-/* ratelimiter/memory.h — the in-memory backend (spec §10), the embedded default.
+/* ratelimiter/memory.h — the in-memory backend, the embedded default.
  *
  * One process, no other software. All state sits behind one mutex; each
  * limit keeps a min-heap of its live reservations by expiry, and every lease
@@ -29,11 +29,14 @@
 extern "C" {
 #endif
 
-/* When the journal reaches the disk (memory.journal_fsync). */
+/* When the journal reaches the disk (memory.journal_fsync). Every mode
+ * writes a change before its answer, so a killed process loses nothing;
+ * they differ on a power loss. Changes of definitions (limits, templates)
+ * are synced before their answer whatever the mode. */
 typedef enum rl_journal_fsync {
-    RL_JOURNAL_FSYNC_ALWAYS = 0, /* before each answer: one fdatasync for all the answers ready (group commit) */
-    RL_JOURNAL_FSYNC_EVERYSEC,   /* written at once, synced once a second: a power loss may lose the last second */
-    RL_JOURNAL_FSYNC_OFF,        /* written at once, never synced: the kernel decides */
+    RL_JOURNAL_FSYNC_ALWAYS = 0, /* synced before each answer: one fdatasync for all the answers ready (group commit) */
+    RL_JOURNAL_FSYNC_EVERYSEC,   /* the default: synced once a second, off the answers' path; a power loss may lose the last second */
+    RL_JOURNAL_FSYNC_OFF,        /* never synced: the kernel decides */
 } rl_journal_fsync;
 
 typedef struct rl_memory_options {
@@ -60,7 +63,7 @@ typedef struct rl_memory_options {
 #define RL_MEMORY_DEFAULT_MAX_LEASES 4000000u
 
 /* Fills options with the defaults above (system clock, sweeper on, no
- * journal, no audit log). */
+ * journal, no audit log; journal_fsync everysec for a journal set later). */
 RL_API void rl_memory_options_default(rl_memory_options *options);
 
 /* Creates a memory backend. *out is owned by the caller: free it with

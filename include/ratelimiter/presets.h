@@ -12,7 +12,9 @@
  *
  * A quota the provider does not publish (often requests per day, and
  * concurrency always) is left out: the LLM helper marks those dimensions
- * optional (llm.h), so a model needs only the limits it has.
+ * optional (llm.h), so a model needs only the limits it has. Every model
+ * of a preset has an rpm, which the helper requires, so that a misspelt
+ * model is refused rather than unlimited.
  *
  * Providers change their quotas and grant others per account: each preset
  * says where its figures come from and as of when (source, as_of), and an

@@ -1,5 +1,5 @@
 /* ratelimiter/redis.h — the redis backend: many ratelimiterd instances
- * sharing one Redis 7 (spec §9 with Redis in TigerBeetle's place, DESIGN.md).
+ * sharing one Redis 7 (docs/redis.md).
  *
  * The same semantics as the memory backend, enforced by Lua scripts that run
  * atomically inside Redis (loaded with SCRIPT LOAD, called with EVALSHA,
@@ -56,7 +56,7 @@
  * and audit entries a Redis without persistence loses on a restart stay
  * lost. Run Redis with appendonly yes: appendfsync always loses nothing it
  * acknowledged; everysec up to about a second of them on a power loss or
- * kernel crash (README "Keeping usage and the audit log").
+ * kernel crash (docs/redis.md "Keeping usage and the audit log across a Redis restart").
  */
 #ifndef RATELIMITER_REDIS_H
 #define RATELIMITER_REDIS_H
@@ -93,7 +93,7 @@ typedef struct rl_redis_options {
     /* How long the audit log of spend (types.h) keeps an entry, in days:
      * 1..RL_AUDIT_MAX_RETENTION_DAYS, 0 for the default
      * RL_AUDIT_DEFAULT_RETENTION_DAYS (more is refused at create). It lives
-     * in Redis's memory: about 70 bytes an entry (README "Sizing Redis"). */
+     * in Redis's memory: about 70 bytes an entry (docs/redis.md "Sizing Redis"). */
     uint32_t audit_retention_days;
     /* Accept a Redis whose maxmemory-policy may evict keys (see above); default false. */
     bool allow_eviction;

@@ -1,4 +1,4 @@
-/* ratelimiter/registry.h — the limit registry and its files (spec §7).
+/* ratelimiter/registry.h — the limit registry and its files (limits.json and its log).
  *
  * The registry is the authority on which limits exist: an in-memory map
  * key -> rl_limit_def, each definition with its origin (who made it: "" for
@@ -6,7 +6,7 @@
  * a pattern, api.md "Templates"). It is kept durable in two files:
  *
  *   limits.json      the definitions as a JSON array in key order (the
- *                    spec's file, as v0.3 wrote it): the snapshot;
+ *                    format v0.3 wrote): the snapshot;
  *   limits.json.log  every change since that snapshot, appended: a record
  *                    file (CRC-32C records) of puts and deletes of
  *                    definitions and templates, and the origins and
@@ -61,6 +61,9 @@ typedef struct rl_registry rl_registry;
 #define RL_REGISTRY_DEFAULT_MAX_LIMITS 100000u
 #define RL_REGISTRY_MAX_TEMPLATES 10000u /* templates are counted apart from limits */
 #define RL_REGISTRY_ORIGIN_MAX_LEN 63    /* bytes of printable ASCII (0x20..0x7e) */
+/* Bytes of a change's err: the longest sentence about one change quotes
+ * its key (or pattern) whole, in at most 255 bytes of its own words. */
+#define RL_REGISTRY_ERR_SIZE (RL_KEY_MAX_LEN + 256)
 
 /* Opens the registry stored at path (copied) and "<path>.log". A missing
  * file is an empty registry (the files are made by the first change); an
@@ -132,7 +135,7 @@ typedef struct rl_registry_change {
      * RL_REGISTRY_ORIGIN_MAX_LEN printable ASCII bytes, kept with it. */
     char origin[RL_REGISTRY_ORIGIN_MAX_LEN + 1];
     rl_status status; /* out: this change's outcome */
-    char err[256];    /* out: why, when status is not RL_OK */
+    char err[RL_REGISTRY_ERR_SIZE]; /* out: why, when status is not RL_OK */
 } rl_registry_change;
 
 /* Applies changes[0..count) in order, each seeing those before it, with one

@@ -1,5 +1,5 @@
 /* ratelimiter/scheduler.h — a client-side job scheduler without head-of-line
- * blocking (spec §6).
+ * blocking (docs/library.md).
  *
  * Jobs are LLM calls. Each (provider, model) pair is a work class with its own
  * queue of ready jobs and of blocked jobs ordered by not_before_ms. N worker
@@ -17,7 +17,7 @@
  *
  * A Reserve that ends in an operational error (RL_TIMEOUT, RL_BACKEND_ERROR,
  * RL_IO_ERROR, RL_NO_MEMORY) has an unknown outcome. The limiter itself has
- * already retried it with the same lease id until its deadline (spec §15);
+ * already retried it with the same lease id until its deadline (idempotent);
  * the scheduler then counts a failed attempt and tries again later, with
  * backoff, under a NEW lease id. The old lease may have been reserved after
  * all: it is never completed and holds its amounts until it expires (its
@@ -68,7 +68,7 @@ typedef struct rl_job_attempt {
     const char *lease_id;      /* the lease this attempt holds */
     uint32_t attempt;          /* 1 for the first Reserve of the job */
     const rl_llm_call *call;   /* the job's call, strings copied at submit */
-    uint64_t token_upper_bound;/* tokens reserved for the call (spec §5.1) */
+    uint64_t token_upper_bound;/* tokens reserved for the call: prompt + max output */
 } rl_job_attempt;
 
 /* Runs the model call. Called at most once per job, on a worker thread,

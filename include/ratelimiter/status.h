@@ -1,6 +1,6 @@
 /* ratelimiter/status.h — the machine-readable outcomes shared by every layer.
  *
- * One X-macro table gives each status its wire string (DESIGN.md "Error
+ * One X-macro table gives each status its wire string (docs/api.md "Error
  * strings"). A denial is a result, not an error: an allowed=false reserve
  * carries RL_OK, or one of the statuses that name a key (limit_decreasing,
  * exceeds_capacity) so that callers know why.
@@ -11,7 +11,7 @@
  * reservations of the old kind (409).
  *
  * RL_TIMEOUT is the client's own: no answer came before the call's deadline,
- * so the outcome is unknown (retry with the same lease id, spec §15).
+ * so the outcome is unknown (retry with the same lease id: it is idempotent).
  */
 #ifndef RATELIMITER_STATUS_H
 #define RATELIMITER_STATUS_H

@@ -1,4 +1,4 @@
-/* ratelimiter/submitter.h — micro-batching in front of a backend (spec §9.6).
+/* ratelimiter/submitter.h — micro-batching in front of a backend: one round trip for many leases.
  *
  * The daemon's HTTP threads each decide a few leases at a time; a backend
  * whose every call is a round trip (redis: one EVALSHA) is fastest when many

@@ -2,7 +2,7 @@
  *
  * Plain value types, no allocation: strings in requests are borrowed from the
  * caller for the duration of a call; definitions hold their strings inline so
- * that they can be copied with '=' (every size is bounded, DESIGN.md).
+ * that they can be copied with '=' (every size is bounded, so that no input can exhaust memory).
  */
 #ifndef RATELIMITER_TYPES_H
 #define RATELIMITER_TYPES_H
@@ -26,6 +26,10 @@ extern "C" {
 #define RL_JOB_ID_MAX_LEN 128         /* job_id is free-form, for logs only */
 #define RL_MAX_REQUIREMENTS 32        /* per lease */
 #define RL_AMOUNT_MAX (UINT64_C(1) << 53) /* largest integer a JSON double holds exactly */
+/* Where every counter of rl_limit_usage and rl_template_usage stops: one
+ * that would pass it reads RL_COUNTER_MAX ("this or more") and never wraps
+ * (docs/api.md "Counters"). */
+#define RL_COUNTER_MAX RL_AMOUNT_MAX
 #define RL_WINDOW_SECONDS_MAX (366u * 24u * 3600u) /* a year: budgets longer than that are not rate limits */
 #define RL_TIMEOUT_SECONDS_MAX (7u * 24u * 3600u)
 #define RL_DECREASING_RETRY_AFTER_MS 10000u /* overview "Example 4" */
@@ -61,7 +65,7 @@ typedef enum rl_limit_status {
     RL_LIMIT_STATUS_DECREASING = 1,
 } rl_limit_status;
 
-/* An admin-defined limit (spec §3.2, api.md PUT /v1/admin/limits). */
+/* An admin-defined limit (docs/api.md PUT /v1/admin/limits). */
 typedef struct rl_limit_def {
     char key[RL_KEY_MAX_LEN + 1];
     rl_kind kind;

@@ -1,4 +1,4 @@
-/* ratelimiter/ulid.h — lease ids are ULIDs (spec §3.3).
+/* ratelimiter/ulid.h — lease ids are ULIDs (sortable by time, unique without coordination).
  *
  * A ULID is 26 characters of Crockford base32 (0-9 A-Z without I L O U; lower
  * case accepted as the spec of ULID allows), and its first character is at

@@ -50,7 +50,9 @@ int rlctl_cmd_preset(const rlctl_global *global, int argc, char **argv);
 
 typedef struct rlctl_response {
     long status;     /* HTTP status, 0 if the exchange failed */
-    char *body;      /* NUL-terminated, malloc'd ("" if none); free with rlctl_response_free */
+    /* NUL-terminated, malloc'd ("" if none); free with rlctl_response_free.
+     * Without the newline a JSON answer ends with. */
+    char *body;
     size_t body_len;
     char error[256]; /* curl's message when status is 0 */
 } rlctl_response;

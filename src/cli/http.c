@@ -85,6 +85,9 @@ long rlctl_http(const rlctl_global *global, const char *method, const char *path
     curl_slist_free_all(headers);
     curl_easy_cleanup(curl);
     free(url);
+    /* The daemon ends a JSON answer with a newline; the commands print
+     * their own after what they show. */
+    if (s.len > 0 && s.data[s.len - 1] == '\n') s.data[--s.len] = '\0';
     out->body = s.data != NULL ? s.data : calloc(1, 1);
     out->body_len = s.len;
     return out->status;

@@ -1,5 +1,5 @@
 /* http_limiter.c — opening an http limiter, and the retry loop every call
- * goes through (spec §15: on a transport failure or timeout, send the SAME
+ * goes through (on a transport failure or timeout, send the SAME
  * lease ids again, with backoff, until the deadline; never guess an outcome).
  */
 #include <errno.h>

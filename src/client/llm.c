@@ -1,4 +1,4 @@
-/* llm.c — what one LLM call needs reserved (spec §5). */
+/* llm.c — what one LLM call needs reserved: its request, its tokens, its concurrency slot. */
 #include "ratelimiter/llm.h"
 
 #include <string.h>
@@ -29,7 +29,10 @@ bool rl_llm_requirements_build(const rl_llm_call *call, rl_llm_requirements *out
         if (rl_key_llm_global(out->keys[i], sizeof out->keys[i], call->provider, call->model, dimensions[i]) < 0)
             return false;
         out->items[i].amount = dimensions[i] == RL_LLM_TPM ? bound : 1; /* tpm counts tokens, the rest calls */
-        out->items[i].optional = true; /* a model need not have every limit */
+        /* A model need not have every limit, but every provider limits
+         * requests per minute: without an rpm the name is wrong, unless the
+         * caller says the model has no limits of its own. */
+        out->items[i].optional = dimensions[i] != RL_LLM_RPM || call->model_limits_optional;
     }
     out->count = MODEL_DIMENSIONS;
     if (call->want_daily_budget) {

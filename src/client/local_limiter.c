@@ -1,5 +1,5 @@
 /* local_limiter.c — the Limiter on the memory backend, in this process
- * (spec §11.3 "single-binary mode"): limits come from a limits.json file
+ * (single-binary mode: no daemon): limits come from a limits.json file
  * read once through the registry's loader; no daemon, no network. The
  * backend keeps a journal and an audit log when the options ask for them.
  * Limits change at run time by define, delete and apply_preset, serialised

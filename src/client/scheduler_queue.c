@@ -1,7 +1,7 @@
 /* scheduler_queue.c — work-class queues: one per (provider, model), each with
  * a FIFO of ready jobs and a list of blocked jobs ordered by not_before_ms,
  * and a ring of the queues that have ready work so that workers take from
- * them round-robin (spec §6.1). The caller holds the scheduler's mutex.
+ * them round-robin, so that no tenant's backlog starves another's. The caller holds the scheduler's mutex.
  *
  * Work classes are few (a handful of models), so lookup and the earliest
  * not_before are linear scans over the queues; max_work_classes bounds them.

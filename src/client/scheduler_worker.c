@@ -1,4 +1,4 @@
-/* scheduler_worker.c — the worker loop (spec §6.1): take the next ready job
+/* scheduler_worker.c — the worker loop: take the next ready job
  * round-robin, Reserve under a new lease id, then execute and Complete, or
  * block the job until its not_before_ms and move on.
  *
@@ -43,7 +43,7 @@ static uint64_t error_backoff_ms(const rl_scheduler_options *o, uint32_t streak)
     return delay > o->error_backoff_max_ms ? o->error_backoff_max_ms : delay;
 }
 
-/* Allowed: run the call, then Complete whatever happened (spec §6.1 step 3). */
+/* Allowed: run the call, then Complete whatever happened (a lease left open would hold its slot until its timeout). */
 static void execute_and_complete(rl_scheduler *s, rl_sched_job *job, turn *t) {
     rl_job_attempt attempt = {
         .job_id = job->job_id,
@@ -140,7 +140,7 @@ static void run_turn(rl_scheduler *s, rl_sched_job *job, turn *t, uint64_t *rng)
     }
     switch (result.status) {
     case RL_OK:               /* a plain deny */
-    case RL_LIMIT_DECREASING: /* wait for the decrease to take effect (spec §3.2) */
+    case RL_LIMIT_DECREASING: /* wait for the decrease to take effect (docs/api.md, limit_decreasing) */
         after_denial(s, job, t, &result, rng);
         return;
     case RL_EXCEEDS_CAPACITY: /* the call can never fit */

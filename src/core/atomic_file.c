@@ -80,8 +80,21 @@ static rl_status write_tmp(const char *tmp_path, const char *dir, rl__atomic_wri
     return RL_OK;
 }
 
+static rl_status rename_over(const char *tmp_path, const char *path, bool sync_dir, bool *replaced, char *err,
+                             size_t err_size);
+
 rl_status rl__atomic_file_rename(const char *tmp_path, const char *path, bool *replaced, char *err,
                                  size_t err_size) {
+    return rename_over(tmp_path, path, true, replaced, err, err_size);
+}
+
+rl_status rl__atomic_file_rename_unsynced(const char *tmp_path, const char *path, bool *replaced, char *err,
+                                          size_t err_size) {
+    return rename_over(tmp_path, path, false, replaced, err, err_size);
+}
+
+static rl_status rename_over(const char *tmp_path, const char *path, bool sync_dir, bool *replaced, char *err,
+                             size_t err_size) {
     *replaced = false;
     char *dir = rl__directory_of(path);
     if (dir == NULL) {
@@ -103,7 +116,7 @@ rl_status rl__atomic_file_rename(const char *tmp_path, const char *path, bool *r
     } else {
         *replaced = true;
         /* Some file systems cannot sync a directory (EINVAL): nothing more to do there. */
-        if (fsync(dir_fd) != 0 && errno != EINVAL && errno != ENOTSUP)
+        if (sync_dir && fsync(dir_fd) != 0 && errno != EINVAL && errno != ENOTSUP)
             status = fail(RL_IO_ERROR, err, err_size,
                           "%s: written, but fsync of %s failed (%s): the change may not survive a crash", path,
                           dir, strerror(errno));
@@ -133,65 +146,3 @@ done:
     return status;
 }
 
-/* See atomic_file.h. Reads the whole file into *data, malloc'd, with a NUL after its *len
- * bytes (the scanner's sentinel, json_scan.h). ENOENT is reported through
- * *missing, not as an error. */
-rl_status rl__read_whole_file(const char *path, char **data, size_t *len, bool *missing, char *err,
-                           size_t err_size) {
-    *data = NULL;
-    *len = 0;
-    *missing = false;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        if (errno == ENOENT) {
-            *missing = true;
-            return RL_OK;
-        }
-        return fail(RL_IO_ERROR, err, err_size, "%s: cannot open: %s", path, strerror(errno));
-    }
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int saved = errno;
-        close(fd);
-        return fail(RL_IO_ERROR, err, err_size, "%s: cannot stat: %s", path, strerror(saved));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return fail(RL_IO_ERROR, err, err_size, "%s: is %s, not a regular file", path,
-                    S_ISDIR(st.st_mode) ? "a directory" : "something else");
-    }
-    /* Room for the file, a byte to see its end without growing, and the NUL. */
-    size_t cap = (size_t)st.st_size + 2, used = 0;
-    char *buffer = malloc(cap);
-    if (buffer == NULL) {
-        close(fd);
-        return fail(RL_NO_MEMORY, err, err_size, "%s: out of memory", path);
-    }
-    for (;;) {
-        if (used + 1 == cap) { /* the file grew since fstat */
-            char *bigger = realloc(buffer, cap * 2);
-            if (bigger == NULL) {
-                free(buffer);
-                close(fd);
-                return fail(RL_NO_MEMORY, err, err_size, "%s: out of memory", path);
-            }
-            buffer = bigger;
-            cap *= 2;
-        }
-        ssize_t n = read(fd, buffer + used, cap - 1 - used);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) {
-            int saved = errno;
-            free(buffer);
-            close(fd);
-            return fail(RL_IO_ERROR, err, err_size, "%s: cannot read: %s", path, strerror(saved));
-        }
-        if (n == 0) break;
-        used += (size_t)n;
-    }
-    close(fd);
-    buffer[used] = '\0';
-    *data = buffer;
-    *len = used;
-    return RL_OK;
-}

@@ -1,5 +1,6 @@
-/* core/atomic_file.h — private: a file read whole, or replaced whole or not
- * at all, and what it takes to be sure the bytes are on disk.
+/* core/atomic_file.h — private: a file replaced whole or not at all, and
+ * what it takes to be sure the bytes are on disk (reading one back:
+ * regular_file.h).
  *
  * The discipline limits.json has always had, for every file that must
  * survive a crash (the registry, the memory backend's journal snapshot):
@@ -37,11 +38,11 @@ rl_status rl__atomic_file_replace(const char *path, rl__atomic_write_fn write, v
 rl_status rl__atomic_file_rename(const char *tmp_path, const char *path, bool *replaced, char *err,
                                  size_t err_size);
 
-/* Reads the whole file at path into *data, malloc'd, with a NUL after its
- * *len bytes (a scanner's sentinel). A missing file is *missing, not an
- * error; anything but a regular file is RL_IO_ERROR. */
-rl_status rl__read_whole_file(const char *path, char **data, size_t *len, bool *missing, char *err,
-                              size_t err_size);
+/* The same without the directory's fsync, for a caller that syncs the
+ * directory later itself (a journal synced once a second): until then a
+ * crash may leave the old file in place. */
+rl_status rl__atomic_file_rename_unsynced(const char *tmp_path, const char *path, bool *replaced, char *err,
+                                          size_t err_size);
 
 /* write(2) until all of data is written (EINTR retried); 0, or -1 with errno. */
 int rl__write_all(int fd, const void *data, size_t len);

@@ -11,10 +11,12 @@
 #include <unistd.h>
 
 #include "core/atomic_file.h"
+#include "core/audit_id.h"
 #include "core/audit_part.h"
 #include "core/audit_query.h"
 #include "core/audit_record.h"
 #include "core/error_text.h"
+#include "core/path_lock.h"
 #include "core/record_file.h"
 
 #define fail(status, err, err_size, ...) (rl__error_text((err), (err_size), __VA_ARGS__), (status))
@@ -28,6 +30,9 @@ typedef struct pending {
 
 struct rl__audit_log {
     char *dir;
+    rl__path_lock *writer_lock; /* <dir>/audit.lock: one process on this log */
+    uint64_t id_hi, id_lo;       /* the log's id (audit_id.h) */
+    bool id_made;                /* made at this open */
     uint64_t retention_ms;
 
     /* ---- the writer's ---- */
@@ -40,6 +45,10 @@ struct rl__audit_log {
     size_t buffer_len, buffer_cap;
     pending *pending;
     size_t pending_count, pending_cap;
+    /* Parts ended by a flush without sync, kept open (dups) until the
+     * next rl__audit_log_sync_handles hands them over to be synced. */
+    int ended_unsynced[RL__AUDIT_LOG_SYNC_HANDLES_MAX - 1];
+    size_t ended_unsynced_count;
 
     /* ---- shared with queries: written under lock by the writer alone, so
      * the writer reads them without it ---- */
@@ -181,7 +190,13 @@ rl_status rl__audit_log_open(const char *dir, uint32_t retention_days, uint64_t 
     }
     pthread_mutex_init(&log->lock, NULL);
     log->retention_ms = (uint64_t)retention_days * RL__AUDIT_DAY_MS;
-    rl_status status = rl__audit_parts_list(dir, &log->parts, &log->part_count, err, err_size);
+    char *lock_path = NULL;
+    rl_status status = asprintf(&lock_path, "%s/" RL__AUDIT_LOCK_NAME, dir) >= 0
+                           ? rl__path_lock_acquire(lock_path, dir, &log->writer_lock, err, err_size)
+                           : fail(RL_NO_MEMORY, err, err_size, "%s: out of memory", dir);
+    if (lock_path != NULL) free(lock_path);
+    if (status == RL_OK) status = rl__audit_id_load(dir, &log->id_hi, &log->id_lo, &log->id_made, err, err_size);
+    if (status == RL_OK) status = rl__audit_parts_list(dir, &log->parts, &log->part_count, err, err_size);
     log->part_cap = log->part_count;
     if (status == RL_OK) status = adopt_newest(log, err, err_size);
     if (status != RL_OK) {
@@ -195,7 +210,12 @@ rl_status rl__audit_log_open(const char *dir, uint32_t retention_days, uint64_t 
 
 void rl__audit_log_close(rl__audit_log *log) {
     if (log == NULL) return;
+    for (size_t i = 0; i < log->ended_unsynced_count; i++) {
+        (void)fdatasync(log->ended_unsynced[i]); /* the last chance: nothing waits for it */
+        close(log->ended_unsynced[i]);
+    }
     rl__record_file_close(log->file);
+    rl__path_lock_release(log->writer_lock);
     pthread_mutex_destroy(&log->lock);
     free(log->parts);
     free(log->pending);
@@ -208,7 +228,13 @@ void rl__audit_log_close(rl__audit_log *log) {
 
 uint64_t rl__audit_log_last_seq(const rl__audit_log *log) { return log->last_seq; }
 
-rl_status rl__audit_log_append(rl__audit_log *log, uint64_t seq, const rl_audit_entry *entry) {
+void rl__audit_log_id(const rl__audit_log *log, uint64_t *hi, uint64_t *lo, bool *made) {
+    *hi = log->id_hi;
+    *lo = log->id_lo;
+    if (made != NULL) *made = log->id_made;
+}
+
+rl_status rl__audit_log_append(rl__audit_log *log, uint64_t seq, const rl_audit_entry *entry, bool opens_group) {
     if (seq <= log->last_seq) return RL_INVALID_REQUEST;
     if (log->buffer_cap - log->buffer_len < RL__AUDIT_RECORD_MAX_BYTES) {
         size_t cap = log->buffer_cap > 0 ? log->buffer_cap * 2 : 64 * 1024;
@@ -226,10 +252,45 @@ rl_status rl__audit_log_append(rl__audit_log *log, uint64_t seq, const rl_audit_
     }
     size_t len = rl__audit_record_encode(log->buffer + log->buffer_len, seq, entry, NULL);
     if (len == 0) return RL_INVALID_REQUEST;
+    if (opens_group) rl__audit_record_open_group(log->buffer + log->buffer_len);
     log->pending[log->pending_count++] = (pending){rl__audit_day_of(entry->at_unix_ms), log->buffer_len, len};
     log->buffer_len += len;
     log->last_seq = seq;
     return RL_OK;
+}
+
+/* A part ended without a sync stays open (a dup) for the next sync, made
+ * by whoever calls rl__audit_log_sync_handles; here only if there are
+ * more such parts than that call can take (a burst of full parts). */
+static void keep_for_sync(rl__audit_log *log, const rl__record_file *file) {
+    if (file == NULL) return;
+    int fd = rl__record_file_sync_handle(file);
+    if (fd >= 0 && log->ended_unsynced_count < RL__AUDIT_LOG_SYNC_HANDLES_MAX - 1) {
+        log->ended_unsynced[log->ended_unsynced_count++] = fd;
+        return;
+    }
+    if (fd >= 0) {
+        (void)fdatasync(fd);
+        close(fd);
+    }
+}
+
+size_t rl__audit_log_sync_handles(rl__audit_log *log, int *fds, size_t max) {
+    size_t count = 0;
+    for (size_t i = 0; i < log->ended_unsynced_count; i++) {
+        if (count < max) {
+            fds[count++] = log->ended_unsynced[i];
+        } else { /* a max below the one asked for */
+            (void)fdatasync(log->ended_unsynced[i]);
+            close(log->ended_unsynced[i]);
+        }
+    }
+    log->ended_unsynced_count = 0;
+    if (log->file != NULL && count < max) {
+        int fd = rl__record_file_sync_handle(log->file);
+        if (fd >= 0) fds[count++] = fd;
+    }
+    return count;
 }
 
 /* Ends the part being written (writing what it holds) and starts the part
@@ -253,6 +314,7 @@ static rl_status start_part(rl__audit_log *log, int64_t day, bool sync, char *er
         rl__record_file_close(file);
         return fail(RL_NO_MEMORY, err, err_size, "%s: out of memory", log->dir);
     }
+    if (!sync) keep_for_sync(log, log->file);
     rl__record_file_close(log->file);
     log->file = file;
     return RL_OK;
@@ -407,6 +469,43 @@ rl_status rl__audit_log_drop_after(rl__audit_log *log, uint64_t seq, char *err, 
     }
     if (status != RL_OK) return status;
     return adopt_newest(log, err, err_size);
+}
+
+/* What the entries above a sequence number are, read from the newest part back. */
+typedef struct above {
+    uint64_t seq;
+    bool first_opens_group; /* seq + 1 is there and opens its group */
+    bool later_group;       /* an entry above seq + 1 opens a group */
+    uint64_t part_min_seq;  /* of the part being read */
+} above;
+
+static bool look_above(const rl__audit_view *view, uint64_t offset, size_t frame_bytes, void *context) {
+    (void)offset;
+    (void)frame_bytes;
+    above *a = context;
+    if (view->seq < a->part_min_seq) a->part_min_seq = view->seq;
+    if (view->seq == a->seq + 1 && view->opens_group) a->first_opens_group = true;
+    if (view->seq > a->seq + 1 && view->opens_group) a->later_group = true;
+    return true;
+}
+
+rl_status rl__audit_log_last_group_after(rl__audit_log *log, uint64_t seq, bool *last_group, char *err,
+                                         size_t err_size) {
+    *last_group = false;
+    if (log->last_seq <= seq) return RL_OK;
+    rl_status status = rl__audit_log_flush(log, false, err, err_size);
+    above a = {seq, false, false, UINT64_MAX};
+    for (size_t i = log->part_count; status == RL_OK && i-- > 0 && !a.later_group;) {
+        char *path = rl__audit_part_path(log->dir, log->parts[i].day, log->parts[i].index);
+        if (path == NULL) return fail(RL_NO_MEMORY, err, err_size, "%s: out of memory", log->dir);
+        bool missing;
+        a.part_min_seq = UINT64_MAX;
+        status = rl__audit_part_read(path, RL__AUDIT_PART_SIZE_ALL, look_above, &a, &missing, err, err_size);
+        free(path);
+        if (a.part_min_seq <= seq + 1) break; /* the parts before hold nothing above seq + 1 */
+    }
+    if (status == RL_OK) *last_group = a.first_opens_group && !a.later_group;
+    return status;
 }
 
 /* ---- queries ---------------------------------------------------------------------- */

@@ -15,13 +15,17 @@
  *
  * Sequence numbers are the caller's (the memory backend's journal): they
  * increase strictly from append to append, and tie the log to the journal
- * after a crash (rl__audit_log_last_seq, rl__audit_log_drop_after).
+ * after a crash (rl__audit_log_last_seq, rl__audit_log_last_group_after,
+ * rl__audit_log_drop_after), as does the log's id (audit_id.h).
  *
  * Durability: an append is buffered in memory; rl__audit_log_flush writes
  * (and syncs) everything buffered. Opening reads only the newest part (and
  * the ones before it while it holds no entry: to find the last sequence
  * number), cuts its torn tail, and refuses damage with the file and the
  * offset, leaving the file as it is.
+ *
+ * One process at a time: opening takes the lock file RL__AUDIT_LOCK_NAME in
+ * the directory (path_lock.h), held until close.
  *
  * Retention: rl__audit_log_expire deletes the parts of a day once the whole
  * day is older than retention_days; never the part being written, nor the
@@ -49,23 +53,30 @@
 #include "ratelimiter/status.h"
 #include "ratelimiter/types.h"
 
+#define RL__AUDIT_LOCK_NAME "audit.lock"
+
 typedef struct rl__audit_log rl__audit_log;
 
 /* Opens the log in dir (made with its parents if missing), keeping entries
  * retention_days (1..RL_AUDIT_MAX_RETENTION_DAYS; the caller supplies the
  * default), and applies retention at now_unix_ms. RL_OK; RL_INVALID_REQUEST
- * for a retention out of range; RL_IO_ERROR (the file system, or a damaged
- * newest part: err names the file and the offset); RL_NO_MEMORY. *out is
+ * for a retention out of range; RL_IO_ERROR (the file system, a damaged
+ * newest part: err names the file and the offset, or another process on the
+ * log: err names its PID); RL_NO_MEMORY. *out is
  * the caller's, for rl__audit_log_close. Owner's thread. */
 rl_status rl__audit_log_open(const char *dir, uint32_t retention_days, uint64_t now_unix_ms, rl__audit_log **out,
                              char *err, size_t err_size);
 
-/* Buffers entry with seq (above every seq appended before). No I/O.
+/* The log's id (audit_id.h), and whether this open made it. Any thread. */
+void rl__audit_log_id(const rl__audit_log *log, uint64_t *hi, uint64_t *lo, bool *made);
+
+/* Buffers entry with seq (above every seq appended before), marked as the
+ * one that opens its group when opens_group (audit_record.h). No I/O.
  * RL_INVALID_REQUEST when seq is not above rl__audit_log_last_seq or the
  * entry breaks a rule of audit_record.h (a bad key or lease id, an expired
  * entry with an actual, ...), RL_NO_MEMORY; nothing is buffered then. The
  * entry is copied. Writer thread. */
-rl_status rl__audit_log_append(rl__audit_log *log, uint64_t seq, const rl_audit_entry *entry);
+rl_status rl__audit_log_append(rl__audit_log *log, uint64_t seq, const rl_audit_entry *entry, bool opens_group);
 
 /* Writes everything buffered, starting new files as days change and parts
  * fill, and with sync fdatasyncs them: on RL_OK with sync every entry
@@ -74,9 +85,27 @@ rl_status rl__audit_log_append(rl__audit_log *log, uint64_t seq, const rl_audit_
  * likewise. Writer thread. */
 rl_status rl__audit_log_flush(rl__audit_log *log, bool sync, char *err, size_t err_size);
 
+/* Descriptors (dups: the caller fdatasyncs and closes each) of what was
+ * written without sync: the part being written and the parts that ended
+ * since the last call. At most max, which should be
+ * RL__AUDIT_LOG_SYNC_HANDLES_MAX; returns how many. Lets the writer sync
+ * outside its own lock (journal.h, everysec). Writer thread. */
+#define RL__AUDIT_LOG_SYNC_HANDLES_MAX 8
+size_t rl__audit_log_sync_handles(rl__audit_log *log, int *fds, size_t max);
+
 /* The highest seq appended (written or buffered), or found in the files at
  * open; 0 for a log without entries. Writer thread. */
 uint64_t rl__audit_log_last_seq(const rl__audit_log *log);
+
+/* Whether the entries above seq are the log's last group (audit_record.h):
+ * the entry seq + 1 opens a group and none after it does, so that they
+ * were all written after the journal last held everything before them.
+ * False also when no entry is above seq. Flushes first (without sync);
+ * reads the newest parts back to the one holding seq + 1. RL_OK,
+ * RL_IO_ERROR (a damaged part: err names it), RL_NO_MEMORY. Writer
+ * thread. */
+rl_status rl__audit_log_last_group_after(rl__audit_log *log, uint64_t seq, bool *last_group, char *err,
+                                         size_t err_size);
 
 /* Crash repair, when the log got ahead of the journal: removes every entry
  * with a seq above seq, buffered or written. They can only be in the newest

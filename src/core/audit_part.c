@@ -3,7 +3,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <glib.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -14,6 +13,7 @@
 
 #include "core/error_text.h"
 #include "core/record_file.h"
+#include "core/regular_file.h"
 
 #define fail(status, err, err_size, ...) (rl__error_text((err), (err_size), __VA_ARGS__), (status))
 
@@ -170,18 +170,13 @@ static bool decode_one(const unsigned char *record, size_t len, uint64_t offset,
 rl_status rl__audit_part_read(const char *path, uint64_t size, rl__audit_each_fn each, void *context, bool *missing,
                               char *err, size_t err_size) {
     *missing = false;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    int fd = rl__regular_file_open(path, &st, err, err_size);
     if (fd < 0 && errno == ENOENT) {
         *missing = true;
         return RL_OK;
     }
-    if (fd < 0) return fail(RL_IO_ERROR, err, err_size, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int saved = errno;
-        close(fd);
-        return fail(RL_IO_ERROR, err, err_size, "%s: cannot stat: %s", path, strerror(saved));
-    }
+    if (fd < 0) return RL_IO_ERROR;
     uint64_t len = (uint64_t)st.st_size < size ? (uint64_t)st.st_size : size;
     if (len > RL__AUDIT_PART_READ_MAX_BYTES) {
         close(fd);

@@ -18,6 +18,7 @@ enum {
     AT_PERIOD_START = 37,
     AT_LEASE_ID = 45,
     FLAG_EXPIRED = 1,
+    FLAG_OPENS_GROUP = 2,
 };
 
 static uint64_t le64(const unsigned char *p) {
@@ -46,7 +47,7 @@ static bool lease_id_ok(const char *text) {
 bool rl__audit_record_decode(const unsigned char *record, size_t len, rl__audit_view *out, const char **why) {
     if (len < RL__AUDIT_RECORD_FIXED_BYTES) return refuse(why, "shorter than an audit entry");
     if (record[AT_VERSION] != RL__AUDIT_RECORD_VERSION) return refuse(why, "an audit entry of an unknown version");
-    if ((record[AT_FLAGS] & ~FLAG_EXPIRED) != 0) return refuse(why, "unknown flags");
+    if ((record[AT_FLAGS] & ~(FLAG_EXPIRED | FLAG_OPENS_GROUP)) != 0) return refuse(why, "unknown flags");
     size_t job_id_len = record[AT_JOB_ID_LEN];
     size_t key_len = (size_t)record[AT_KEY_LEN] | (size_t)record[AT_KEY_LEN + 1] << 8;
     if (job_id_len > RL_JOB_ID_MAX_LEN) return refuse(why, "a job_id longer than allowed");
@@ -60,6 +61,7 @@ bool rl__audit_record_decode(const unsigned char *record, size_t len, rl__audit_
     out->actual = le64(record + AT_ACTUAL);
     out->period_start_unix_ms = le64(record + AT_PERIOD_START);
     out->expired = (record[AT_FLAGS] & FLAG_EXPIRED) != 0;
+    out->opens_group = (record[AT_FLAGS] & FLAG_OPENS_GROUP) != 0;
     out->lease_id = (const char *)record + AT_LEASE_ID;
     out->key = (const char *)record + RL__AUDIT_RECORD_FIXED_BYTES;
     out->key_len = key_len;
@@ -122,3 +124,5 @@ void rl__audit_view_to_entry(const rl__audit_view *view, rl_audit_entry *out) {
 bool rl__audit_view_has_key(const rl__audit_view *view, const char *key, size_t key_len) {
     return view->key_len == key_len && memcmp(view->key, key, key_len) == 0;
 }
+
+void rl__audit_record_open_group(unsigned char *record) { record[AT_FLAGS] |= FLAG_OPENS_GROUP; }

@@ -6,7 +6,8 @@
  *
  *   offset  bytes  field
  *        0      1  version (1)
- *        1      1  flags: bit 0 expired, the others 0
+ *        1      1  flags: bit 0 expired; bit 1 opens a group (below);
+ *                   the others 0
  *        2      1  job_id length, 0..RL_JOB_ID_MAX_LEN
  *        3      2  key length, 1..RL_KEY_MAX_LEN
  *        5      8  seq (>= 1)
@@ -16,6 +17,12 @@
  *       37      8  period_start_unix_ms
  *       45     26  lease_id, a ULID in upper case
  *       71      -  key, then job_id (no NULs)
+ *
+ * A group is the entries one flush of the memory backend's journal writes
+ * (journal.h); its first entry opens it when the journal held every entry
+ * before it. At start, entries above the journal's sequence that begin
+ * with such an entry and hold no later one are that last group, whose
+ * journal records the crash cut: never acknowledged (audit_log.h).
  *
  * The file is read back after crashes and by other versions, so the
  * decoder trusts nothing: a record is exactly its fields' length; the key
@@ -55,6 +62,7 @@ typedef struct rl__audit_view {
     uint64_t actual;
     uint64_t period_start_unix_ms;
     bool expired;
+    bool opens_group;
     const char *lease_id; /* RL_ULID_LEN characters, not NUL-terminated */
     const char *key;
     size_t key_len;
@@ -66,6 +74,9 @@ typedef struct rl__audit_view {
  * its length; the lease id is written in upper case. 0 when the entry or
  * seq breaks a rule above (then *why, if why is not NULL, says which). */
 size_t rl__audit_record_encode(unsigned char *out, uint64_t seq, const rl_audit_entry *entry, const char **why);
+
+/* Marks an encoded record as the one that opens its group. */
+void rl__audit_record_open_group(unsigned char *record);
 
 /* Reads record[0..len) into *out. false, with a static phrase in *why
  * (why may be NULL), when it is not a valid version-1 record; *out is then

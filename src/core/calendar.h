@@ -6,8 +6,13 @@
  * GLib's GTimeZone: a real time-zone library whose zones are immutable
  * values, so nothing here touches the process's TZ or any global state, and
  * boundaries follow local midnight across DST changes (a day is then 23 or
- * 25 hours long). All instants are Unix milliseconds; every computation is
- * in integers.
+ * 25 hours long). A day, week or month starts at the first instant the clock
+ * reads its local midnight or later (zone_clock.h): a midnight the clock
+ * skips at the instant it jumps past it, one it repeats at its first
+ * reading; an hour where the clock reads hh:00 or jumps past it. So the
+ * periods of a kind follow each other without gap or overlap and every
+ * instant is in exactly one. All instants are Unix milliseconds; every
+ * computation is in integers.
  *
  * The periods are rl_period (ratelimiter/types.h, with their names).
  *

@@ -1,4 +1,4 @@
-/* keys.c — limit key validation and the spec's key builders (spec §3.1). */
+/* keys.c — limit key validation and the standard key builders (ratelimiter/keys.h). */
 #include "ratelimiter/keys.h"
 
 #include <stdint.h>

@@ -12,6 +12,7 @@
 #include "core/atomic_file.h"
 #include "core/crc32c.h"
 #include "core/error_text.h"
+#include "core/regular_file.h"
 
 #define fail(status, err, err_size, ...) (rl__error_text((err), (err_size), __VA_ARGS__), (status))
 
@@ -49,6 +50,31 @@ static void verdict(rl__records_scan *out, rl__records_verdict v, size_t at, con
     snprintf(out->why, sizeof out->why, "%s", why);
 }
 
+/* Whether a whole record starts at data[at..len): a length in range, a
+ * frame that fits, a checksum that matches. */
+static bool frame_at(const unsigned char *data, size_t len, size_t at) {
+    if (len - at < RL__RECORD_FRAME_BYTES) return false;
+    uint32_t n = le32(data + at);
+    if (n < 1 || n > RL__RECORD_MAX_BYTES || n > len - at - RL__RECORD_FRAME_BYTES) return false;
+    return rl__crc32c(rl__crc32c(0, data + at, 4), data + at + RL__RECORD_FRAME_BYTES, n) == le32(data + at + 4);
+}
+
+/* A crash cuts a file short; it never writes a whole record after a broken
+ * one. So what looks like a torn tail at data[at] (a record running past
+ * the end, a last checksum that fails) is one only if no whole record
+ * starts at any later byte; otherwise a damaged length or checksum would
+ * have the cut take acknowledged records with it. */
+static void torn_or_damaged(const unsigned char *data, size_t len, size_t at, const char *torn_why,
+                            const char *damaged_why, rl__records_scan *out) {
+    for (size_t later = at + 1; later + RL__RECORD_FRAME_BYTES < len; later++) {
+        if (frame_at(data, len, later)) {
+            verdict(out, RL__RECORDS_DAMAGED, at, damaged_why);
+            return;
+        }
+    }
+    verdict(out, RL__RECORDS_TORN_TAIL, at, torn_why);
+}
+
 void rl__records_read(const unsigned char *data, size_t len, rl__record_fn each, void *context,
                       rl__records_scan *out) {
     memset(out, 0, sizeof *out);
@@ -82,7 +108,8 @@ void rl__records_read(const unsigned char *data, size_t len, rl__record_fn each,
         uint32_t n = le32(data + at);
         bool sane = n >= 1 && n <= RL__RECORD_MAX_BYTES;
         if (sane && n > left - RL__RECORD_FRAME_BYTES) {
-            verdict(out, RL__RECORDS_TORN_TAIL, at, "an unfinished record");
+            torn_or_damaged(data, len, at, "an unfinished record",
+                            "a record whose length runs past the end of the file, with whole records after it", out);
             return;
         }
         uint32_t crc = 0;
@@ -92,7 +119,8 @@ void rl__records_read(const unsigned char *data, size_t len, rl__record_fn each,
             /* The last record, or one followed only by zeros: it was being
              * written when the crash came, and never acknowledged. */
             if (sane && (end == len || all_zero(data + end, len - end)))
-                verdict(out, RL__RECORDS_TORN_TAIL, at, "a last record whose checksum does not match");
+                torn_or_damaged(data, len, at, "a last record whose checksum does not match",
+                                "a record whose checksum does not match, with whole records after it", out);
             else
                 verdict(out, RL__RECORDS_DAMAGED, at,
                         sane ? "a record whose checksum does not match, with more after it"
@@ -156,7 +184,7 @@ rl_status rl__record_file_open(const char *path, rl__record_fn each, void *conte
     char *data = NULL;
     size_t len = 0;
     bool missing = false;
-    rl_status status = rl__read_whole_file(path, &data, &len, &missing, err, err_size);
+    rl_status status = rl__read_whole_file(path, SIZE_MAX, &data, &len, &missing, err, err_size);
     if (status != RL_OK) return status;
     rl__records_scan scan;
     rl__records_read((const unsigned char *)data, len, each, context, &scan);
@@ -206,6 +234,8 @@ rl_status rl__record_file_append(rl__record_file *file, const void *record, size
 }
 
 void rl__record_file_discard(rl__record_file *file) { file->pending_len = 0; }
+
+int rl__record_file_sync_handle(const rl__record_file *file) { return fcntl(file->fd, F_DUPFD_CLOEXEC, 0); }
 
 size_t rl__record_file_pending_bytes(const rl__record_file *file) { return file->pending_len; }
 
@@ -293,19 +323,20 @@ rl_status rl__record_file_rewrite(rl__record_file *file, rl__record_source_fn so
     return reopened != RL_OK ? reopened : status;
 }
 
-rl_status rl__record_file_adopt(rl__record_file *file, const char *tmp_path, char *err, size_t err_size) {
+rl_status rl__record_file_adopt(rl__record_file *file, const char *tmp_path, bool sync, char *err, size_t err_size) {
     int fd = open(tmp_path, O_WRONLY | O_APPEND | O_CLOEXEC);
     if (fd < 0) return fail(RL_IO_ERROR, err, err_size, "%s: cannot open to append: %s", tmp_path, strerror(errno));
     bool written = file->pending_len == 0 || rl__write_all(fd, file->pending, file->pending_len) == 0;
     int saved = errno;
-    if (written && fdatasync(fd) != 0) {
+    if (written && sync && fdatasync(fd) != 0) {
         written = false;
         saved = errno;
     }
     close(fd);
     if (!written) return fail(RL_IO_ERROR, err, err_size, "%s: cannot write: %s", tmp_path, strerror(saved));
     bool replaced = false;
-    rl_status status = rl__atomic_file_rename(tmp_path, file->path, &replaced, err, err_size);
+    rl_status status = sync ? rl__atomic_file_rename(tmp_path, file->path, &replaced, err, err_size)
+                            : rl__atomic_file_rename_unsynced(tmp_path, file->path, &replaced, err, err_size);
     if (!replaced) return status;
     file->pending_len = 0; /* in the new file */
     close(file->fd);

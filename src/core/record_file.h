@@ -10,11 +10,14 @@
  *   - whole: every byte belongs to a record;
  *   - a torn tail: the file ends inside its last record (a crash while
  *     appending), or in zeros a file system left after it, or its last
- *     record's checksum fails: what was never acknowledged. It is cut at
- *     the last whole record, with one line on stderr;
+ *     record's checksum fails, and no whole record (a length in range, a
+ *     frame that fits, a matching checksum) starts at any later byte: what
+ *     was never acknowledged. It is cut at the last whole record, with one
+ *     line on stderr;
  *   - damage: anything else (a bad checksum or length with records after
- *     it, a wrong header). Opening fails with a sentence naming the file
- *     and the offset, and the file is left exactly as it was.
+ *     it, a length that runs past the end with whole records after it, a
+ *     wrong header). Opening fails with a sentence naming the file and the
+ *     offset, and the file is left exactly as it was.
  *
  * Appends are buffered until rl__record_file_flush, which writes them and,
  * when asked, fdatasyncs: one sync for all the records a caller has ready
@@ -91,6 +94,12 @@ rl_status rl__record_file_append(rl__record_file *file, const void *record, size
  * left). */
 rl_status rl__record_file_flush(rl__record_file *file, bool sync, char *err, size_t err_size);
 
+/* A descriptor of the file as written so far (a dup: the caller closes
+ * it), for an fdatasync made outside the lock that serialises the writer
+ * (journal.h: the sync once a second), which may meanwhile go on appending
+ * or replace the file. -1 with errno on failure. Writer's thread. */
+int rl__record_file_sync_handle(const rl__record_file *file);
+
 /* Drops the records buffered and not yet written: a group its writer gave
  * up on (the registry's, when a write failed). */
 void rl__record_file_discard(rl__record_file *file);
@@ -115,8 +124,11 @@ rl_status rl__record_file_rewrite(rl__record_file *file, rl__record_source_fn so
  * someone else: a compaction in a child process), after appending to it
  * the records still buffered here, then syncing it, renaming it over the
  * file and syncing the directory; goes on appending to the new file. On a
- * failure before the rename the old file stays, and so does the buffer. */
-rl_status rl__record_file_adopt(rl__record_file *file, const char *tmp_path, char *err, size_t err_size);
+ * failure before the rename the old file stays, and so does the buffer.
+ * sync false leaves out both syncs, for a caller that makes them later
+ * (journal.h, everysec: the new file's last records and its name may be
+ * lost to a power loss until then, as anything written in that second). */
+rl_status rl__record_file_adopt(rl__record_file *file, const char *tmp_path, bool sync, char *err, size_t err_size);
 
 /* Closes without flushing (flush first what must be kept). NULL is allowed. */
 void rl__record_file_close(rl__record_file *file);

@@ -1,5 +1,5 @@
 /* registry_file.c — reading limits.json into a map and atomically saving
- * it (spec §7.1). */
+ * it (its format: docs/operations.md). */
 #include "registry/registry_file.h"
 
 #include <stdarg.h>
@@ -10,6 +10,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error_text.h"
+#include "core/regular_file.h"
 #include "wire/decode_limit_def.h"
 #include "wire/json_scan.h"
 #include "wire/wire.h"
@@ -152,7 +153,7 @@ rl_status rl__registry_file_load(const char *path, size_t max_limits, rl__reg_ma
     char *data = NULL;
     size_t len = 0;
     *missing = false;
-    rl_status status = rl__read_whole_file(path, &data, &len, missing, err, err_size);
+    rl_status status = rl__read_whole_file(path, SIZE_MAX, &data, &len, missing, err, err_size);
     if (status != RL_OK || *missing) return status;
     status = parse_in_place(data, len, path, max_limits, map, err, err_size);
     free(data);

@@ -2,7 +2,7 @@
  * read into a map and atomically rewritten from one.
  *
  * The file is a JSON array of LimitDefinition objects, one per line, in key
- * order (so that diffs of it read well): the spec's file, as v0.3 wrote it.
+ * order (so that diffs of it read well): the limits.json format, as v0.3 wrote it.
  * Its items are read by the decoder of a PUT body (numbers exactly), each
  * into a compact entry (registry_entry.h), so that reading 100,000 limits
  * never holds 100,000 rl_limit_defs. Not thread-safe: the registry's mutex

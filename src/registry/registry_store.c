@@ -10,6 +10,7 @@
 
 #include "core/error_text.h"
 #include "core/limit_def.h"
+#include "core/path_lock.h"
 #include "core/record_file.h"
 #include "registry/registry_file.h"
 #include "registry/registry_record.h"
@@ -29,12 +30,14 @@ struct rl__reg_store {
     uint64_t compact_at_bytes; /* 0: growth past the threshold; else not before this size */
     uint64_t compact_bytes;    /* 0: max(RL__REG_COMPACT_MIN_BYTES, snapshot_bytes) */
     rl_buf record;             /* one record being encoded */
+    rl__path_lock *lock;       /* <path>.lock: one process on these files */
 };
 
 static void store_free(rl__reg_store *store) {
     if (store == NULL) return;
     rl__record_file_close(store->log);
     rl__buf_free(&store->record);
+    rl__path_lock_release(store->lock);
     free(store->path);
     free(store->log_path);
     free(store);
@@ -112,8 +115,16 @@ rl_status rl__reg_store_open(const char *path, size_t max_limits, size_t max_tem
     memcpy(store->log_path + path_len, ".log", sizeof ".log");
     rl__buf_init(&store->record);
 
+    char *lock_path = rl__path_lock_beside(path);
+    rl_status status = lock_path != NULL ? rl__path_lock_acquire(lock_path, path, &store->lock, err, err_size)
+                                         : fail(RL_NO_MEMORY, err, err_size, "%s: out of memory", path);
+    free(lock_path);
+    if (status != RL_OK) {
+        store_free(store);
+        return status;
+    }
     bool missing = false;
-    rl_status status = rl__registry_file_load(path, max_limits, limits, &missing, err, err_size);
+    status = rl__registry_file_load(path, max_limits, limits, &missing, err, err_size);
     if (status == RL_OK && exists(store->log_path)) {
         replay r = {.limits = limits, .templates = templates};
         status = rl__record_file_open(store->log_path, replay_record, &r, &store->log, err, err_size);
@@ -154,7 +165,7 @@ rl_status rl__reg_store_open(const char *path, size_t max_limits, size_t max_tem
 
 /* No log yet: limits.json was the whole state at open and nothing has been
  * written since. If it was missing, that state is empty: written first, so
- * that the spec's file exists beside the log. */
+ * that limits.json exists beside the log. */
 static rl_status make_log(rl__reg_store *store, char *err, size_t err_size) {
     if (store->snapshot_missing) {
         rl__reg_map empty;

@@ -27,8 +27,10 @@
 
 typedef struct rl__reg_store rl__reg_store;
 
-/* Reads path (limits.json) into limits, then replays "<path>.log" (if
- * there) over limits and templates, both empty: a torn tail of the log is
+/* Takes "<path>.lock" until close (path_lock.h: another process on the
+ * registry fails, naming its PID), reads path (limits.json) into limits,
+ * then replays "<path>.log" (if there) over limits and templates, both
+ * empty: a torn tail of the log is
  * cut (a line on stderr), damage refused. Refuses more than max_limits
  * definitions or max_templates templates. On failure err names the file
  * and the item or offset, the files are left as they are, and both maps

@@ -42,8 +42,9 @@ static rl_status create_redis(const rl_service_options *options, rl_backend **ou
             snprintf(err, err_size, "the redis backend failed: Redis at %s: %s", address, why);
         return status;
     }
-    /* One script call per flush instead of one per request (spec §9.6);
-     * max_leases 1 keeps the naive path, for comparison. */
+    /* One script call per flush instead of one per request (micro-batching:
+     * the Redis round trip is paid per flush); max_leases 1 keeps the naive
+     * path, for comparison. */
     if (!options->allotments && options->submitter.max_leases > 1) {
         rl_backend *batched = NULL;
         status = rl_submitter_create(*out, &options->submitter, &batched);

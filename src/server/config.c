@@ -36,7 +36,6 @@ void rl_server_config_default(rl_server_config *config) {
     config->max_limits = 0;
     rl_memory_options_default(&config->memory);
     config->memory.clock = NULL;
-    config->memory.journal_fsync = RL_JOURNAL_FSYNC_ALWAYS;
     config->journal.set = false;
     config->audit_dir.set = false;
     config->audit_retention_days = RL_AUDIT_DEFAULT_RETENTION_DAYS;

@@ -1,4 +1,5 @@
-/* server/config.h — the daemon's settings: defaults, config.yaml (spec §11.2).
+/* server/config.h — the daemon's settings: defaults, config.yaml
+ * (examples/config.yaml, docs/operations.md).
  *
  *   server:   listen_addr, backend, threads, max_body_bytes, max_batch,
  *             max_connections, idle_timeout_ms, request_timeout_ms,
@@ -9,9 +10,10 @@
  *   memory:   sweep_interval_ms, lease_memory_ms, max_leases,
  *             journal_path (usage that survives a restart: default
  *             "journal" beside registry.path, so ./data/journal; "" keeps
- *             usage in memory only), journal_fsync (always: before each
- *             answer, one fdatasync for all the answers ready; everysec;
- *             off; default always), journal_compact_bytes (the journal is
+ *             usage in memory only), journal_fsync (everysec, the
+ *             default: written before each answer, synced once a second;
+ *             always: synced before each answer, one fdatasync for all the
+ *             answers ready; off), journal_compact_bytes (the journal is
  *             rewritten as a snapshot past this size and twice its last
  *             snapshot; 0: 64 MiB)
  *   audit:    dir (the memory backend's audit log of spend, one file a day:
@@ -31,7 +33,8 @@
  *             server/observe/access_log.h; default off), access_path ("-":
  *             the daemon's stdout, the default; else a file, appended to and
  *             opened anew on SIGHUP for logrotate)
- *   tigerbeetle: accepted and ignored (replaced by redis, DESIGN.md)
+ *   tigerbeetle: accepted and ignored (Redis is the shared store: a lease's
+ *             rules run as one script there, which TigerBeetle cannot hold)
  *   admin:    tokens_file (bearer tokens the admin API requires: auth.h)
  *   data:     tokens_file (bearer tokens reserve and complete require)
  *   metrics:  enabled (GET /metrics), require_token (it needs a token
@@ -102,7 +105,7 @@
 #define RL_CONFIG_DEFAULT_REDIS_FLUSH_INTERVAL_US 200u
 #define RL_CONFIG_DEFAULT_REDIS_FLUSHES_IN_FLIGHT 2u
 
-/* Bounds (DESIGN.md: "every size, count and connection is bounded"). */
+/* Bounds: every size, count and connection is bounded, so that no input can exhaust memory. */
 #define RL_CONFIG_MAX_THREADS 256u
 #define RL_CONFIG_MIN_BODY_BYTES 256u                   /* a reserve needs ~300 bytes */
 #define RL_CONFIG_MAX_BODY_BYTES (1024u * 1024u * 1024u) /* 1 GiB */
@@ -152,7 +155,7 @@ typedef struct rl_server_redis_config {
     uint32_t connect_timeout_ms;
     uint32_t command_timeout_ms;
     uint32_t lease_memory_ms;
-    /* Used by the submitter (spec §9.6), not by the backend: the most leases
+    /* Used by the submitter (micro-batching), not by the backend: the most leases
      * in one script call (1: no batching, for comparison), and how long the
      * first queued lease waits for more before the batch is sent, and how
      * many batches (of reserves; as many of completes) may be in Redis's

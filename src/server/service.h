@@ -11,7 +11,7 @@
  *   which limits exist, so that a put through one daemon is seen by all. At
  *   open, definitions of the local registry are applied only for keys the
  *   backend does not hold yet (the backend wins), then the registry file is
- *   refreshed from the backend: it stays as the spec's limits.json, a cache
+ *   refreshed from the backend: it stays as the registry's limits.json, a cache
  *   and a backup. Reads list the backend and write changed definitions
  *   through to the registry; a put applies to the backend first, then to the
  *   registry (best-effort).
@@ -149,13 +149,20 @@ typedef enum rl_service_op {
     RL_SERVICE_DELETE_TEMPLATE,  /* deletes the template of pattern def.key (rl_service_delete_template) */
 } rl_service_op;
 
+/* Bytes of a change's err: the longest sentence about a change, which
+ * quotes its key whole (a kind change refused while the limit holds
+ * something: rl__service_in_use_detail), in at most 511 bytes of its own
+ * words; it holds the registry's sentences too. */
+#define RL_SERVICE_ERR_SIZE (RL_KEY_MAX_LEN + 512)
+_Static_assert(RL_SERVICE_ERR_SIZE >= RL_REGISTRY_ERR_SIZE, "a change's err holds the registry's");
+
 /* The answer to one change of a group: a put, or a delete. */
 typedef struct rl_service_put {
     rl_limit_def def;             /* in: the definition (a delete: only its key) */
     rl_service_op op;             /* in: RL_SERVICE_PUT (0) or RL_SERVICE_DELETE */
     rl_status status;             /* out: as rl_service_put_limit (rl_service_delete_limit) returns */
     rl_limit_status limit_status; /* out: on RL_OK of a put */
-    char err[256];                /* out: why, when status is not RL_OK */
+    char err[RL_SERVICE_ERR_SIZE]; /* out: why, when status is not RL_OK */
     /* in, a put: who makes it. "" (zeroed): the operator, whose put always
      * applies and makes the key theirs. "preset:<name>": a preset's apply
      * (rl_service_preset_puts), which yields to the operator's definition

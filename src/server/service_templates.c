@@ -5,14 +5,17 @@
 
 #include "server/service_internal.h"
 
+/* A template's change of kind refused while a limit made from it holds
+ * something: its pattern, whole. */
+#define IN_USE_SENTENCE                                                                                     \
+    "a limit made from template \"%s\" holds reservations: the template's kind can change only once none " \
+    "of the limits made from it holds anything; or put the new template under another pattern"
+_Static_assert(sizeof IN_USE_SENTENCE + RL_KEY_MAX_LEN <= RL_SERVICE_ERR_SIZE, "the sentence fits whole in a change's err");
+
 void rl__service_template_refused(rl_service *service, rl_service_put *put, rl_status status) {
     put->status = status;
     if (status == RL_LIMIT_IN_USE) {
-        snprintf(put->err, sizeof put->err,
-                 "a limit made from template \"%.64s\" holds reservations: the template's kind can change only "
-                 "once none of the limits made from it holds anything; or put the new template under another "
-                 "pattern",
-                 put->def.key);
+        snprintf(put->err, sizeof put->err, IN_USE_SENTENCE, put->def.key);
     } else if (status == RL_INVALID_REQUEST) {
         snprintf(put->err, sizeof put->err, "the %s backend cannot take this template (%s)", service->backend_name,
                  service->backend->ops->put_template == NULL ? "it has no templates" : "too many, or its kind");

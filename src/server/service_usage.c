@@ -21,6 +21,17 @@ rl_status rl__service_read_usage(rl_service *service, const rl_limit_def *def,
     return RL_OK;
 }
 
+/* A change of kind refused while the limit holds something: its key, what
+ * it holds (at most HELD_SIZE bytes), the kind it has and the one asked
+ * for; a change's err holds all of it. */
+#define IN_USE_SENTENCE                                                                                   \
+    "limit \"%s\" holds %s of its %s kind: its kind can change to %s only when it holds nothing "          \
+    "(rolling usage leaves at the end of its window, concurrency holds and budget reservations at "        \
+    "Complete or their timeout); or define the new limit under another key"
+#define HELD_SIZE 96
+_Static_assert(sizeof IN_USE_SENTENCE + RL_KEY_MAX_LEN + HELD_SIZE + 2 * sizeof "concurrency" <= RL_SERVICE_ERR_SIZE,
+               "the sentence fits whole in a change's err");
+
 void rl__service_in_use_detail(rl_service *service, const rl_limit_def *def, const rl_limit_def *previous, char *err,
                                size_t err_size) {
     rl_limit_usage usage;
@@ -32,14 +43,10 @@ void rl__service_in_use_detail(rl_service *service, const rl_limit_def *def, con
     if (previous == NULL && rl_registry_get(service->registry, def->key, &now)) previous = &now;
     const char *to = rl_kind_name(def->kind);
     const char *from = previous != NULL ? rl_kind_name(previous->kind) : "other";
-    char held[96] = "reservations";
+    char held[HELD_SIZE] = "reservations";
     if (read) snprintf(held, sizeof held, "%llu in %llu %s", (unsigned long long)usage.used,
                        (unsigned long long)usage.active, usage.active == 1 ? "reservation" : "reservations");
-    snprintf(err, err_size,
-             "limit \"%s\" holds %s of its %s kind: its kind can change to %s only when it holds nothing "
-             "(rolling usage leaves at the end of its window, concurrency holds and budget reservations at "
-             "Complete or their timeout); or define the new limit under another key",
-             def->key, held, from, to);
+    snprintf(err, err_size, IN_USE_SENTENCE, def->key, held, from, to);
 }
 
 void rl__service_backend_refused(rl_service *service, rl_service_put *put, rl_status status,

@@ -68,8 +68,8 @@ typedef struct rl__lease_fields {
     size_t count;         /* list elements */
     const char *key[RL_MAX_REQUIREMENTS];
     uint64_t amount[RL_MAX_REQUIREMENTS];
-    bool flag;                              /* the spec's flag_name */
-    bool element_flag[RL_MAX_REQUIREMENTS]; /* the spec's element_flag_name */
+    bool flag;                              /* the field spec's flag_name */
+    bool element_flag[RL_MAX_REQUIREMENTS]; /* the field spec's element_flag_name */
 } rl__lease_fields;
 
 /* The request object the scanner is at (its '{' next). Strings point into

@@ -13,7 +13,7 @@
 #include "wire/decode_common.h"
 #include "wire/wire.h"
 
-/* Statuses whose wire string is "<name>:<key>" (DESIGN.md "Error strings"). */
+/* Statuses whose wire string is "<name>:<key>" (docs/api.md, Errors). */
 static const rl_status keyed_statuses[] = {RL_UNKNOWN_LIMIT_KEY, RL_LIMIT_DECREASING,
                                            RL_EXCEEDS_CAPACITY};
 
@@ -137,7 +137,7 @@ static bool read_reserve_result(rl__json_scan *s, rl_wire_reserve_answer *out) {
     return true;
 }
 
-/* {"ok":..,"error":..}; "error" may be missing (spec §4.2 writes {"ok":true}). */
+/* {"ok":..,"error":..}; "error" may be missing (an older daemon wrote {"ok":true}). */
 static bool read_complete_result(rl__json_scan *s, rl_status *status) {
     if (!rl__scan_object_open(s)) return false;
     bool have_ok = false, ok_value = false, ok = true;

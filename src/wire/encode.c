@@ -10,7 +10,7 @@
 
 #define LIT(buf, text) rl__buf_append((buf), (text), sizeof(text) - 1)
 
-/* Statuses whose wire string is followed by ":<key>" (DESIGN.md). */
+/* Statuses whose wire string is followed by ":<key>" (docs/api.md, Errors). */
 static bool names_a_key(rl_status status) {
     return status == RL_UNKNOWN_LIMIT_KEY || status == RL_LIMIT_DECREASING ||
            status == RL_EXCEEDS_CAPACITY;
@@ -61,6 +61,13 @@ void rl__wire_encode_reserve_result(rl_buf *buf, const rl_reserve_result *result
     LIT(buf, ",\"error\":");
     rl__wire_encode_error_string(buf, result->status, result->status_key);
     if (result->status == RL_LEASE_ID_CONFLICT) LIT(buf, ",\"detail\":\"" RL_WIRE_LEASE_ID_CONFLICT_DETAIL "\"");
+    /* An undefined key: what to do about it (a single reserve's 404, a batch item). */
+    if (result->status == RL_UNKNOWN_LIMIT_KEY && result->status_key != NULL) {
+        LIT(buf, ",\"detail\":\"no limit has the key ");
+        rl__buf_append_json_escaped(buf, result->status_key, strnlen(result->status_key, RL_KEY_MAX_LEN));
+        LIT(buf, ": define it (PUT /v1/admin/limits, or a template that matches it) and retry; "
+                 "nothing was reserved\"");
+    }
     const rl_denial *d = &result->denied_by;
     if (!result->allowed && d->key != NULL) {
         LIT(buf, ",");

@@ -1,7 +1,7 @@
-/* wire/wire.h — the JSON of spec/api.md: request decoders, response encoders.
+/* wire/wire.h — the JSON of docs/api.md: request decoders, response encoders.
  *
  * Decoders take a body that need not be NUL-terminated, validate everything
- * DESIGN.md asks (the lease rules of core/lease_rules.h: ULID lease ids in
+ * the rules ask (the lease rules of core/lease_rules.h: ULID lease ids in
  * any case, keys, integer amounts 1..2^53, counts, no key twice in one
  * lease; and valid UTF-8, no field twice, nothing after the value) and on failure return RL_INVALID_REQUEST with a human sentence in
  * `detail`. Unknown fields are ignored. A decoded message owns its memory
@@ -100,7 +100,7 @@ rl_status rl__wire_decode_template_def(const char *body, size_t len, rl_limit_de
     "same request; a new request needs a new lease id"
 
 /* {"allowed":..,"retry_after_ms":..,"reserved_at_unix_ms":..,"error":".."},
- * and for lease_id_conflict a "detail" after "error"; a denial with
+ * and for lease_id_conflict and unknown_limit_key a "detail" after "error"; a denial with
  * denied_by.key set then carries "denied_by":{"key","reason","requested",
  * "available","capacity"} (and a budget's "period_end_unix_ms"); the
  * answer to a dry run (dry_run) ends with "dry_run":true. */
@@ -137,12 +137,12 @@ void rl__wire_encode_limit_info_from(rl_buf *buf, const rl_limit_def *def, const
                                      const rl_wire_limit_source *source);
 
 /* ==== Client side: request encoders, response decoders ====================
- * (issue 3: the http limiter speaks the same JSON from the other end.)
+ * (the http limiter speaks the same JSON from the other end.)
  *
  * The encoders write the request shapes of api.md; they do not validate
  * (check with rl_reserve_request_check first). The decoders read the
  * responses the daemon writes, leniently where api.md's examples differ
- * from DESIGN.md ("unknown_limit_key: k" with a space is read like
+ * from the contract ("unknown_limit_key: k" with a space is read like
  * "unknown_limit_key:k") and strictly everywhere else: a body that is not
  * exactly the expected shape (truncated, not JSON, wrong count of results)
  * fails with RL_INVALID_REQUEST, which the client treats as a transport

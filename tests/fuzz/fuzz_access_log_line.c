@@ -8,9 +8,10 @@
  * bytes ending in its only '\n'; the JSON line is an object cJSON reads,
  * whose strings are valid UTF-8 and read back exactly what was given when
  * that was valid UTF-8 within its bound (else U+FFFD stands for each bad
- * byte, and the string is no longer than 3 bytes a byte); the text line
- * holds no control character, is valid UTF-8, and reads back field by
- * field: a string bare only when it is a plain word, else quoted, and
+ * byte, and the string is no longer than 3 bytes a byte); neither line
+ * holds a character that ends a line for some reader (a C1 control, U+2028,
+ * U+2029); the text line holds no control character, is valid UTF-8, and
+ * reads back field by field: a string bare only when it is a plain word, else quoted, and
  * unescaped it is exactly what was given (cut at its bound).
  */
 #include <stddef.h>
@@ -29,6 +30,17 @@ static bool utf8_valid(const char *text, size_t len) {
         i += n;
     }
     return true;
+}
+
+/* Whether line[0..len) holds a C1 control (C2 80..C2 9F) or U+2028, U+2029
+ * (E2 80 A8, A9) as it is: a reader that splits on them would cut it. */
+static bool holds_line_breaker(const char *line, size_t len) {
+    const unsigned char *s = (const unsigned char *)line;
+    for (size_t i = 0; i + 1 < len; i++) {
+        if (s[i] == 0xc2 && s[i + 1] >= 0x80 && s[i + 1] < 0xa0) return true;
+        if (s[i] == 0xe2 && i + 2 < len && s[i + 1] == 0x80 && (s[i + 2] == 0xa8 || s[i + 2] == 0xa9)) return true;
+    }
+    return false;
 }
 
 /* The JSON string field `name` against what was given (NULL: null). */
@@ -131,6 +143,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         FUZZ_CHECK(len > 0 && len <= RL_ACCESS_LOG_LINE_MAX);
         FUZZ_CHECK(line[len - 1] == '\n' && memchr(line, '\n', len - 1) == NULL);
         FUZZ_CHECK(memchr(line, '\0', len) == NULL);
+        FUZZ_CHECK(!holds_line_breaker(line, len));
         line[len] = '\0';
         if (f == RL_ACCESS_LOG_JSON) {
             cJSON *json = cJSON_Parse(line);

@@ -12,7 +12,8 @@
  * pattern's or the file's path, or the query string, instead.
  * Checked: every request gets an answer at once (a synchronous backend),
  * in a JSON object (but a console file found), with a status the API
- * knows; a refused body is a 400 that says invalid_request; the lease
+ * knows; a refused body is a 400 that says invalid_request; a 404 says
+ * what was not found (a detail); the lease
  * endpoints and a limit's delete answer in their own shape, a template's
  * delete in its; the request's outcome (outcome.h) names a known endpoint
  * and counts each item once; and the daemon is still healthy afterwards.
@@ -98,7 +99,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         req.body_len = 0;
     }
 
-    rl_http_response res = {0, NULL, NULL, NULL, false};
+    rl_http_response res = {0, NULL, NULL, NULL, NULL, false};
     FUZZ_CHECK(rl_api_begin(&ctx, &req, &call, &res));
     FUZZ_CHECK(res.body != NULL && !res.body->failed && res.body->len >= 2);
     int s = res.status;
@@ -111,6 +112,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FUZZ_CHECK(s == 200 || s == 400 || s == 404 || s == 405 || s == 409 || s == 500 || s == 503);
     FUZZ_CHECK((s == 405) == (res.allow != NULL));
     if (s == 400) FUZZ_CHECK(strstr(res.body->data, "\"invalid_request\"") != NULL);
+    if (s == 404) FUZZ_CHECK(strstr(res.body->data, ",\"detail\":\"") != NULL);
     bool post = strcmp(method, "POST") == 0;
     if (post && path_index <= 1 && s != 503) /* a single lease: its own shape */
         FUZZ_CHECK(body_is(&res, path_index == 0 ? "{\"allowed\":" : "{\"ok\":"));

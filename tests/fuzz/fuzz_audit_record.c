@@ -47,6 +47,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FUZZ_CHECK(rl__audit_view_has_key(&view, entry.key, view.key_len));
     unsigned char again[RL__AUDIT_RECORD_MAX_BYTES];
     size_t len = rl__audit_record_encode(again, view.seq, &entry, &why);
+    if (len > 0 && view.opens_group) rl__audit_record_open_group(again);
     FUZZ_CHECK(len == size && memcmp(again, record, size) == 0);
     free(record);
     return 0;

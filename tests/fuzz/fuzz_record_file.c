@@ -4,7 +4,8 @@
  * Input: the file's bytes. Checked: the reading is whole, a torn tail or
  * damage, never a crash or a read past the end; a whole reading covers the
  * file; what a torn tail keeps (the file cut at its last whole record) reads
- * back whole with the same records; damage is somewhere inside the file;
+ * back whole with the same records, and no whole record starts anywhere in
+ * what it cuts; damage is somewhere inside the file;
  * the records read, framed again, make a file that reads back whole with the
  * same records.
  */
@@ -54,6 +55,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         FUZZ_CHECK(scan.bad_offset >= scan.whole_bytes || scan.whole_bytes == 0);
     }
     if (scan.verdict == RL__RECORDS_TORN_TAIL) { /* what opening keeps reads back whole */
+        /* and nothing it cuts holds a whole record: a torn tail is only ever the last one */
+        for (size_t at = scan.bad_offset + 1; at + RL__RECORD_FRAME_BYTES < size; at++) {
+            rl__records_scan one;
+            unsigned char *framed = malloc(RL__RECORD_FILE_HEADER_BYTES + size - at);
+            if (framed == NULL) abort();
+            memcpy(framed, RL__RECORD_FILE_HEADER, RL__RECORD_FILE_HEADER_BYTES);
+            memcpy(framed + RL__RECORD_FILE_HEADER_BYTES, file + at, size - at);
+            rl__records_read(framed, RL__RECORD_FILE_HEADER_BYTES + size - at, NULL, NULL, &one);
+            FUZZ_CHECK(one.records == 0);
+            free(framed);
+        }
         rl__records_scan cut;
         rl__records_read(file, scan.whole_bytes, keep, &again, &cut);
         FUZZ_CHECK(cut.verdict == RL__RECORDS_WHOLE && cut.whole_bytes == scan.whole_bytes);

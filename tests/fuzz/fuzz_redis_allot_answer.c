@@ -3,13 +3,14 @@
  * hiredis's own reader as the daemon gets it.
  *
  * Input: a first line "COUNT\n" (the operations asked, 1..64), then the
- * RESP answer: 9 bulk strings per operation (status, amount, ends_in_ms,
- * counted_for_ms, share, capacity, generation, version, definition JSON).
+ * RESP answer: 10 bulk strings per operation (status, amount, ends_in_ms,
+ * counted_for_ms, share, capacity, generation, version, incarnation,
+ * definition JSON).
  *
  * The reader takes an answer if and only if it is what the script writes,
- * judged here on its own: an array of exactly 9 × COUNT bulk strings, each
- * operation's status one of ok, unknown, kind, generation, its seven
- * numbers decimals of 1..20 digits worth at most 2^53, its definition ''
+ * judged here on its own: an array of exactly 10 × COUNT bulk strings, each
+ * operation's status one of ok, unknown, kind, generation, incarnation, its
+ * eight numbers decimals of 1..20 digits worth at most 2^53, its definition ''
  * or JSON of at most 4096 bytes that decodes. A refusal leaves the results
  * untouched. An answer taken holds exactly those numbers and statuses, a
  * definition iff the text was not empty, valid by rl_limit_def_validate,
@@ -30,13 +31,16 @@
 #include "wire/wire.h"
 
 #define MAX_OPS 64
-#define VALUES 9
+#define VALUES 10
+#define NUMBERS 8 /* after the status; then the definition */
 
-static const char *const STATUS_WORDS[] = {"ok", "unknown", "kind", "generation"};
-static const rl__allot_status STATUSES[] = {RL__ALLOT_OK, RL__ALLOT_UNKNOWN, RL__ALLOT_KIND, RL__ALLOT_GENERATION};
+static const char *const STATUS_WORDS[] = {"ok", "unknown", "kind", "generation", "incarnation"};
+static const rl__allot_status STATUSES[] = {RL__ALLOT_OK, RL__ALLOT_UNKNOWN, RL__ALLOT_KIND, RL__ALLOT_GENERATION,
+                                            RL__ALLOT_INCARNATION};
+#define STATUS_COUNT (sizeof STATUSES / sizeof STATUSES[0])
 
 static const char *status_word(rl__allot_status status) {
-    for (size_t i = 0; i < 4; i++)
+    for (size_t i = 0; i < STATUS_COUNT; i++)
         if (STATUSES[i] == status) return STATUS_WORDS[i];
     abort();
 }
@@ -44,7 +48,7 @@ static const char *status_word(rl__allot_status status) {
 /* What a status text should read as; false if the script never writes it. */
 static bool expected_status(const redisReply *r, rl__allot_status *out) {
     if (r->type != REDIS_REPLY_STRING) return false;
-    for (size_t i = 0; i < 4; i++) {
+    for (size_t i = 0; i < STATUS_COUNT; i++) {
         if (r->len == strlen(STATUS_WORDS[i]) && memcmp(r->str, STATUS_WORDS[i], r->len) == 0) {
             *out = STATUSES[i];
             return true;
@@ -80,14 +84,14 @@ static bool expected_definition(const redisReply *r) {
     return rl__wire_decode_limit_def(r->str, r->len, &def, detail) == RL_OK;
 }
 
-/* One operation's 9 values as the script writes them. */
+/* One operation's 10 values as the script writes them. */
 static bool expected_op(redisReply *const *v, rl__allot_result *want) {
-    uint64_t *numbers[] = {&want->amount,   &want->ends_in_ms, &want->counted_for_ms, &want->share,
-                           &want->capacity, &want->generation, &want->version};
+    uint64_t *numbers[NUMBERS] = {&want->amount,   &want->ends_in_ms, &want->counted_for_ms, &want->share,
+                                  &want->capacity, &want->generation, &want->version,        &want->incarnation};
     if (!expected_status(v[0], &want->status)) return false;
-    for (size_t i = 0; i < 7; i++)
+    for (size_t i = 0; i < NUMBERS; i++)
         if (!expected_number(v[1 + i], numbers[i])) return false;
-    return expected_definition(v[8]);
+    return expected_definition(v[1 + NUMBERS]);
 }
 
 static void put_bulk(rl_buf *out, const char *text, size_t len) {
@@ -107,9 +111,9 @@ static void encode(const rl__allot_result *results, size_t count, rl_buf *out) {
         const rl__allot_result *r = &results[i];
         const char *word = status_word(r->status);
         put_bulk(out, word, strlen(word));
-        uint64_t values[] = {r->amount,   r->ends_in_ms, r->counted_for_ms, r->share,
-                             r->capacity, r->generation, r->version};
-        for (size_t v = 0; v < 7; v++) {
+        uint64_t values[NUMBERS] = {r->amount,   r->ends_in_ms, r->counted_for_ms, r->share,
+                                    r->capacity, r->generation, r->version,        r->incarnation};
+        for (size_t v = 0; v < NUMBERS; v++) {
             char text[24];
             snprintf(text, sizeof text, "%" PRIu64, values[v]);
             put_bulk(out, text, strlen(text));
@@ -131,7 +135,8 @@ static void encode(const rl__allot_result *results, size_t count, rl_buf *out) {
 static bool same_result(const rl__allot_result *a, const rl__allot_result *b) {
     return a->status == b->status && a->amount == b->amount && a->ends_in_ms == b->ends_in_ms &&
            a->counted_for_ms == b->counted_for_ms && a->share == b->share && a->capacity == b->capacity &&
-           a->generation == b->generation && a->version == b->version && a->has_definition == b->has_definition &&
+           a->generation == b->generation && a->version == b->version && a->incarnation == b->incarnation &&
+           a->has_definition == b->has_definition &&
            (!a->has_definition || rl__limit_def_equal(&a->definition, &b->definition));
 }
 
@@ -170,8 +175,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         const rl__allot_result *r = &results[i], *e = &expected[i];
         FUZZ_CHECK(r->status == e->status && r->amount == e->amount && r->ends_in_ms == e->ends_in_ms &&
                    r->counted_for_ms == e->counted_for_ms && r->share == e->share && r->capacity == e->capacity &&
-                   r->generation == e->generation && r->version == e->version);
-        FUZZ_CHECK(r->has_definition == (reply->element[i * VALUES + 8]->len > 0));
+                   r->generation == e->generation && r->version == e->version && r->incarnation == e->incarnation);
+        FUZZ_CHECK(r->has_definition == (reply->element[i * VALUES + 1 + NUMBERS]->len > 0));
         if (r->has_definition) {
             char why[256];
             FUZZ_CHECK_TEXT(r->definition.key);

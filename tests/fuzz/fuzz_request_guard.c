@@ -1,9 +1,13 @@
 /* fuzz_request_guard.c — any Host and Origin a client may send, into the
- * guard that decides before any handler (server/request_guard.h).
+ * guard that decides before any handler (server/request_guard.h), and the
+ * raw head they make into the count of Host lines (server/request_head.h).
  *
  * Input: one byte of flags (bit 0: the listener is loopback-only, bit 1: the
- * method is OPTIONS, bit 2: a Host is given, bit 3: an Origin is given), then
- * the Host's bytes, a '\n', the Origin's bytes. Checked: the decision says
+ * method is OPTIONS, bit 2: a Host is given, bit 3: an Origin is given, bit
+ * 4: the Host twice, bit 5: the Origin twice), then the Host's bytes, a
+ * '\n', the Origin's bytes. Checked: a head written with those lines counts
+ * the Host lines it has (when the Origin holds no newline); two of either
+ * header is malformed, whatever they say; the decision says
  * why it refuses, in printable ASCII; whatever passes on a loopback listener
  * names the loopback in Host; an origin passes only if it is one of the
  * allowed ones (case aside) or the page's own on a loopback Host (scheme,
@@ -16,6 +20,7 @@
 
 #include "fuzz.h"
 #include "server/http/request_guard.h"
+#include "server/http/request_head.h"
 
 static const char *const allowed[] = {"https://console.example.com", "http://localhost:3000", "http://[::1]:8081"};
 
@@ -35,14 +40,51 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     rl_request_guard guard = {(flags & 1) != 0, allowed, sizeof allowed / sizeof allowed[0]};
     const char *method = (flags & 2) != 0 ? "OPTIONS" : "POST";
     bool has_host = (flags & 4) != 0, has_origin = (flags & 8) != 0;
+    size_t host_count = has_host ? (flags & 16) != 0 ? 2 : 1 : 0;
+    size_t origin_count = has_origin ? (flags & 32) != 0 ? 2 : 1 : 0;
+    /* The head as a client would send it: the Host lines, then the Origin lines. */
+    size_t head_cap = 64 + 2 * (host_len + origin_len + 16);
+    char *head = malloc(head_cap);
+    if (head == NULL) abort();
+    size_t head_len = (size_t)snprintf(head, head_cap, "%s / HTTP/1.1\r\n", method);
+    for (size_t i = 0; i < host_count + origin_count; i++) {
+        bool is_host = i < host_count;
+        const char *name = is_host ? "Host: " : "Origin: ";
+        memcpy(head + head_len, name, strlen(name));
+        head_len += strlen(name);
+        memcpy(head + head_len, is_host ? host : origin_copy, is_host ? host_len : origin_len);
+        head_len += is_host ? host_len : origin_len;
+        memcpy(head + head_len, "\r\n", 2);
+        head_len += 2;
+    }
+    memcpy(head + head_len, "\r\n", 2);
+    head_len += 2;
+    long counted = rl_request_head_field_count(head, head_len, method, strlen(method), "host", 4);
+    FUZZ_CHECK(counted >= -1 && counted <= (long)(host_count + origin_count));
+    if (memchr(origin_copy, '\n', origin_len) == NULL) { /* else the Origin can end the head or add lines */
+        FUZZ_CHECK(counted == (long)host_count);
+        FUZZ_CHECK(rl_request_head_field_count(head, head_len - 1, method, strlen(method), "host", 4) == -1);
+    }
+    free(head);
+    rl_guard_request request = {
+        .method = method,
+        .method_len = strlen(method),
+        .host = has_host ? host : NULL,
+        .host_len = host_len,
+        .host_count = host_count,
+        .origin = has_origin ? origin_copy : NULL,
+        .origin_len = origin_len,
+        .origin_count = origin_count,
+    };
     rl_guard_decision d;
     memset(&d, 0x5a, sizeof d);
-    rl_request_guard_check(&guard, method, strlen(method), has_host ? host : NULL, host_len,
-                           has_origin ? origin_copy : NULL, origin_len, &d);
-    FUZZ_CHECK(d.verdict == RL_GUARD_PASS || d.verdict == RL_GUARD_PREFLIGHT || d.verdict == RL_GUARD_REFUSE);
+    rl_request_guard_check(&guard, &request, &d);
+    FUZZ_CHECK(d.verdict == RL_GUARD_PASS || d.verdict == RL_GUARD_PREFLIGHT || d.verdict == RL_GUARD_REFUSE ||
+               d.verdict == RL_GUARD_MALFORMED);
     FUZZ_CHECK_TEXT(d.detail);
     for (const char *c = d.detail; *c != '\0'; c++) FUZZ_CHECK(*c >= ' ' && *c <= '~');
-    if (d.verdict == RL_GUARD_REFUSE) {
+    FUZZ_CHECK((d.verdict == RL_GUARD_MALFORMED) == (host_count > 1 || origin_count > 1));
+    if (d.verdict == RL_GUARD_REFUSE || d.verdict == RL_GUARD_MALFORMED) {
         FUZZ_CHECK(d.detail[0] != '\0');
     } else {
         if (guard.loopback_only && has_host) FUZZ_CHECK(rl_request_guard_host_is_loopback(host, host_len));

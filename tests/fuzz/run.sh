@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # tests/fuzz/run.sh — build the libFuzzer harnesses and run them all.
 #
-#   tests/fuzz/run.sh                   every harness for 60 s, nproc at a time
+#   tests/fuzz/run.sh                   the harnesses of tests/fuzz/focus for
+#                                       60 s, the others for 20 s, nproc at a time
 #   FUZZ_SECONDS=5 tests/fuzz/run.sh    a quick check
 #
 # Environment: BUILD (build directory, default build-fuzz, relative to the
-# repository), FUZZ_SECONDS (per harness, default 60), JOBS (harnesses at
-# once, default nproc), CC (default clang).
+# repository), FUZZ_SECONDS (per harness named in tests/fuzz/focus, default
+# 60), FUZZ_SECONDS_OTHERS (every other harness, default a third of
+# FUZZ_SECONDS, at least 1), JOBS (harnesses at once, default nproc), CC
+# (default clang).
 #
 # 1. configures BUILD with clang, ASan+UBSan and libFuzzer's instrumentation
 #    on everything (tests/fuzz/CMakeLists.txt) and builds the harnesses;
@@ -22,6 +25,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 BUILD=${BUILD:-build-fuzz}
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
+FUZZ_SECONDS_OTHERS=${FUZZ_SECONDS_OTHERS:-$(( FUZZ_SECONDS / 3 > 0 ? FUZZ_SECONDS / 3 : 1 ))}
 JOBS=${JOBS:-$(nproc)}
 export CC=${CC:-clang}
 FUZZ_DIR=tests/fuzz
@@ -98,6 +102,11 @@ if [ "$failed" -ne 0 ]; then
 fi
 
 # ---- 3. fuzzing -------------------------------------------------------------
+# The seconds a harness fuzzes: the full time for those whose code changed.
+seconds_of() {
+    if grep -qx "$1" "$FUZZ_DIR/focus"; then echo "$FUZZ_SECONDS"; else echo "$FUZZ_SECONDS_OTHERS"; fi
+}
+
 fuzz_one() {
     local name=$1 dir="$WORK/fuzz-$1"
     mkdir -p "$dir/corpus" "$dir/artifacts"
@@ -105,7 +114,7 @@ fuzz_one() {
     while read -r src; do cp -R "$src"/. "$dir/corpus/"; done < <(inputs_of "$name")
     find "$dir/corpus" -type f | wc -l >"$dir/seeds"
     local rc=0
-    "$BUILD/tests/fuzz/fuzz_$name" -max_total_time="$FUZZ_SECONDS" "${LIBFUZZER_FLAGS[@]}" \
+    "$BUILD/tests/fuzz/fuzz_$name" -max_total_time="$(seconds_of "$name")" "${LIBFUZZER_FLAGS[@]}" \
         -dict="$(dict_of "$name")" -artifact_prefix="$dir/artifacts/" -print_final_stats=1 \
         "$dir/corpus" >"$dir/log" 2>&1 || rc=$?
     echo "$rc" >"$dir/rc"
@@ -123,7 +132,7 @@ stop_fuzzers() {
     exit 130
 }
 trap stop_fuzzers INT TERM
-echo "== fuzzing ${#HARNESSES[@]} harnesses for ${FUZZ_SECONDS}s each, $JOBS at a time (in $WORK)"
+echo "== fuzzing ${#HARNESSES[@]} harnesses, those of $FUZZ_DIR/focus for ${FUZZ_SECONDS}s and the others for ${FUZZ_SECONDS_OTHERS}s, $JOBS at a time (in $WORK)"
 running=0
 for name in "${HARNESSES[@]}"; do
     if [ "$running" -ge "$JOBS" ]; then

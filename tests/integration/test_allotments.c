@@ -1,5 +1,5 @@
-/* test_allotments.c — two ratelimiterd --allotments on one redis-server
- * (docs/allotments.md), under load from 16 client threads:
+/* test_allotments.c — two or three ratelimiterd --allotments on one
+ * redis-server (docs/allotments.md), under load from 16 client threads:
  *
  *  - a lease of three keys (rolling rpm, concurrency, rolling tpm), half of
  *    them completed through the other daemon: the fleet admits no more than
@@ -16,7 +16,12 @@
  *  - Redis killed (SIGKILL) mid-load and restarted on its append-only file:
  *    never more than the capacity admitted across the crash;
  *  - a capacity decrease under load reaches both daemons within a second:
- *    past that nothing is admitted while usage is above the new capacity.
+ *    past that nothing is admitted while usage is above the new capacity;
+ *  - three daemons: a limit deleted and PUT again with a smaller capacity
+ *    at once, after a load that used most of it: the new limit starts
+ *    empty once the daemons have looked (nothing of the old allotments,
+ *    nor the overage of old leases completed after the delete, counts in
+ *    it), and the fleet then admits exactly its capacity under load.
  *
  * Threads do not call cmocka asserts: they record, the main thread checks.
  * Skipped when redis-server is not installed.
@@ -37,29 +42,32 @@
 #include <cmocka.h>
 
 #include "support/daemon.h"
+#include "support/metrics_page.h"
 #include "support/redis_server.h"
 #include "support/ulid_gen.h"
 
-#define CLIENTS_PER_DAEMON 8
-#define CLIENTS (2 * CLIENTS_PER_DAEMON)
+#define CLIENTS 16
+#define DAEMONS_MAX 3
 
 typedef struct fleet {
     rl_test_redis redis;
-    rl_test_daemon d[2];
+    rl_test_daemon d[DAEMONS_MAX];
+    int count;
     char redis_address[32];
     char body[65536];
 } fleet;
 
-static int setup_with(void **state, bool persistent) {
+static int setup_with(void **state, bool persistent, int count) {
     fleet *f = calloc(1, sizeof *f);
     assert_non_null(f);
     switch (rl_test_redis_start_with(&f->redis, persistent)) {
     case RL_TEST_REDIS_STARTED: break;
-    case RL_TEST_REDIS_SKIPPED: free(f); skip(); break;
-    case RL_TEST_REDIS_FAILED: free(f); fail_msg("redis-server did not start"); break;
+    case RL_TEST_REDIS_SKIPPED: free(f); skip(); return 0;
+    case RL_TEST_REDIS_FAILED: free(f); fail_msg("redis-server did not start"); return -1;
     }
     snprintf(f->redis_address, sizeof f->redis_address, "127.0.0.1:%u", (unsigned)f->redis.port);
-    for (int i = 0; i < 2; i++) {
+    f->count = count;
+    for (int i = 0; i < count; i++) {
         rl_test_daemon_init(&f->d[i]);
         const char *args[] = {"--backend", "redis", "--redis", f->redis_address, "--allotments", NULL};
         if (!rl_test_daemon_start(&f->d[i], args)) {
@@ -72,16 +80,17 @@ static int setup_with(void **state, bool persistent) {
     return 0;
 }
 
-static int setup(void **state) { return setup_with(state, false); }
+static int setup(void **state) { return setup_with(state, false, 2); }
 /* Redis with its append-only file synced at every write: what it
  * acknowledged survives a kill. */
-static int setup_persistent(void **state) { return setup_with(state, true); }
+static int setup_persistent(void **state) { return setup_with(state, true, 2); }
+static int setup_three(void **state) { return setup_with(state, false, 3); }
 
 static int teardown(void **state) {
     fleet *f = *state;
     if (f == NULL) return 0;
     if (f->redis.pid != 0) kill(f->redis.pid, SIGCONT);
-    for (int i = 0; i < 2; i++) rl_test_daemon_cleanup(&f->d[i]);
+    for (int i = 0; i < f->count; i++) rl_test_daemon_cleanup(&f->d[i]);
     rl_test_redis_cleanup(&f->redis);
     free(f);
     return 0;
@@ -131,7 +140,8 @@ typedef struct load {
     atomic_long admitted, denied, unavailable, failures;
     atomic_int holding, max_holding;
     atomic_long last_admitted_ms;  /* when the latest admission was answered */
-    atomic_long admitted_after_ms; /* admissions answered after mark_ms */
+    atomic_long admitted_after_ms; /* admissions asked for after mark_ms (sent then: an answer
+                                     * that only arrives then may be slow on a busy machine) */
     atomic_long mark_ms;
     long pace_us;
     char first_failure[512];
@@ -155,15 +165,17 @@ static void failure(load *l, const char *what) {
 static void *hammer(void *arg) {
     worker *w = arg;
     load *l = w->l;
-    int home = w->index < CLIENTS_PER_DAEMON ? 0 : 1;
-    rl_test_client clients[2];
-    bool ready = rl_test_client_init(&clients[0], l->f->d[0].port) && rl_test_client_init(&clients[1], l->f->d[1].port);
+    int count = l->f->count, home = w->index * count / CLIENTS; /* the clients split evenly */
+    rl_test_client clients[DAEMONS_MAX];
+    int ready = 0;
+    while (ready < count && rl_test_client_init(&clients[ready], l->f->d[ready].port)) ready++;
     unsigned seed = (unsigned)w->index * 2654435761u ^ (unsigned)time(NULL);
-    while (ready && !atomic_load(&l->stop)) {
+    while (ready == count && !atomic_load(&l->stop)) {
         char id[27], body[1024], what[512];
         rl_test_ulid_new(id);
         snprintf(body, sizeof body, l->body_format, id);
         rl_test_response r;
+        long sent_ms = rl_test_now_ms();
         long status = rl_test_client_request(&clients[home], "POST", "/v1/reserve", body, &r);
         bool allowed = status == 200 && strstr(r.body, "\"allowed\":true") != NULL;
         if (status == 503 && strstr(r.body, "backend_error") != NULL) {
@@ -178,7 +190,7 @@ static void *hammer(void *arg) {
             long now = rl_test_now_ms();
             atomic_store(&l->last_admitted_ms, now);
             long mark = atomic_load(&l->mark_ms);
-            if (mark != 0 && now > mark) atomic_fetch_add(&l->admitted_after_ms, 1);
+            if (mark != 0 && sent_ms > mark) atomic_fetch_add(&l->admitted_after_ms, 1);
             int holding = atomic_fetch_add(&l->holding, 1) + 1;
             int seen = atomic_load(&l->max_holding);
             while (holding > seen && !atomic_compare_exchange_weak(&l->max_holding, &seen, holding)) {
@@ -187,7 +199,7 @@ static void *hammer(void *arg) {
         rl_test_response_free(&r);
         if (allowed && l->complete_format != NULL) {
             atomic_fetch_sub(&l->holding, 1); /* uncounted before release: the count lags the store's */
-            int where = rand_r(&seed) % 2 == 0 ? home : 1 - home;
+            int where = rand_r(&seed) % 2 == 0 ? home : (home + 1) % count;
             snprintf(body, sizeof body, l->complete_format, id);
             status = rl_test_client_request(&clients[where], "POST", "/v1/complete", body, &r);
             if (status != 200 && !(status == 503 && strstr(r.body, "backend_error") != NULL)) {
@@ -201,10 +213,7 @@ static void *hammer(void *arg) {
             nanosleep(&ts, NULL);
         }
     }
-    if (ready) {
-        rl_test_client_cleanup(&clients[0]);
-        rl_test_client_cleanup(&clients[1]);
-    }
+    while (ready > 0) rl_test_client_cleanup(&clients[--ready]);
     return NULL;
 }
 
@@ -229,13 +238,46 @@ static void load_stop(load *l, worker *workers) {
     if (atomic_load(&l->failures) != 0) fail_msg("%ld failures, first: %s", atomic_load(&l->failures), l->first_failure);
 }
 
-/* One reserve of body_format through daemon d: 1 allowed, 0 denied, -1 else. */
-static int reserve(fleet *f, int d, const char *body_format) {
-    char id[27], body[1024];
+/* Waits until a load's counter reaches n, or deadline_ms have passed. */
+static void wait_for_count(atomic_long *counter, long n, long deadline_ms) {
+    long until = rl_test_now_ms() + deadline_ms;
+    while (atomic_load(counter) < n && rl_test_now_ms() < until) rl_test_sleep_ms(5);
+}
+
+/* One reserve of body_format through daemon d with a new lease id, into
+ * id: 1 allowed, 0 denied, -1 else. */
+static int reserve_as(fleet *f, int d, const char *body_format, char id[27]) {
+    char body[1024];
     snprintf(body, sizeof body, body_format, rl_test_ulid_new(id));
     long status = call(f, d, "POST", "/v1/reserve", body);
     if (status != 200) return -1;
     return strstr(f->body, "\"allowed\":true") != NULL ? 1 : 0;
+}
+
+static int reserve(fleet *f, int d, const char *body_format) {
+    char id[27];
+    return reserve_as(f, d, body_format, id);
+}
+
+/* A limit of capacity the load exhausted: the daemons give back what their
+ * allotments still hold at their next looks, then the rest of the capacity,
+ * if any, goes to the next leases of body_format, asked of each daemon in
+ * turn until twenty in a row are not admitted (or one more than the
+ * capacity is). Those admitted are added to *admitted, the answers whose
+ * outcome nobody knows (a 503: Redis may have applied it) to *unknown. */
+static void admit_the_rest(fleet *f, const char *body_format, long capacity, long *admitted, long *unknown) {
+    rl_test_sleep_ms(1000);
+    for (int misses = 0, d = 0; misses < 20 && *admitted <= capacity; d = (d + 1) % f->count) {
+        int r = reserve(f, d, body_format);
+        if (r == 1) {
+            (*admitted)++;
+            misses = 0;
+        } else {
+            if (r < 0) (*unknown)++;
+            misses++;
+            rl_test_sleep_ms(25); /* twenty misses span more than a daemon's look */
+        }
+    }
 }
 
 #define LEASE3 \
@@ -251,35 +293,22 @@ static void two_daemons_under_load_never_admit_more_than_capacity(void **state) 
     load l;
     worker workers[CLIENTS];
     load_start(&l, workers, f, LEASE3, COMPLETE3, 0);
-    long until = rl_test_now_ms() + 30000;
-    while (atomic_load(&l.denied) < 2000 && rl_test_now_ms() < until) rl_test_sleep_ms(10);
+    wait_for_count(&l.denied, 2000, 30000);
     load_stop(&l, workers);
     long admitted = atomic_load(&l.admitted), unknown = atomic_load(&l.unavailable);
     fprintf(stderr, "admitted %ld, denied %ld, %ld answered 503 (outcome unknown), at most %d held at once\n",
             admitted, atomic_load(&l.denied), unknown, atomic_load(&l.max_holding));
     assert_true(admitted <= 3000);
     assert_true(atomic_load(&l.max_holding) <= 300);
-    /* Exhausted: the daemons give back what they hold at their next looks;
-     * then the rest of the capacity, if any, goes to the next leases. */
-    rl_test_sleep_ms(1000);
-    for (int misses = 0, d = 0; misses < 20 && admitted < 3000 + 1; d = 1 - d) {
-        int r = reserve(f, d, "{\"lease_id\":\"%s\",\"requirements\":[{\"key\":\"l:rpm\",\"amount\":1}]}");
-        if (r == 1) {
-            admitted++;
-            misses = 0;
-        } else {
-            if (r < 0) unknown++;
-            misses++;
-            rl_test_sleep_ms(25); /* twenty misses span more than a daemon's look */
-        }
-    }
+    admit_the_rest(f, "{\"lease_id\":\"%s\",\"requirements\":[{\"key\":\"l:rpm\",\"amount\":1}]}", 3000, &admitted,
+                   &unknown);
     /* Exactly the capacity, but for answers whose outcome nobody knows (a
      * 503 on a busy machine: Redis may have applied it) */
     assert_true(admitted <= 3000 && admitted + unknown >= 3000);
     assert_int_equal(usage_of(f, 0, "l:rpm", "used"), 3000);
     assert_int_equal(usage_of(f, 1, "l:rpm", "allotted"), 0);
     /* every hold released, those completed through the other daemon too */
-    until = rl_test_now_ms() + 10000;
+    long until = rl_test_now_ms() + 10000;
     while (usage_of(f, 0, "l:conc", "used") != 0 && rl_test_now_ms() < until) rl_test_sleep_ms(50);
     assert_int_equal(usage_of(f, 0, "l:conc", "used"), 0);
     assert_int_equal(rl_test_daemon_stop(&f->d[0]), 0);
@@ -396,8 +425,7 @@ static void redis_killed_mid_load(void **state) {
     load l;
     worker workers[CLIENTS];
     load_start(&l, workers, f, KILL1, NULL, 1000);
-    long until = rl_test_now_ms() + 20000;
-    while (atomic_load(&l.admitted) < 1500 && rl_test_now_ms() < until) rl_test_sleep_ms(5);
+    wait_for_count(&l.admitted, 1500, 20000);
     long admitted_at_kill = atomic_load(&l.admitted);
     rl_test_redis_kill(&f->redis);
     rl_test_sleep_ms(1500);
@@ -407,7 +435,7 @@ static void redis_killed_mid_load(void **state) {
     if (problem[0] == '\0' && !health_becomes(f, 0, 200, NULL, 15000))
         snprintf(problem, sizeof problem, "healthz after the restart: %.300s", f->body);
     /* on until the limit refuses */
-    until = rl_test_now_ms() + 30000;
+    long until = rl_test_now_ms() + 30000;
     while (problem[0] == '\0' && atomic_load(&l.denied) < 500 && rl_test_now_ms() < until) rl_test_sleep_ms(10);
     load_stop(&l, workers);
     long admitted = atomic_load(&l.admitted);
@@ -436,8 +464,7 @@ static void a_decrease_under_load_reaches_both_daemons_within_a_second(void **st
     load l;
     worker workers[CLIENTS];
     load_start(&l, workers, f, DEC1, NULL, 2000);
-    long until = rl_test_now_ms() + 20000;
-    while (atomic_load(&l.admitted) < 1000 && rl_test_now_ms() < until) rl_test_sleep_ms(5);
+    wait_for_count(&l.admitted, 1000, 20000);
     long admitted_at_put = atomic_load(&l.admitted);
     define(f, "{\"key\":\"d:rpm\",\"kind\":\"rolling\",\"capacity\":500,\"window_seconds\":600}");
     long put_at = rl_test_now_ms();
@@ -456,6 +483,74 @@ static void a_decrease_under_load_reaches_both_daemons_within_a_second(void **st
     assert_int_equal(rl_test_daemon_stop(&f->d[1]), 0);
 }
 
+#define RE1 "{\"lease_id\":\"%s\",\"requirements\":[{\"key\":\"re:rpm\",\"amount\":1}]}"
+#define RE_OVER "{\"lease_id\":\"%s\",\"actuals\":[{\"key\":\"re:rpm\",\"actual_amount\":300}]}"
+
+/* A metric of daemon d's /metrics, -1 if it cannot be read. */
+static double metric_of(fleet *f, int d, const char *series) {
+    if (call(f, d, "GET", "/metrics", NULL) != 200) return -1;
+    return rl_test_metrics_sample(f->body, series);
+}
+
+/* Three daemons under load use most of a limit; it is deleted and PUT
+ * again at once with half the capacity (the PUT through the daemon that
+ * deleted it, before the others could hear of the delete). Leases of the
+ * old limit completed after that with overage, on their own daemon or
+ * through another, charge the new one nothing; once every daemon has
+ * looked, nothing is used of the new limit; then the fleet admits exactly
+ * its capacity under load. */
+static void a_limit_deleted_and_put_again_starts_empty_on_every_daemon(void **state) {
+    fleet *f = *state;
+    define(f, "{\"key\":\"re:rpm\",\"kind\":\"rolling\",\"capacity\":2000,\"window_seconds\":600}");
+    load l;
+    worker workers[CLIENTS];
+    load_start(&l, workers, f, RE1, NULL, 0);
+    wait_for_count(&l.admitted, 1800, 30000);
+    load_stop(&l, workers);
+    long admitted_before = atomic_load(&l.admitted);
+    char old[3][27];
+    int old_count = 0;
+    for (int d = 0; d < 3; d++)
+        if (reserve_as(f, d, RE1, old[old_count]) == 1) old_count++;
+    fprintf(stderr, "%ld admitted of 2000 before the delete, %d more to complete after it\n", admitted_before,
+            old_count);
+    assert_true(admitted_before >= 1800);
+
+    if (call(f, 0, "DELETE", "/v1/admin/limits/re:rpm", NULL) != 200) fail_msg("DELETE: %s", f->body);
+    define(f, "{\"key\":\"re:rpm\",\"kind\":\"rolling\",\"capacity\":1000,\"window_seconds\":600}");
+    for (int i = 0; i < old_count; i++) {
+        char body[256];
+        snprintf(body, sizeof body, RE_OVER, old[i]);
+        if (call(f, i % 2 == 0 ? i : (i + 1) % 3, "POST", "/v1/complete", body) != 200)
+            fail_msg("complete: %s", f->body);
+    }
+    /* every daemon looks within a second and drops the old limit's
+     * allotment, holding none at that moment (a daemon that did not drop
+     * it would go on holding it, with what its leases hold live) */
+    long until = rl_test_now_ms() + 10000;
+    for (int d = 0; d < 3 && rl_test_now_ms() < until;)
+        if (metric_of(f, d, "ratelimiter_allotments_held") == 0) d++;
+        else rl_test_sleep_ms(50);
+    long used = usage_of(f, 0, "re:rpm", "used"), allotted = usage_of(f, 0, "re:rpm", "allotted");
+    long debt = usage_of(f, 0, "re:rpm", "debt_total");
+    fprintf(stderr, "the new limit, the daemons settled: used %ld, allotted %ld, debt_total %ld\n", used, allotted,
+            debt);
+    assert_int_equal(used, 0); /* allotments carved since for the new limit hold room, unused */
+    assert_true(allotted <= 1000);
+    assert_int_equal(debt, 0);
+    assert_int_equal(usage_of(f, 0, "re:rpm", "capacity"), 1000);
+
+    load_start(&l, workers, f, RE1, NULL, 0);
+    wait_for_count(&l.denied, 1000, 30000);
+    load_stop(&l, workers);
+    long admitted = atomic_load(&l.admitted), unknown = atomic_load(&l.unavailable);
+    admit_the_rest(f, RE1, 1000, &admitted, &unknown);
+    fprintf(stderr, "the new limit admitted %ld of 1000 (%ld answered 503)\n", admitted, unknown);
+    assert_true(admitted <= 1000 && admitted + unknown >= 1000);
+    assert_int_equal(usage_of(f, 0, "re:rpm", "used"), 1000);
+    for (int d = 0; d < 3; d++) assert_int_equal(rl_test_daemon_stop(&f->d[d]), 0);
+}
+
 int main(void) {
     rl_test_http_global_init();
     const struct CMUnitTest tests[] = {
@@ -464,6 +559,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(redis_paused_then_resumed, setup, teardown),
         cmocka_unit_test_setup_teardown(redis_killed_mid_load, setup_persistent, teardown),
         cmocka_unit_test_setup_teardown(a_decrease_under_load_reaches_both_daemons_within_a_second, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_limit_deleted_and_put_again_starts_empty_on_every_daemon, setup_three,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

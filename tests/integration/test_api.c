@@ -1,6 +1,5 @@
-/* test_api.c — every endpoint of spec/api.md over real HTTP against the built
- * daemon: status codes, exact bodies and error strings (DESIGN.md "Semantics
- * the spec leaves open"), keep-alive, Content-Type.
+/* test_api.c — every endpoint of docs/api.md over real HTTP against the built
+ * daemon: status codes, exact bodies and error strings (docs/api.md, docs/concepts.md), keep-alive, Content-Type.
  *
  * One daemon serves the whole group (config: max_body_bytes 65536,
  * max_batch 8); each test defines its own limit keys so tests do not
@@ -17,11 +16,20 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
+#include "ratelimiter/types.h"
 #include "support/daemon.h"
 #include "support/registry_text.h"
 #include "support/ulid_gen.h"
 
 static rl_test_daemon daemon_;
+
+/* The 404 of a GET of a key no limit has; a reserve's, whose detail says
+ * what to do (up to the dry run's member, when it is one). */
+#define UNKNOWN_KEY_GET_404(key) "{\"error\":\"unknown_limit_key:" key "\",\"detail\":\"no limit has the key " key "\"}"
+#define UNKNOWN_KEY_RESERVE_404_START(key)                                                       \
+    "{\"allowed\":false,\"retry_after_ms\":0,\"reserved_at_unix_ms\":0,\"error\":\"unknown_limit_key:" key \
+    "\",\"detail\":\"no limit has the key " key ": define it (PUT /v1/admin/limits, or a template that "  \
+    "matches it) and retry; nothing was reserved\""
 
 #define RESERVE_400_PREFIX                                                                        \
     "{\"allowed\":false,\"retry_after_ms\":0,\"reserved_at_unix_ms\":0,\"error\":\"invalid_request\"," \
@@ -311,9 +319,7 @@ static void test_unknown_key_404(void **state) {
              "{\"lease_id\":\"%s\",\"requirements\":[{\"key\":\"t4:rpm\",\"amount\":1},"
              "{\"key\":\"tenant:foo:llm:daily_tokens\",\"amount\":1}]}",
              rl_test_ulid_new(id));
-    expect("POST", "/v1/reserve", body, 404,
-           "{\"allowed\":false,\"retry_after_ms\":0,\"reserved_at_unix_ms\":0,"
-           "\"error\":\"unknown_limit_key:tenant:foo:llm:daily_tokens\"}");
+    expect("POST", "/v1/reserve", body, 404, UNKNOWN_KEY_RESERVE_404_START("tenant:foo:llm:daily_tokens") "}");
     /* All or nothing: the known key was not charged. */
     assert_int_equal(usage_of("t4:rpm", "used"), 0);
 }
@@ -328,7 +334,7 @@ static void test_body_too_large_413(void **state) {
     assert_true(n > 0);
     if (!starts_with(out, "HTTP/1.1 413")) fail_msg("%s", out);
     assert_non_null(strstr(out, "content-type: application/json"));
-    assert_true(ends_with(out, "\r\n\r\n{\"error\":\"invalid_request\"}"));
+    assert_true(ends_with(out, "\r\n\r\n{\"error\":\"invalid_request\"}\n"));
 
     /* Sent for real through curl. */
     size_t size = 70000;
@@ -341,6 +347,52 @@ static void test_body_too_large_413(void **state) {
     free(big);
     /* The server is fine afterwards (curl reconnects). */
     expect("GET", "/healthz", NULL, 200, NULL);
+}
+
+/* One exchange on a connection of its own, as sent: the answer's body (into
+ * out, after its head), which Content-Length must measure exactly. */
+static const char *raw_body(const char *request, char *out, size_t size) {
+    long n = rl_test_raw_exchange(daemon_.port, request, strlen(request), 5000, out, size);
+    if (n <= 0 || (size_t)n >= size - 1) fail_msg("no whole answer to %s", request);
+    const char *body = strstr(out, "\r\n\r\n");
+    const char *length = strstr(out, "\r\nContent-Length: ");
+    if (body == NULL || length == NULL || length > body) fail_msg("no Content-Length: %s", out);
+    body += 4;
+    assert_int_equal(strtol(length + 18, NULL, 10), (long)((out + n) - body));
+    return body;
+}
+
+/* A JSON answer, errors included, ends with a newline that Content-Length
+ * counts, so that a shell prompt after curl starts on a line of its own
+ * (tests/integration/support checks it of every answer the tests get, and
+ * drops it); other bodies (the metrics' text, the console's files) go as
+ * they are. */
+static void test_json_answers_end_with_a_newline(void **state) {
+    (void)state;
+    put_rolling("t21:rpm", 1, 60);
+    static char out[65536];
+    const char *gets[] = {"/healthz", "/v1/admin/limits/t21:rpm", "/v1/admin/limits/t21:none", "/nope", "/"};
+    for (size_t i = 0; i < sizeof gets / sizeof gets[0]; i++) {
+        char request[256];
+        snprintf(request, sizeof request, "GET %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", gets[i]);
+        const char *body = raw_body(request, out, sizeof out);
+        if (!ends_with(body, "}\n") || ends_with(body, "\n\n")) fail_msg("GET %s: %s", gets[i], body);
+    }
+    const char *refused = raw_body("POST /v1/reserve HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1\r\n"
+                                   "Connection: close\r\n\r\n{",
+                                   out, sizeof out);
+    assert_true(starts_with(refused, RESERVE_400_PREFIX) && ends_with(refused, "\"}\n"));
+
+    /* A console file: the file's bytes, not one more. */
+    const char *css = raw_body("GET /console/console.css HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+                               out, sizeof out);
+    FILE *file = fopen(RL_SOURCE_DIR "/console/console.css", "rb");
+    assert_non_null(file);
+    static char source[65536];
+    size_t source_len = fread(source, 1, sizeof source - 1, file);
+    fclose(file);
+    source[source_len] = '\0';
+    assert_string_equal(css, source);
 }
 
 static void test_wrong_method_405(void **state) {
@@ -356,11 +408,22 @@ static void test_wrong_method_405(void **state) {
 
 static void test_unknown_path_404(void **state) {
     (void)state;
-    const char *paths[] = {"/", "/v2/reserve", "/v1/reserve/", "/v1/reserves", "/healthz/x",
-                           "/v1/admin", "/V1/reserve"};
-    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
-        expect("GET", paths[i], NULL, 404, "{\"error\":\"invalid_request\"}");
-    expect("POST", "/nope", "{}", 404, "{\"error\":\"invalid_request\"}");
+    /* Each says what was not found, and where the API is. */
+    const char *paths[] = {"/v2/reserve", "/v1/reserve/", "/v1/reserves", "/healthz/x",
+                           "/v1/admin", "/V1/reserve", "//"};
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+        char wanted[256];
+        snprintf(wanted, sizeof wanted,
+                 "{\"error\":\"invalid_request\",\"detail\":\"no route for GET %s: the API is under /v1/ "
+                 "(see /console)\"}",
+                 paths[i]);
+        expect("GET", paths[i], NULL, 404, wanted);
+    }
+    /* The root is the console's (test_console.c): a redirect there. */
+    expect("GET", "/", NULL, 302, "{\"detail\":\"the web console is at /console\"}");
+    expect("POST", "/nope", "{}", 404,
+           "{\"error\":\"invalid_request\",\"detail\":\"no route for POST /nope: the API is under /v1/ (see "
+           "/console)\"}");
     /* A query string does not change the route. */
     expect("GET", "/healthz?verbose=1", NULL, 200, NULL);
 }
@@ -420,7 +483,7 @@ static void test_admin_put_get_list(void **state) {
     put_limit("{\"key\":\"t5:concurrency\",\"kind\":\"concurrency\",\"capacity\":8,\"timeout_seconds\":30}");
     assert_int_equal(usage_of("t5:concurrency", "capacity"), 8);
 
-    expect("GET", "/v1/admin/limits/t5:nope", NULL, 404, "{\"error\":\"unknown_limit_key:t5:nope\"}");
+    expect("GET", "/v1/admin/limits/t5:nope", NULL, 404, UNKNOWN_KEY_GET_404("t5:nope"));
 }
 
 static void test_admin_put_invalid(void **state) {
@@ -449,7 +512,7 @@ static void test_admin_put_invalid(void **state) {
             fail_msg("case %zu: %s", i, last.body);
     }
     /* None of them created anything. */
-    expect("GET", "/v1/admin/limits/t6", NULL, 404, "{\"error\":\"unknown_limit_key:t6\"}");
+    expect("GET", "/v1/admin/limits/t6", NULL, 404, UNKNOWN_KEY_GET_404("t6"));
 }
 
 /* Issue 11: a money budget over a calendar month, through the API: its
@@ -509,7 +572,7 @@ static void test_budget_over_http(void **state) {
             strstr(last.body, bad[i].names) == NULL)
             fail_msg("case %zu: %s does not name %s", i, last.body, bad[i].names);
     }
-    expect("GET", "/v1/admin/limits/b1", NULL, 404, "{\"error\":\"unknown_limit_key:b1\"}");
+    expect("GET", "/v1/admin/limits/b1", NULL, 404, UNKNOWN_KEY_GET_404("b1"));
 
     /* an open reservation keeps a budget a budget, and the 409 names both kinds */
     expect("POST", "/v1/reserve", reserve_body(rl_test_ulid_new(id), "tenant:acme:daily", 3), 200, NULL);
@@ -672,7 +735,7 @@ static void test_admin_put_integers_exact(void **state) {
            400, NULL);
     if (!starts_with(last.body, prefix) || strstr(last.body, "capacity") == NULL)
         fail_msg("%s", last.body);
-    expect("GET", "/v1/admin/limits/t6b", NULL, 404, "{\"error\":\"unknown_limit_key:t6b\"}");
+    expect("GET", "/v1/admin/limits/t6b", NULL, 404, UNKNOWN_KEY_GET_404("t6b"));
 
     /* 2^53 itself is the largest capacity; a refused PUT leaves it as it was. */
     put_limit("{\"key\":\"t6b\",\"kind\":\"rolling\",\"capacity\":9007199254740992,\"window_seconds\":60}");
@@ -723,6 +786,45 @@ static void test_admin_kind_change_in_use(void **state) {
     assert_int_equal(usage_of("t6k", "capacity"), 10);
     expect("GET", "/v1/admin/limits/t6k", NULL, 200, NULL);
     if (strstr(last.body, "\"kind\":\"concurrency\"") == NULL) fail_msg("%s", last.body);
+}
+
+/* A key (a pattern) of the longest length there is: a refusal that names it
+ * arrives whole, its sentence to the end. */
+static void test_details_name_the_longest_key_whole(void **state) {
+    (void)state;
+    char key[RL_KEY_MAX_LEN + 1], json[1024], wanted[2048];
+    memset(key, 'k', sizeof key - 1);
+    memcpy(key, "t6long:", 7);
+    key[RL_KEY_MAX_LEN] = '\0';
+    put_rolling(key, 10, 3600);
+    char lease[27];
+    assert_int_equal(reserve(rl_test_ulid_new(lease), key, 1), 200);
+    snprintf(json, sizeof json, "{\"key\":\"%s\",\"kind\":\"concurrency\",\"capacity\":10,\"timeout_seconds\":5}", key);
+    snprintf(wanted, sizeof wanted,
+             "{\"ok\":false,\"error\":\"limit_in_use\",\"detail\":\"limit \\\"%s\\\" holds 1 in 1 reservation of its "
+             "rolling kind: its kind can change to concurrency only when it holds nothing (rolling usage leaves at "
+             "the end of its window, concurrency holds and budget reservations at Complete or their timeout); or "
+             "define the new limit under another key\"}",
+             key);
+    expect("PUT", "/v1/admin/limits", json, 409, wanted);
+
+    char pattern[RL_KEY_MAX_LEN + 1], made[RL_KEY_MAX_LEN + 1];
+    memset(pattern, 'p', sizeof pattern - 1);
+    memcpy(pattern, "t6long:{tenant}:", 16);
+    pattern[RL_KEY_MAX_LEN] = '\0';
+    snprintf(made, sizeof made, "t6long:acme:%s", pattern + 16);
+    snprintf(json, sizeof json, "{\"pattern\":\"%s\",\"kind\":\"rolling\",\"capacity\":10,\"window_seconds\":3600}",
+             pattern);
+    expect("PUT", "/v1/admin/templates", json, 200, "{\"ok\":true}");
+    assert_int_equal(reserve(rl_test_ulid_new(lease), made, 1), 200);
+    snprintf(json, sizeof json,
+             "{\"pattern\":\"%s\",\"kind\":\"concurrency\",\"capacity\":10,\"timeout_seconds\":5}", pattern);
+    snprintf(wanted, sizeof wanted,
+             "{\"ok\":false,\"error\":\"limit_in_use\",\"detail\":\"a limit made from template \\\"%s\\\" holds "
+             "reservations: the template's kind can change only once none of the limits made from it holds "
+             "anything; or put the new template under another pattern\"}",
+             pattern);
+    expect("PUT", "/v1/admin/templates", json, 409, wanted);
 }
 
 /* overview.md Example 4: a decrease waits for usage, denying meanwhile. */
@@ -823,13 +925,17 @@ static void test_batches(void **state) {
         const cJSON *r = cJSON_GetArrayItem(results, i);
         assert_int_equal(cJSON_IsTrue(cJSON_GetObjectItem(r, "allowed")), wanted[i].allowed);
         assert_string_equal(cJSON_GetObjectItem(r, "error")->valuestring, wanted[i].error);
-        /* only an invalid item carries a detail, naming its place in the batch */
+        /* an invalid item carries a detail naming its place in the batch, an
+         * unknown key's one naming the key; no other */
         const cJSON *detail = cJSON_GetObjectItem(r, "detail");
         if (strcmp(wanted[i].error, "invalid_request") == 0) {
             assert_non_null(detail);
             char prefix[32];
             snprintf(prefix, sizeof prefix, "requests[%d]", i);
             assert_true(starts_with(detail->valuestring, prefix));
+        } else if (starts_with(wanted[i].error, "unknown_limit_key:")) {
+            assert_non_null(detail);
+            assert_true(starts_with(detail->valuestring, "no limit has the key t9:nope: define it"));
         } else {
             assert_null(detail);
         }
@@ -969,8 +1075,7 @@ static void test_key_path_encoding(void **state) {
         expect("GET", paths[i], NULL, 200, NULL);
         assert_true(starts_with(last.body, "{\"limit\":{\"definition\":{\"key\":\"tenant:acme/eu:llm:daily_tokens\""));
     }
-    expect("GET", "/v1/admin/limits/tenant%3Aacme%2Fus", NULL, 404,
-           "{\"error\":\"unknown_limit_key:tenant:acme/us\"}");
+    expect("GET", "/v1/admin/limits/tenant%3Aacme%2Fus", NULL, 404, UNKNOWN_KEY_GET_404("tenant:acme/us"));
     expect("GET", "/v1/admin/limits/bad%2", NULL, 400, NULL);
     assert_true(starts_with(last.body, "{\"error\":\"invalid_request\",\"detail\":\""));
     expect("GET", "/v1/admin/limits/a%20b", NULL, 400, NULL);
@@ -995,13 +1100,14 @@ static void test_admin_delete(void **state) {
 
     expect("DELETE", "/v1/admin/limits/t9%3Atpm", NULL, 200, "{\"ok\":true}");
     expect("DELETE", "/v1/admin/limits/t9:conc", NULL, 200, "{\"ok\":true}");
-    expect("GET", "/v1/admin/limits/t9:tpm", NULL, 404, "{\"error\":\"unknown_limit_key:t9:tpm\"}");
-    expect("DELETE", "/v1/admin/limits/t9:tpm", NULL, 404, "{\"ok\":false,\"error\":\"unknown_limit_key:t9:tpm\"}");
+    expect("GET", "/v1/admin/limits/t9:tpm", NULL, 404, UNKNOWN_KEY_GET_404("t9:tpm"));
+    expect("DELETE", "/v1/admin/limits/t9:tpm", NULL, 404,
+           "{\"ok\":false,\"error\":\"unknown_limit_key:t9:tpm\",\"detail\":\"no limit has the key t9:tpm\"}");
     expect("GET", "/v1/admin/limits", NULL, 200, NULL);
     assert_null(strstr(last.body, "\"t9:tpm\""));
     assert_non_null(strstr(last.body, "\"t9:keep\""));
     expect("POST", "/v1/reserve", reserve_body(rl_test_ulid_new(b), "t9:tpm", 1), 404,
-           "{\"allowed\":false,\"retry_after_ms\":0,\"reserved_at_unix_ms\":0,\"error\":\"unknown_limit_key:t9:tpm\"}");
+           UNKNOWN_KEY_RESERVE_404_START("t9:tpm") "}");
     expect("POST", "/v1/reserve", body, 200, NULL); /* a retry: its first outcome */
     assert_true(jnum("reserved_at_unix_ms") == reserved_at);
     snprintf(body, sizeof body,
@@ -1084,9 +1190,7 @@ static void test_optional_and_dry_run(void **state) {
     /* an undefined key, not optional: the 404 of a reserve, as a dry run's */
     snprintf(body, sizeof body,
              "{\"lease_id\":\"%s\",\"dry_run\":true,\"requirements\":[{\"key\":\"t20:none\",\"amount\":1}]}", other);
-    expect("POST", "/v1/reserve", body, 404,
-           "{\"allowed\":false,\"retry_after_ms\":0,\"reserved_at_unix_ms\":0,\"error\":\"unknown_limit_key:t20:none\","
-           "\"dry_run\":true}");
+    expect("POST", "/v1/reserve", body, 404, UNKNOWN_KEY_RESERVE_404_START("t20:none") ",\"dry_run\":true}");
     /* a remembered id with other requirements: the 409, as a dry run's */
     snprintf(body, sizeof body,
              "{\"lease_id\":\"%s\",\"dry_run\":true,\"requirements\":[{\"key\":\"t20:conc\",\"amount\":1}]}", lease);
@@ -1152,7 +1256,7 @@ static void test_templates(void **state) {
     expect("DELETE", "/v1/admin/templates/t10:%7Btenant%7D:tokens", NULL, 200, "{\"ok\":true}");
     expect("DELETE", "/v1/admin/templates/t10:%7Btenant%7D:tokens", NULL, 404,
            "{\"ok\":false,\"error\":\"invalid_request\",\"detail\":\"no template has the pattern t10:{tenant}:tokens\"}");
-    expect("GET", "/v1/admin/limits/t10:acme:tokens", NULL, 404, "{\"error\":\"unknown_limit_key:t10:acme:tokens\"}");
+    expect("GET", "/v1/admin/limits/t10:acme:tokens", NULL, 404, UNKNOWN_KEY_GET_404("t10:acme:tokens"));
 }
 
 int main(void) {
@@ -1165,6 +1269,7 @@ int main(void) {
         cmocka_unit_test(test_body_too_large_413),
         cmocka_unit_test(test_wrong_method_405),
         cmocka_unit_test(test_unknown_path_404),
+        cmocka_unit_test(test_json_answers_end_with_a_newline),
         cmocka_unit_test(test_admin_put_get_list),
         cmocka_unit_test(test_admin_put_invalid),
         cmocka_unit_test(test_budget_over_http),
@@ -1172,6 +1277,7 @@ int main(void) {
         cmocka_unit_test(test_audit_of_an_expired_budget_reservation),
         cmocka_unit_test(test_admin_put_integers_exact),
         cmocka_unit_test(test_admin_kind_change_in_use),
+        cmocka_unit_test(test_details_name_the_longest_key_whole),
         cmocka_unit_test(test_decreasing_flow),
         cmocka_unit_test(test_exceeds_capacity),
         cmocka_unit_test(test_batches),

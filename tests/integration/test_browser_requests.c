@@ -5,13 +5,14 @@
  *     refused with 403, and nothing is reserved;
  *   - a DNS-rebound name in Host is refused on a loopback listener, for
  *     reserves and admin PUTs alike;
+ *   - two Host lines (even with the loopback last) or two Origins: 400;
  *   - an origin listed in server.allowed_origins gets its preflight and its
  *     CORS headers;
  *   - clients that are not browsers (no Origin) work as before;
  *   - on every interface without tokens files, a warning that there is no authentication;
  *   - no h2c: an Upgrade to it is ignored, so HTTP/2's body limit cannot
  *     answer differently from HTTP/1.1's 413;
- *   - the errors libh2o writes itself before any handler (README: plain
+ *   - the errors libh2o writes itself before any handler (docs/operations.md: plain
  *     text) are pinned, so that a change in them is seen.
  */
 #include <setjmp.h>
@@ -175,6 +176,31 @@ static void test_a_rebound_name_is_refused_on_loopback(void **state) {
     assert_int_equal(used_of("g:rpm"), before + 4);
 }
 
+/* Two Host lines are malformed (RFC 9112: 400), whichever comes last: a
+ * rebinding page's request with the loopback last is refused like any
+ * other. So are two Origin headers, even both allowed. Nothing reserved. */
+static void test_a_repeated_host_or_origin_is_malformed(void **state) {
+    (void)state;
+    long before = used_of("g:rpm");
+    char second_host[96];
+    snprintf(second_host, sizeof second_host, "Host: %s\r\nContent-Type: text/plain\r\n", local_host());
+    send_raw(&daemon_, "POST", "/v1/reserve", "evil.example", second_host, reserve_body("g:rpm", 5));
+    expect_status("HTTP/1.1 400 ");
+    expect_in_answer("{\"error\":\"invalid_request\",\"detail\":\"the request has 2 Host headers and may have one");
+    send_raw(&daemon_, "POST", "/v1/reserve", local_host(), second_host, reserve_body("g:rpm", 5));
+    expect_status("HTTP/1.1 400 ");
+    send_raw(&daemon_, "POST", "/v1/reserve", local_host(),
+             "Origin: http://localhost:3000\r\nOrigin: http://evil.example\r\nContent-Type: text/plain\r\n",
+             reserve_body("g:rpm", 5));
+    expect_status("HTTP/1.1 400 ");
+    expect_in_answer("\"detail\":\"the request has 2 Origin headers and may have one");
+    expect_not_in_answer("Access-Control-Allow-Origin");
+    send_raw(&daemon_, "OPTIONS", "/v1/reserve", local_host(),
+             "Origin: " ALLOWED "\r\nOrigin: http://localhost:3000\r\nAccess-Control-Request-Method: POST\r\n", NULL);
+    expect_status("HTTP/1.1 400 ");
+    assert_int_equal(used_of("g:rpm"), before);
+}
+
 static void test_an_allowed_origin_gets_cors(void **state) {
     (void)state;
     send_raw(&daemon_, "OPTIONS", "/v1/reserve", local_host(),
@@ -218,7 +244,7 @@ static void test_no_h2c(void **state) {
              NULL);
     expect_status("HTTP/1.1 200 ");
     expect_in_answer("{\"ok\":true");
-    /* the HTTP/2 preface gets libh2o's plain 400 (README: Errors) */
+    /* the HTTP/2 preface gets libh2o's plain 400 (docs/operations.md: Errors) */
     const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
     assert_true(rl_test_raw_exchange(daemon_.port, preface, sizeof preface - 1, 5000, answer, sizeof answer) > 0);
     expect_status("HTTP/1.1 400 Bad Request\r\n");
@@ -237,7 +263,7 @@ static void test_no_h2c(void **state) {
     expect_in_answer("{\"error\":\"invalid_request\"");
 }
 
-/* What libh2o answers by itself, before any handler can (README: these
+/* What libh2o answers by itself, before any handler can (docs/operations.md: these
  * stay plain text): a request line or header that does not parse, more
  * than 100 headers, a request head over 417,792 bytes. */
 static void test_libh2o_plain_text_errors_are_as_documented(void **state) {
@@ -285,6 +311,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_a_foreign_page_cannot_reserve),
         cmocka_unit_test(test_a_rebound_name_is_refused_on_loopback),
+        cmocka_unit_test(test_a_repeated_host_or_origin_is_malformed),
         cmocka_unit_test(test_an_allowed_origin_gets_cors),
         cmocka_unit_test(test_clients_without_origin_work),
         cmocka_unit_test(test_no_h2c),

@@ -1,11 +1,11 @@
-/* test_metrics_endpoint.c — GET /metrics over real HTTP (issue 14, point 1): every
+/* test_metrics_endpoint.c — GET /metrics over real HTTP: every
  * answer counted by endpoint and status, every lease decision by result,
  * latency histograms, the limits' gauges (bounded by
  * metrics.max_limit_series), templates aggregated, the journal's syncs,
  * the connections and the guard's closes; in redis mode the script calls,
  * batches, failures and allotments held. Each
  * page is checked by the real promtool (Debian's prometheus package, at
- * /usr/bin/promtool: make deps installs it). The redis tests are skipped
+ * /usr/bin/promtool: make deps-test installs it). The redis tests are skipped
  * when redis-server is not installed. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -71,7 +71,7 @@ static void promtool_check(rl_test_daemon *d, const char *text) {
         fclose(f);
     }
     if (rc != 0 || said[0] != '\0')
-        fail_msg("promtool check metrics (exit %d): %s\n(is the prometheus package installed? make deps)", rc, said);
+        fail_msg("promtool check metrics (exit %d): %s\n(is the prometheus package installed? make deps-test)", rc, said);
 }
 
 #define sample rl_test_metrics_sample
@@ -333,6 +333,8 @@ static void test_disabled_is_not_found(void **state) {
     start(d, "metrics:\n  enabled: false\n", NULL);
     rl_test_response res;
     assert_int_equal(rl_test_daemon_http(d, "GET", "/metrics", NULL, &res), 404);
+    assert_string_equal(res.body, "{\"error\":\"invalid_request\",\"detail\":\"no route for GET /metrics: this "
+                                  "daemon keeps no metrics (metrics.enabled: false)\"}");
     rl_test_response_free(&res);
     assert_int_equal(rl_test_daemon_http(d, "POST", "/metrics", "", &res), 405);
     rl_test_response_free(&res);

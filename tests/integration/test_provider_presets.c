@@ -7,6 +7,8 @@
  * an older one made, with its origin) updates the preset's keys at the next
  * start; a restart with the same presets writes nothing; a DELETE frees a
  * preset's key; a name no preset has stops start-up with the list of them.
+ * Through the HTTP limiter, the LLM helper's requirements for a model a
+ * preset knows are served, and a misspelt model is refused.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,6 +25,7 @@
 #include "ratelimiter/registry.h"
 #include "support/daemon.h"
 #include "support/file_bytes.h"
+#include "support/llm_reserve.h"
 
 #define RPM_4O "global:llm:openai:gpt-4o:rpm"
 #define TPM_4O "global:llm:openai:gpt-4o:tpm"
@@ -200,6 +203,41 @@ static void test_a_newer_table_at_start(void **state) {
     rl_test_daemon_cleanup(&d);
 }
 
+/* A daemon with openai-tier-1, called by the LLM helper over the HTTP
+ * limiter: gpt-4o is served; a misspelt gpt-4o has no rpm and is refused
+ * with the key it lacks, holding nothing; a local model said to have no
+ * limits of its own is served without any. */
+static void test_a_misspelt_model_is_refused_over_http(void **state) {
+    (void)state;
+    rl_test_daemon d;
+    rl_test_daemon_init(&d);
+    const char *const args[] = {"--preset", "openai-tier-1", NULL};
+    assert_true(rl_test_daemon_start(&d, args));
+    char url[64], err[RL_LIMITER_ERR_SIZE];
+    snprintf(url, sizeof url, "http://127.0.0.1:%u", (unsigned)d.port);
+    rl_http_limiter_options options;
+    rl_http_limiter_options_default(&options);
+    options.base_url = url;
+    rl_limiter *limiter = NULL;
+    if (rl_limiter_http_open(&options, &limiter, err) != RL_OK) fail_msg("http limiter: %s", err);
+
+    rl_llm_call model = {.provider = "openai", .model = "gpt-4o", .prompt_tokens = 100, .max_output_tokens = 100};
+    assert_true(rl_test_reserve_llm_call(limiter, &model).allowed);
+    model.model = "gpt-4o-typo";
+    rl_reserve_result refused = rl_test_reserve_llm_call(limiter, &model);
+    assert_false(refused.allowed);
+    assert_int_equal(refused.status, RL_UNKNOWN_LIMIT_KEY);
+    assert_string_equal(refused.status_key, "global:llm:openai:gpt-4o-typo:rpm");
+    assert_int_equal(call(&d, "GET", "/v1/admin/limits/" RPM_4O, NULL), 200);
+    expect_in_body("\"used\":1,"); /* gpt-4o's own call, nothing of the misspelt one */
+    rl_llm_call local = {.provider = "local", .model = "llama", .max_output_tokens = 10, .model_limits_optional = true};
+    assert_true(rl_test_reserve_llm_call(limiter, &local).allowed);
+
+    rl_limiter_destroy(limiter);
+    assert_int_equal(rl_test_daemon_stop(&d), 0);
+    rl_test_daemon_cleanup(&d);
+}
+
 /* A name no preset has stops start-up, from a flag or from the file, with
  * the names there are. */
 static void test_an_unknown_preset_stops_start_up(void **state) {
@@ -227,6 +265,7 @@ int main(void) {
         cmocka_unit_test(test_restart_with_presets_is_idempotent),
         cmocka_unit_test(test_a_newer_table_at_start),
         cmocka_unit_test(test_an_unknown_preset_stops_start_up),
+        cmocka_unit_test(test_a_misspelt_model_is_refused_over_http),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

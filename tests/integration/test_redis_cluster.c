@@ -1,5 +1,5 @@
 /* test_redis_cluster.c — two ratelimiterd on one redis-server under load
- * (distributed mode, issue 4 item 6):
+ * (distributed mode):
  *
  *  - 16 client threads (8 per daemon, each with its own keep-alive
  *    connections) never get more than the capacity admitted in total: a

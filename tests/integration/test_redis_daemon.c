@@ -1,5 +1,5 @@
 /* test_redis_daemon.c — two ratelimiterd on one redis-server (distributed
- * mode, issue 4): the definitions are shared (a PUT on A is seen by B, in
+ * mode): the definitions are shared (a PUT on A is seen by B, in
  * GET and in reserve), the limit state is shared, a daemon joining later
  * takes the store's definitions over its own file, and /healthz follows
  * Redis (503 while it is down, 200 once it is back on the same port).
@@ -11,6 +11,7 @@
  * back by B, not even when Redis comes back empty; with allotments too.
  * Provider presets: who made a limit is read from its definition, the
  * operator's PUT through one daemon wins over an apply through the other.
+ * A start waiting for a stopped Redis still stops on SIGTERM.
  * Skipped when redis-server is not installed. */
 #include <pthread.h>
 #include <setjmp.h>
@@ -570,6 +571,27 @@ static void test_stopped_redis_costs_a_request_one_deadline(void **state) {
     assert_int_equal(rl_test_daemon_stop(&c->a), 0);
 }
 
+/* A start that waits, here for a stopped Redis (its socket accepts, nothing
+ * answers within the minute the config gives it), still stops on SIGTERM:
+ * the stop signals are blocked from before the tokens files are read, so
+ * until the daemon listens a thread of its own takes them. It ends by the
+ * signal and says so, instead of waiting out Redis with SIGTERM pending. */
+static void test_sigterm_stops_a_start_waiting_for_redis(void **state) {
+    cluster *c = *state;
+    rl_test_daemon_write_config(&c->a, "redis:\n  connect_timeout_ms: 60000\n  command_timeout_ms: 60000\n");
+    const char *args[] = {"-c", c->a.config_path, "--backend", "redis", "--redis", c->redis_address, NULL};
+    assert_int_equal(kill(c->redis.pid, SIGSTOP), 0);
+    rl_test_daemon_launch(&c->a, args, NULL);
+    long until = rl_test_now_ms() + RL_TEST_START_DEADLINE_MS;
+    while (!rl_test_process_blocks_signal(c->a.pid, SIGTERM) && rl_test_now_ms() < until) rl_test_sleep_ms(5);
+    int code = rl_test_daemon_stop_with(&c->a, SIGTERM); /* waits less than Redis's minute */
+    kill(c->redis.pid, SIGCONT);
+    char text[8192];
+    rl_test_daemon_read_stderr(&c->a, text, sizeof text);
+    if (code != 128 + SIGTERM || strstr(text, "ratelimiterd: SIGTERM received during start-up, stopping") == NULL)
+        fail_msg("SIGTERM during start-up: exit %d, said:\n%s", code, text);
+}
+
 /* Provider presets in shared mode: Redis keeps no origins, so a definition
  * that is exactly a preset's is that preset's, any other the operator's.
  * A starts with --preset; B sees who made the limits, and an operator's PUT
@@ -636,6 +658,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_healthz_tells_a_full_redis, setup, teardown),
         cmocka_unit_test_setup_teardown(test_budget_shared_by_two_daemons, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stopped_redis_costs_a_request_one_deadline, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sigterm_stops_a_start_waiting_for_redis, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_on_a_is_never_put_back_by_b, setup, teardown),
         cmocka_unit_test_setup_teardown(test_delete_on_a_is_never_put_back_by_b_with_allotments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_presets_follow_the_store, setup, teardown),

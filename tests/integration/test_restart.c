@@ -1,7 +1,8 @@
 /* test_restart.c — the daemon's life: limits survive a restart on the same
  * registry file; a corrupt, invalid or unreadable registry or a bad config
  * stops start-up with a clear message and a non-zero status; SIGTERM and
- * SIGINT stop it cleanly (status 0). */
+ * SIGINT stop it cleanly (status 0); one daemon on its data files; the
+ * audit log kept whole without a journal. */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -340,6 +341,105 @@ static void test_journal_and_audit_flags(void **state) {
     rl_test_daemon_cleanup(&d);
 }
 
+/* How many audit entries key has (one page holds them all here). */
+static size_t audit_entries(rl_test_daemon *d, const char *key) {
+    rl_test_sleep_ms(2); /* entries are listed once their millisecond is over */
+    char path[300], body[65536];
+    snprintf(path, sizeof path, "/v1/admin/audit?key=%s&limit=1000", key);
+    assert_int_equal(call(d, "GET", path, NULL, body, sizeof body), 200);
+    size_t n = 0;
+    for (const char *at = body; (at = strstr(at, "\"lease_id\"")) != NULL; at++) n++;
+    return n;
+}
+
+/* Without a journal the audit log is the only record of spend: restarts
+ * keep it whole, and /metrics says that usage does not hold it. */
+static void test_audit_kept_without_journal(void **state) {
+    (void)state;
+    rl_test_daemon d;
+    rl_test_daemon_init(&d);
+    const char *no_journal[] = {"--no-journal", NULL};
+    const char *key = "global:llm:openai:gpt-4o:tpm";
+    for (int round = 0; round < 3; round++) {
+        assert_true(rl_test_daemon_start(&d, no_journal));
+        assert_int_equal(audit_entries(&d, key), (size_t)round * 10);
+        char body[1024];
+        assert_int_equal(call(&d, "PUT", "/v1/admin/limits", tpm_def, body, sizeof body), 200);
+        for (int i = 0; i < 10; i++) {
+            char id[27], reserve[512], complete[512];
+            snprintf(id, sizeof id, "01JD5Z8Q6X4W8N1V0M9R7T%02d%02d", round, i);
+            snprintf(reserve, sizeof reserve, "{\"lease_id\":\"%s\",\"requirements\":[{\"key\":\"%s\",\"amount\":5}]}",
+                     id, key);
+            snprintf(complete, sizeof complete,
+                     "{\"lease_id\":\"%s\",\"actuals\":[{\"key\":\"%s\",\"actual_amount\":3}]}", id, key);
+            assert_int_equal(call(&d, "POST", "/v1/reserve", reserve, body, sizeof body), 200);
+            assert_int_equal(call(&d, "POST", "/v1/complete", complete, body, sizeof body), 200);
+        }
+        assert_int_equal(audit_entries(&d, key), (size_t)round * 10 + 10);
+        char metrics[65536];
+        assert_int_equal(call(&d, "GET", "/metrics", NULL, metrics, sizeof metrics), 200);
+        char expected[64];
+        snprintf(expected, sizeof expected, "\nratelimiter_audit_entries_unmatched %d\n", round * 10);
+        if (strstr(metrics, round > 0 ? "\nratelimiter_audit_journal_mismatch 1\n"
+                                       : "\nratelimiter_audit_journal_mismatch 0\n") == NULL ||
+            strstr(metrics, expected) == NULL)
+            fail_msg("round %d: %s", round, metrics);
+        assert_int_equal(rl_test_daemon_stop(&d), 0);
+    }
+    char text[8192];
+    rl_test_daemon_read_stderr(&d, text, sizeof text);
+    assert_non_null(strstr(text, "are kept and numbering goes on after them; with no journal"));
+    rl_test_daemon_cleanup(&d);
+}
+
+/* A second daemon on the first one's data (its registry, journal or audit
+ * log) would interleave writes with it: it stops at start-up, non-zero,
+ * naming the PID that holds the files, and the first goes on unharmed. */
+static void test_one_daemon_per_data_directory(void **state) {
+    (void)state;
+    rl_test_daemon first, second;
+    rl_test_daemon_init(&first);
+    rl_test_daemon_init(&second);
+    assert_true(rl_test_daemon_start(&first, NULL));
+    spend(&first);
+    char pid[32];
+    snprintf(pid, sizeof pid, "pid %ld holds it", (long)first.pid);
+    char journal[400], audit[400], other_journal[400], other_audit[400];
+    snprintf(journal, sizeof journal, "%s/journal", first.dir);
+    snprintf(audit, sizeof audit, "%s/audit", first.dir);
+    snprintf(other_journal, sizeof other_journal, "%s/journal", second.dir);
+    snprintf(other_audit, sizeof other_audit, "%s/audit", second.dir);
+    struct {
+        const char *args[8];
+        const char *names;
+    } clashes[] = {
+        {{"--registry", first.registry_path, "--journal", other_journal, "--audit-dir", other_audit, NULL},
+         first.registry_path},
+        {{"--journal", journal, "--audit-dir", other_audit, NULL}, journal},
+        {{"--journal", other_journal, "--audit-dir", audit, NULL}, audit},
+        {{"--no-journal", "--audit-dir", audit, NULL}, audit},
+    };
+    char text[8192];
+    for (size_t i = 0; i < sizeof clashes / sizeof clashes[0]; i++) {
+        assert_int_equal(rl_test_daemon_run_to_exit(&second, clashes[i].args, 20000, text, sizeof text), 1);
+        if (strstr(text, pid) == NULL || strstr(text, clashes[i].names) == NULL ||
+            strstr(text, "is in use") == NULL)
+            fail_msg("clash %zu: %s", i, text);
+    }
+    spend(&first); /* the same lease again: its remembered answer */
+    char body[512];
+    assert_int_equal(call(&first, "GET", "/v1/admin/audit?key=global:llm:openai:gpt-4o:tpm", NULL, body, sizeof body),
+                     200);
+    assert_non_null(strstr(body, "\"actual\":3"));
+    assert_int_equal(rl_test_daemon_stop(&first), 0);
+    /* Once the first has stopped, its files are free (the lock files stay, holding nothing). */
+    const char *after[] = {"--registry", first.registry_path, "--journal", journal, "--audit-dir", audit, NULL};
+    assert_true(rl_test_daemon_start(&second, after));
+    assert_int_equal(rl_test_daemon_stop(&second), 0);
+    rl_test_daemon_cleanup(&second);
+    rl_test_daemon_cleanup(&first);
+}
+
 static int connect_to(uint16_t port) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in addr = {0};
@@ -418,6 +518,8 @@ int main(void) {
         cmocka_unit_test(test_flags_override_config),
         cmocka_unit_test(test_journal_and_audit_beside_the_registry),
         cmocka_unit_test(test_journal_and_audit_flags),
+        cmocka_unit_test(test_one_daemon_per_data_directory),
+        cmocka_unit_test(test_audit_kept_without_journal),
         cmocka_unit_test(test_connection_bound),
         cmocka_unit_test(test_a_delete_survives_kill),
     };

@@ -134,6 +134,10 @@ static void test_health(void **state) {
     expect_code(0);
     expect_contains(ran.out, "\"ok\":true");
     expect_contains(ran.out, "\"backend\":\"memory\"");
+    /* The answer's JSON on a line of its own: the daemon's final newline is
+     * not printed again after rlctl's. */
+    size_t len = strlen(ran.out);
+    assert_true(len >= 2 && ran.out[len - 2] == '}' && ran.out[len - 1] == '\n');
 }
 
 static void test_put_get_list(void **state) {

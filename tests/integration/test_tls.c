@@ -3,8 +3,11 @@
  * daemon's temporary directory (no key is kept in the tree): the API with
  * its tokens, rlctl with --cacert, the library with ca_file; plain HTTP and
  * a client that does not trust the certificate get nothing; a key that does
- * not load or does not match stops start-up naming the file.
+ * not load or does not match stops start-up naming the file, and so does an
+ * encrypted key (without asking for its pass phrase on the terminal) or a
+ * FIFO.
  */
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -180,12 +185,55 @@ static void test_bad_files_stop_start(void **state) {
     rl_test_daemon_cleanup(&other);
 }
 
+/* A key encrypted with a pass phrase is refused with a sentence that says
+ * so, without a prompt: the daemon runs on a terminal of its own here (as
+ * when started by hand), where OpenSSL would ask for the pass phrase and
+ * wait; nothing is written there. A certificate that is a FIFO is refused
+ * at once (OpenSSL's own loader would wait in open() for a writer). */
+static void test_encrypted_key_and_fifo_refused(void **state) {
+    (void)state;
+    rl_test_daemon other;
+    rl_test_daemon_init(&other);
+    char encrypted[320], fifo[320], command[1200], yaml[1400], err[4096];
+    snprintf(encrypted, sizeof encrypted, "%s/encrypted.key", other.dir);
+    snprintf(command, sizeof command,
+             "openssl pkey -in '%s' -aes256 -passout pass:nobody-types-this -out '%s' 2>/dev/null", key_path,
+             encrypted);
+    assert_int_equal(system(command), 0);
+    snprintf(yaml, sizeof yaml, "server:\n  tls:\n    cert_file: %s\n    key_file: %s\n", cert_path, encrypted);
+    rl_test_daemon_write_config(&other, yaml);
+    const char *args[] = {"-c", other.config_path, NULL};
+    int terminal = -1;
+    rl_test_daemon_launch(&other, args, &terminal);
+    int code = rl_test_daemon_wait_exit(&other, 20000);
+    char screen[1024];
+    fcntl(terminal, F_SETFL, O_NONBLOCK);
+    ssize_t shown = read(terminal, screen, sizeof screen - 1); /* -1 (EIO, EAGAIN): nothing was written there */
+    screen[shown > 0 ? shown : 0] = '\0';
+    close(terminal);
+    rl_test_daemon_read_stderr(&other, err, sizeof err);
+    if (code != 1 || strstr(err, "server.tls.key_file") == NULL || strstr(err, encrypted) == NULL ||
+        strstr(err, "is encrypted, and encrypted keys are not supported") == NULL)
+        fail_msg("exit %d, said:\n%s\non its terminal:\n%s", code, err, screen);
+    if (shown > 0) fail_msg("the daemon wrote on its terminal: %s", screen);
+
+    snprintf(fifo, sizeof fifo, "%s/cert.fifo", other.dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    snprintf(yaml, sizeof yaml, "server:\n  tls:\n    cert_file: %s\n    key_file: %s\n", fifo, key_path);
+    rl_test_daemon_write_config(&other, yaml);
+    assert_int_equal(rl_test_daemon_run_to_exit(&other, args, 20000, err, sizeof err), 1);
+    if (strstr(err, "server.tls.cert_file: ") == NULL || strstr(err, "cert.fifo: is a FIFO, not a regular file") == NULL)
+        fail_msg("%s", err);
+    rl_test_daemon_cleanup(&other);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_https_api),
         cmocka_unit_test(test_rlctl_https),
         cmocka_unit_test(test_http_limiter_https),
         cmocka_unit_test(test_bad_files_stop_start),
+        cmocka_unit_test(test_encrypted_key_and_fifo_refused),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,9 +1,10 @@
 /* test_tokens.c — bearer tokens on the built daemon over real HTTP: which
  * path needs which token (401 without one, 403 with one it does not take,
  * the limit left as it was), /healthz and preflights open, the files read
- * again on SIGHUP (a bad one keeping the old tokens), a bad file stopping
- * start-up, and the clients: rlctl's --token, --token-file and RLCTL_TOKEN,
- * the library's bearer_token.
+ * again on SIGHUP (a bad one keeping the old tokens, a FIFO refused at
+ * once), a bad file stopping start-up (a FIFO too, at once), and the
+ * clients: rlctl's --token, --token-file and RLCTL_TOKEN, the library's
+ * bearer_token.
  *
  * One daemon serves the group (admin and data tokens, metrics.require_token).
  */
@@ -16,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -73,16 +76,21 @@ static int teardown(void **state) {
     return code == 0 ? 0 : -1;
 }
 
-/* One request with this token (NULL: none); the status, the body in *body
- * when body is not NULL (free it). */
-static long call(const char *token, const char *method, const char *path, const char *json, char **body) {
-    daemon_.client.bearer_token = token;
+/* One request to daemon with this token (NULL: none); the status, the body
+ * in *body when body is not NULL (free it). */
+static long call_on(rl_test_daemon *daemon, const char *token, const char *method, const char *path,
+                    const char *json, char **body) {
+    daemon->client.bearer_token = token;
     rl_test_response r;
-    long status = rl_test_daemon_http(&daemon_, method, path, json, &r);
-    daemon_.client.bearer_token = NULL;
+    long status = rl_test_daemon_http(daemon, method, path, json, &r);
+    daemon->client.bearer_token = NULL;
     if (body != NULL) *body = r.body;
     else rl_test_response_free(&r);
     return status;
+}
+
+static long call(const char *token, const char *method, const char *path, const char *json, char **body) {
+    return call_on(&daemon_, token, method, path, json, body);
 }
 
 static void expect_refused(const char *token, const char *method, const char *path, const char *json,
@@ -178,12 +186,12 @@ static void test_open_paths(void **state) {
     assert_non_null(strstr(answer, "access-control-allow-headers: content-type, authorization"));
 }
 
-/* Waits until the daemon's stderr holds text (count times, at least). */
-static void wait_for_stderr(const char *text, int count) {
+/* Waits until daemon's stderr holds text (count times, at least). */
+static void wait_for_stderr_of(const rl_test_daemon *daemon, const char *text, int count) {
     char err[16384];
     long until = rl_test_now_ms() + 10000;
     for (;;) {
-        rl_test_daemon_read_stderr(&daemon_, err, sizeof err);
+        rl_test_daemon_read_stderr(daemon, err, sizeof err);
         int seen = 0;
         for (const char *at = strstr(err, text); at != NULL; at = strstr(at + 1, text)) seen++;
         if (seen >= count) return;
@@ -191,6 +199,8 @@ static void wait_for_stderr(const char *text, int count) {
         rl_test_sleep_ms(10);
     }
 }
+
+static void wait_for_stderr(const char *text, int count) { wait_for_stderr_of(&daemon_, text, count); }
 
 static void test_sighup_reload(void **state) {
     (void)state;
@@ -302,14 +312,17 @@ static void test_http_limiter(void **state) {
     assert_non_null(strstr(err, "bearer_token"));
 }
 
-/* A bad tokens file stops start-up with its name and line. */
+/* A bad tokens file stops start-up with its name and line. One that is a
+ * FIFO (or a directory) stops it at once with a sentence that says so:
+ * opening a FIFO would wait for a writer, with the stop signals blocked. */
 static void test_bad_file_at_start(void **state) {
     (void)state;
     rl_test_daemon other;
     rl_test_daemon_init(&other);
-    char good[320], bad[320];
+    char good[320], bad[320], fifo[320];
     snprintf(good, sizeof good, "%s/good.tokens", other.dir);
     snprintf(bad, sizeof bad, "%s/bad.tokens", other.dir);
+    snprintf(fifo, sizeof fifo, "%s/admin.fifo", other.dir);
     write_text(good, ADMIN_TOKEN "\n");
     write_text(bad, DATA_TOKEN "\n\n" DATA_TOKEN "\n");
     write_config(&other, good, bad);
@@ -320,6 +333,59 @@ static void test_bad_file_at_start(void **state) {
     write_config(&other, "/nonexistent/admin.tokens", good);
     assert_int_equal(rl_test_daemon_run_to_exit(&other, args, 20000, err, sizeof err), 1);
     if (strstr(err, "/nonexistent/admin.tokens: cannot open") == NULL) fail_msg("%s", err);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    write_config(&other, fifo, good);
+    assert_int_equal(rl_test_daemon_run_to_exit(&other, args, 20000, err, sizeof err), 1);
+    if (strstr(err, "admin.fifo: is a FIFO, not a regular file") == NULL) fail_msg("%s", err);
+    write_config(&other, good, other.dir);
+    assert_int_equal(rl_test_daemon_run_to_exit(&other, args, 20000, err, sizeof err), 1);
+    if (strstr(err, ": is a directory, not a regular file") == NULL) fail_msg("%s", err);
+    rl_test_daemon_cleanup(&other);
+}
+
+/* SIGHUP with a tokens file replaced by a FIFO: the reload says why the old
+ * tokens stay, at once; the same SIGHUP still reopens the access log, and a
+ * later one with a regular file again reloads it. */
+static void test_sighup_with_a_fifo(void **state) {
+    (void)state;
+    rl_test_daemon other;
+    rl_test_daemon_init(&other);
+    char admin[320], access_log[320], rotated[330], yaml[1400], text[8192];
+    snprintf(admin, sizeof admin, "%s/admin.tokens", other.dir);
+    snprintf(access_log, sizeof access_log, "%s/access.log", other.dir);
+    snprintf(rotated, sizeof rotated, "%s.1", access_log);
+    write_text(admin, ADMIN_TOKEN "\n");
+    snprintf(yaml, sizeof yaml, "admin:\n  tokens_file: %s\nlog:\n  access: text\n  access_path: \"%s\"\n", admin,
+             access_log);
+    rl_test_daemon_write_config(&other, yaml);
+    const char *args[] = {"-c", other.config_path, NULL};
+    assert_true(rl_test_daemon_start(&other, args));
+    assert_int_equal(call_on(&other, ADMIN_TOKEN, "GET", "/v1/admin/limits", NULL, NULL), 200);
+
+    assert_int_equal(rename(access_log, rotated), 0); /* logrotate, then SIGHUP */
+    assert_int_equal(unlink(admin), 0);
+    assert_int_equal(mkfifo(admin, 0600), 0);
+    assert_int_equal(kill(other.pid, SIGHUP), 0);
+    wait_for_stderr_of(&other, "admin.tokens_file not reloaded, its previous tokens stay: ", 1);
+    wait_for_stderr_of(&other, "admin.tokens: is a FIFO, not a regular file", 1);
+    wait_for_stderr_of(&other, "access log: reopened ", 1);
+    assert_int_equal(call_on(&other, ADMIN_TOKEN, "GET", "/v1/admin/limits", NULL, NULL), 200);
+    long until = rl_test_now_ms() + 10000; /* the writer takes lines every few ms */
+    for (text[0] = '\0'; strstr(text, " admin_limits 200 ") == NULL; rl_test_sleep_ms(10)) {
+        FILE *f = fopen(access_log, "r");
+        size_t n = f != NULL ? fread(text, 1, sizeof text - 1, f) : 0;
+        text[n] = '\0';
+        if (f != NULL) fclose(f);
+        if (rl_test_now_ms() > until) fail_msg("no line in the reopened %s: \"%s\"", access_log, text);
+    }
+
+    assert_int_equal(unlink(admin), 0);
+    write_text(admin, OTHER_ADMIN_TOKEN "\n");
+    assert_int_equal(kill(other.pid, SIGHUP), 0);
+    wait_for_stderr_of(&other, "admin.tokens_file reloaded: 1 tokens", 1);
+    assert_int_equal(call_on(&other, OTHER_ADMIN_TOKEN, "GET", "/v1/admin/limits", NULL, NULL), 200);
+    assert_int_equal(call_on(&other, ADMIN_TOKEN, "GET", "/v1/admin/limits", NULL, NULL), 403);
+    assert_int_equal(rl_test_daemon_stop(&other), 0);
     rl_test_daemon_cleanup(&other);
 }
 
@@ -359,6 +425,7 @@ int main(void) {
         cmocka_unit_test(test_open_paths),    cmocka_unit_test(test_rlctl),
         cmocka_unit_test(test_http_limiter),  cmocka_unit_test(test_sighup_reload),
         cmocka_unit_test(test_bad_file_at_start), cmocka_unit_test(test_every_interface),
+        cmocka_unit_test(test_sighup_with_a_fifo),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

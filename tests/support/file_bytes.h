@@ -5,9 +5,11 @@
 #ifndef RL_TEST_FILE_BYTES_H
 #define RL_TEST_FILE_BYTES_H
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <time.h>
 
 static inline off_t rl_test_file_size(const char *path) {
     struct stat st;
@@ -32,6 +34,28 @@ static inline void rl_test_file_write(const char *path, const void *data, size_t
     assert_non_null(out);
     assert_int_equal(fwrite(data, 1, len, out), len);
     fclose(out);
+}
+
+/* Waits until the file at path is smaller than bound bytes (a journal a
+ * background thread compacts on its own tick), for at most timeout_ms: a
+ * bound for a slow machine, not a measurement. True once it is. */
+static inline bool rl_test_file_shrinks_below(const char *path, long bound, long timeout_ms) {
+    struct timespec pause = {0, 10 * 1000 * 1000};
+    for (long waited_ms = 0;; waited_ms += 10) {
+        struct stat st;
+        if (stat(path, &st) == 0 && (long)st.st_size < bound) return true;
+        if (waited_ms >= timeout_ms) return false;
+        nanosleep(&pause, NULL);
+    }
+}
+
+/* Asserts that path holds exactly data[0..len): a file left as it was. */
+static inline void rl_test_file_equals(const char *path, const void *data, size_t len) {
+    size_t now_len;
+    unsigned char *now = rl_test_file_bytes(path, &now_len);
+    assert_int_equal(now_len, len);
+    assert_memory_equal(now, data, len);
+    free(now);
 }
 
 #endif

@@ -118,6 +118,15 @@ static rl_status rl_test_fleet_delete_definition(rl_backend *base, const char *k
     return status;
 }
 
+/* Deleted through the first daemon, and no other told, no keeper stepping:
+ * as when a PUT of the key follows at once, before any daemon looked (a
+ * follower that reads the changes after both sees only the PUT). For a
+ * delete followed at once by a PUT of the key: until then the others still
+ * decide from their allotments of the deleted limit. */
+static inline rl_status rl_test_fleet_delete_unseen(rl_backend *base, const char *key) {
+    return rl_backend_delete_definition(rl_test_fleet_of(base)->daemons[0], key);
+}
+
 /* Every keeper tells Redis what it holds live first (a look at every key),
  * so that usage is exact; in a running fleet it lags by up to a look. */
 static rl_status rl_test_fleet_limit_usage(rl_backend *base, const char *key, rl_limit_usage *out) {

@@ -218,19 +218,18 @@ static inline void harness_on_result(void *user_data, const rl_job_report *repor
     pthread_mutex_unlock(&b->mutex);
 }
 
-/* Submits board job index for provider:model; asserts it was taken. */
-static inline rl_status harness_submit(rl_scheduler *s, board *b, int index, int group, const char *provider,
-                                       const char *model, job_mode mode, uint64_t max_output_tokens,
-                                       uint32_t max_attempts) {
+/* Submits board job index for call; returns what submit said. */
+static inline rl_status harness_submit_call(rl_scheduler *s, board *b, int index, int group, rl_llm_call call,
+                                            job_mode mode, uint32_t max_attempts) {
     job_record *record = &b->jobs[index];
     record->group = group;
     record->mode = mode;
-    if (record->actual_tokens == 0) record->actual_tokens = max_output_tokens / 2 + 1;
+    if (record->actual_tokens == 0) record->actual_tokens = call.max_output_tokens / 2 + 1;
     char job_id[32];
     snprintf(job_id, sizeof job_id, "job-%d", index);
     rl_job job = {
         .job_id = job_id,
-        .call = {.provider = provider, .model = model, .prompt_tokens = 1, .max_output_tokens = max_output_tokens},
+        .call = call,
         .max_attempts = max_attempts,
         .execute = harness_execute,
         .on_result = harness_on_result,
@@ -238,6 +237,14 @@ static inline rl_status harness_submit(rl_scheduler *s, board *b, int index, int
     };
     char err[RL_SCHEDULER_ERR_SIZE];
     return rl_scheduler_submit(s, &job, err);
+}
+
+/* Submits board job index for provider:model; returns what submit said. */
+static inline rl_status harness_submit(rl_scheduler *s, board *b, int index, int group, const char *provider,
+                                       const char *model, job_mode mode, uint64_t max_output_tokens,
+                                       uint32_t max_attempts) {
+    rl_llm_call call = {.provider = provider, .model = model, .prompt_tokens = 1, .max_output_tokens = max_output_tokens};
+    return harness_submit_call(s, b, index, group, call, mode, max_attempts);
 }
 
 static inline uint64_t harness_now_ms(void) {

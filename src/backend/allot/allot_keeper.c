@@ -85,6 +85,15 @@ typedef struct key_state {
     op_kind op; /* this step's */
 } key_state;
 
+/* What one read of relayed Completes fills: RELAY_READ of each. */
+typedef struct relay_buffers {
+    rl__relayed relayed[RELAY_READ];
+    rl_complete_request requests[RELAY_READ];
+    rl_status statuses[RELAY_READ];
+    bool forwarded[RELAY_READ];
+    rl__local_spend spends[RELAY_READ * RL_MAX_REQUIREMENTS];
+} relay_buffers;
+
 struct allot_keeper {
     GHashTable *keys; /* key -> key_state, the keeper thread's */
     _Atomic bool recheck; /* rl__allot_keeper_recheck: every key due for a look */
@@ -93,6 +102,7 @@ struct allot_keeper {
     char relay_id[64];
     bool holding;
     uint64_t relay_read_ms;
+    relay_buffers *relay; /* made at the first read, kept: about 2 MB, read every RELAY_EVERY_MS */
     uint64_t last_step_ms;
     pthread_t thread;
     bool running;
@@ -204,9 +214,10 @@ static bool observe(allotted_backend *backend, key_state *s, uint64_t now, uint6
 }
 
 /* What this step asks for s (s->op), from its mode, its demand and what
- * its mirror holds. A drain lowers what the mirror may admit first. */
-static void choose(allotted_backend *backend, key_state *s, const rl__local_state *state, uint64_t now,
-                   rl__allot_op *op) {
+ * its mirror holds (mirrored: it has one). A drain lowers what the mirror
+ * may admit first. */
+static void choose(allotted_backend *backend, key_state *s, const rl__local_state *state, bool mirrored,
+                   uint64_t now, rl__allot_op *op) {
     const rl_allotment_options *o = &backend->options;
     bool recent = now - s->last_demand_ms < o->idle_ms;
     uint64_t want = rl__allot_want(state->used, s->rate_per_s, o->horizon_ms, min_room_of(s));
@@ -257,7 +268,8 @@ static void choose(allotted_backend *backend, key_state *s, const rl__local_stat
     uint64_t generation = s->in_doubt ? s->generation_sent : s->generation + 1;
     s->generation_sent = generation;
     *op = (rl__allot_op){.key = s->key, .give_back = false, .generation = generation, .known_version = s->version,
-                         .least = min_room_of(s), .live_now = state->used, .live_entries = state->entries};
+                         .mirrored = mirrored, .incarnation = state->incarnation, .least = min_room_of(s),
+                         .live_now = state->used, .live_entries = state->entries};
     if (s->op == OP_DRAIN) {
         op->floor = rl__memory_local_shrink(backend->local, s->key, 0, true);
         return;
@@ -274,10 +286,25 @@ static void choose(allotted_backend *backend, key_state *s, const rl__local_stat
 
 static void apply_definition(allotted_backend *backend, key_state *s, const rl__allot_result *r) {
     if (!r->has_definition) return;
-    rl_status status = rl__memory_local_define(backend->local, &r->definition);
+    rl_status status = rl__memory_local_define(backend->local, &r->definition, r->incarnation);
     if (status == RL_OK) s->version = r->version;
     else if (status != RL_LIMIT_IN_USE)
         fprintf(stderr, "ratelimiterd: allotments: cannot mirror %s: %s\n", s->key, rl_status_name(status));
+}
+
+/* The limit s mirrored is gone from Redis (deleted, perhaps defined again
+ * since: another incarnation), and its allotments with it: the mirror goes
+ * with what it holds, so that nothing is admitted from it and the leases
+ * decided from it spend nothing more on the key; and so does what s knew of
+ * it. Returns whether there was a mirror. */
+static bool forget_mirror(allotted_backend *backend, key_state *s) {
+    s->mode = MODE_NONE;
+    s->amount = 0;
+    s->admit_until_ms = 0;
+    s->version = 0;
+    s->useless_steps = 0;
+    s->demand_seen = s->admitted_seen = 0; /* a new mirror counts from 0 */
+    return rl__memory_local_forget(backend->local, s->key);
 }
 
 static void apply(allotted_backend *backend, key_state *s, const rl__allot_result *r, uint64_t sent_ms) {
@@ -285,22 +312,26 @@ static void apply(allotted_backend *backend, key_state *s, const rl__allot_resul
     s->deleted = false; /* Redis has said what the key is now */
     s->generation = r->generation;
     s->last_op_ms = sent_ms;
+    if (r->status == RL__ALLOT_INCARNATION) {
+        /* Deleted and defined again: a new limit, mirrored anew from its
+         * definition, that nothing of the old one's counts in; it is
+         * carved at the next step like any key with demand. */
+        (void)forget_mirror(backend, s);
+        apply_definition(backend, s, r);
+        return;
+    }
     apply_definition(backend, s, r);
     rl__local_state state;
     bool mirrored = rl__memory_local_state(backend->local, s->key, &state);
     if (r->status == RL__ALLOT_UNKNOWN) {
-        /* Deleted (or never defined): the mirror goes with what it holds,
-         * as Redis dropped the allotments; a key defined again is mirrored
-         * anew from its definition. */
+        /* Deleted (or never defined); a key defined again is mirrored anew
+         * from its definition. */
+        (void)forget_mirror(backend, s);
         s->mode = MODE_UNKNOWN;
-        s->amount = 0;
-        s->admit_until_ms = 0;
-        s->version = 0;
-        if (mirrored) (void)rl__memory_local_forget(backend->local, s->key);
         /* undefined: an optional requirement on it is skipped here for a
          * while, unless a template would make its limit on first use (Redis
          * decides those leases, making it) */
-        else if (!rl__redis_made_from_template(backend->redis, s->key))
+        if (!mirrored && !rl__redis_made_from_template(backend->redis, s->key))
             rl__memory_local_absent(backend->local, s->key, sent_ms + ABSENT_MS);
         return;
     }
@@ -361,27 +392,21 @@ static void take_relayed(allotted_backend *backend, allot_keeper *keeper, uint64
     if (keeper->relay_id[0] == '\0' && rl__redis_relay_tail(backend->redis, keeper->relay_id) != RL_OK) return;
     if (!keeper->holding || (!now_anyway && now - keeper->relay_read_ms < RELAY_EVERY_MS)) return;
     keeper->relay_read_ms = now;
-    rl__relayed *relayed = malloc(RELAY_READ * sizeof *relayed);
-    rl_complete_request *requests = malloc(RELAY_READ * sizeof *requests);
-    rl_status *statuses = malloc(RELAY_READ * sizeof *statuses);
-    bool *forwarded = malloc(RELAY_READ * sizeof *forwarded);
-    rl__local_spend *spends = malloc(RELAY_READ * RL_MAX_REQUIREMENTS * sizeof *spends);
-    for (unsigned reads = 0; relayed != NULL && requests != NULL && statuses != NULL && forwarded != NULL &&
-                             spends != NULL && reads < RELAY_READS;
-         reads++) {
-        long n = rl__redis_relay_read(backend->redis, keeper->relay_id, relayed, RELAY_READ);
+    /* Kept from read to read: allocated anew each time, ~2 MB a read went
+     * to the kernel and back ten times a second. */
+    if (keeper->relay == NULL && (keeper->relay = malloc(sizeof *keeper->relay)) == NULL) return;
+    relay_buffers *b = keeper->relay;
+    for (unsigned reads = 0; reads < RELAY_READS; reads++) {
+        long n = rl__redis_relay_read(backend->redis, keeper->relay_id, b->relayed, RELAY_READ);
         if (n <= 0) break;
         for (long i = 0; i < n; i++)
-            requests[i] = (rl_complete_request){relayed[i].lease_id, NULL, relayed[i].actuals, relayed[i].actual_count};
-        size_t spent = rl__memory_local_complete(backend->local, requests, (size_t)n, statuses, forwarded, spends);
-        if (spent > 0) rl__allot_settle(backend, spends, spent);
+            b->requests[i] =
+                (rl_complete_request){b->relayed[i].lease_id, NULL, b->relayed[i].actuals, b->relayed[i].actual_count};
+        size_t spent =
+            rl__memory_local_complete(backend->local, b->requests, (size_t)n, b->statuses, b->forwarded, b->spends);
+        if (spent > 0) rl__allot_settle(backend, b->spends, spent);
         if ((size_t)n < RELAY_READ) break;
     }
-    free(relayed);
-    free(requests);
-    free(statuses);
-    free(forwarded);
-    free(spends);
 }
 
 /* ---- the step ---- */
@@ -410,8 +435,8 @@ void rl__allot_keeper_step(allotted_backend *backend) {
         key_state *s = value;
         rl__local_state state;
         if (recheck) s->last_op_ms = 0;
-        (void)observe(backend, s, now, elapsed_ms, &state);
-        choose(backend, s, &state, now, &p.ops[p.count]);
+        bool mirrored = observe(backend, s, now, elapsed_ms, &state);
+        choose(backend, s, &state, mirrored, now, &p.ops[p.count]);
         if (s->op != OP_NONE) {
             p.states[p.count++] = s;
         } else if (s->amount == 0 && !s->in_doubt && !s->deleted && s->mode != MODE_HELD &&
@@ -514,13 +539,16 @@ static void give_everything_back(allotted_backend *backend, allot_keeper *keeper
         key_state *s = value;
         if (s->amount == 0 && !s->in_doubt) continue;
         (void)rl__memory_local_shrink(backend->local, s->key, 0, true);
+        rl__local_state state = {0};
+        bool mirrored = rl__memory_local_state(backend->local, s->key, &state);
         rl__allot_live *mine = live + count * RETURN_LIVE_MAX;
         size_t n = rl__memory_local_live(backend->local, s->key, remaining, amounts, RETURN_LIVE_MAX);
         for (size_t i = 0; i < n; i++) mine[i] = (rl__allot_live){remaining[i], amounts[i]};
         /* any later generation returns, whether the call in doubt was applied or not */
         uint64_t generation = (s->in_doubt ? s->generation_sent : s->generation) + 1;
         ops[count++] = (rl__allot_op){.key = s->key, .give_back = true, .generation = generation,
-                                      .known_version = s->version, .live = mine, .live_count = n};
+                                      .known_version = s->version, .mirrored = mirrored,
+                                      .incarnation = state.incarnation, .live = mine, .live_count = n};
     }
     if (count > 0) {
         rl__allot_result *results = calloc(count, sizeof *results);
@@ -552,6 +580,7 @@ void rl__allot_keeper_stop(allotted_backend *backend) {
     pthread_mutex_unlock(&backend->inbox_lock);
     pthread_cond_destroy(&keeper->wake);
     pthread_mutex_destroy(&keeper->lock);
+    free(keeper->relay);
     free(keeper);
     backend->keeper = NULL;
 }

@@ -1,12 +1,8 @@
 /* allot_policy.c — see allot_policy.h. */
 #include "backend/allot/allot_policy.h"
 
+#include "core/counter.h"
 #include "ratelimiter/types.h"
-
-static uint64_t saturating_add(uint64_t a, uint64_t b) {
-    if (b > RL_AMOUNT_MAX) b = RL_AMOUNT_MAX;
-    return a > RL_AMOUNT_MAX - b ? RL_AMOUNT_MAX : a + b;
-}
 
 /* a * b / c without overflow, saturating at RL_AMOUNT_MAX (c > 0). */
 static uint64_t scale(uint64_t a, uint64_t b, uint64_t c) {
@@ -25,13 +21,13 @@ uint64_t rl__allot_rate_per_s(uint64_t rate_per_s, uint64_t units, uint64_t elap
 }
 
 uint64_t rl__allot_min_room(uint64_t largest_amount) {
-    uint64_t room = saturating_add(largest_amount, largest_amount);
+    uint64_t room = rl__counter_add(largest_amount, largest_amount);
     return room < 2 ? 2 : room;
 }
 
 uint64_t rl__allot_want(uint64_t used, uint64_t rate_per_s, uint64_t horizon_ms, uint64_t min_room) {
     uint64_t ahead = scale(rate_per_s, horizon_ms, 1000);
-    return saturating_add(used, ahead > min_room ? ahead : min_room);
+    return rl__counter_add(used, ahead > min_room ? ahead : min_room);
 }
 
 bool rl__allot_needs_carve(uint64_t capacity, uint64_t used, uint64_t want, uint64_t ends_in_ms,

@@ -22,7 +22,7 @@ static rl_status send_to_redis(allotted_backend *backend, const rl__local_spend 
     for (size_t i = 0; i < count; i++) {
         const rl__local_spend *s = &spends[i];
         wire[i] = (rl__allot_spend){s->key, s->lease_id, s->job_id, s->reserved, s->actual, s->overage,
-                                    s->overage_for_ms};
+                                    s->overage_for_ms, s->incarnation};
     }
     rl_status status = rl__redis_settle(backend->redis, wire, count);
     free(wire);

@@ -90,11 +90,12 @@ void rl__allot_want_key(allotted_backend *backend, const char *key, uint64_t amo
 /* A key Redis deleted (the redis backend's hook, rl__redis_on_deleted,
  * context the backend: this daemon's delete, or another's it learned of):
  * the keeper looks at it in Redis at its next step, whatever its mode, and
- * if Redis has no such limit then drops its mirror with what it holds, so
- * that no lease is decided from it and no Complete spends on it. (Not at
- * once: the news may be older than a definition of the key made since,
- * whose mirror must keep what it admitted; allot.lua's answer is current.)
- * Thread-safe, never blocks for long. */
+ * if Redis has no such limit, or another incarnation of it (deleted and
+ * defined again), then drops its mirror with what it holds, so that no
+ * lease is decided from it and no Complete spends on it. (Not at once: the
+ * news may be older than a definition of the key made since, whose mirror
+ * must keep what it admitted; allot.lua's answer is current.) Thread-safe,
+ * never blocks for long. */
 void rl__allot_key_deleted(void *backend, const char *key);
 
 /* ---- allot_settle.c ---- */

@@ -1,7 +1,9 @@
 /* due_heap.c — array min-heap of due times (see due_heap.h). */
 #include "backend/memory/due_heap.h"
 
-#include <stdlib.h>
+#include <string.h>
+
+#include "backend/memory/pages.h"
 
 void rl__due_heap_init(rl_due_heap *heap) {
     heap->slots = NULL;
@@ -10,18 +12,25 @@ void rl__due_heap_init(rl_due_heap *heap) {
 }
 
 void rl__due_heap_free(rl_due_heap *heap) {
-    free(heap->slots);
+    rl__mem_pages_free(heap->slots, heap->capacity * sizeof *heap->slots);
     rl__due_heap_init(heap);
+}
+
+/* Moves the slots to an array of capacity (>= count); false on allocation
+ * failure (nothing changed). */
+static bool resize(rl_due_heap *heap, uint64_t capacity) {
+    rl_due_slot *slots = rl__mem_pages_alloc(capacity * sizeof *slots);
+    if (slots == NULL) return false;
+    if (heap->count > 0) memcpy(slots, heap->slots, heap->count * sizeof *slots);
+    rl__mem_pages_free(heap->slots, heap->capacity * sizeof *heap->slots);
+    heap->slots = slots;
+    heap->capacity = capacity;
+    return true;
 }
 
 bool rl__due_heap_reserve_one(rl_due_heap *heap) {
     if (heap->count < heap->capacity) return true;
-    uint64_t capacity = heap->capacity == 0 ? 1024 : heap->capacity * 2;
-    rl_due_slot *slots = realloc(heap->slots, capacity * sizeof *slots);
-    if (slots == NULL) return false;
-    heap->slots = slots;
-    heap->capacity = capacity;
-    return true;
+    return resize(heap, heap->capacity == 0 ? 1024 : heap->capacity * 2);
 }
 
 void rl__due_heap_push(rl_due_heap *heap, void *item, uint64_t hash, uint64_t at_ms) {
@@ -47,12 +56,6 @@ void rl__due_heap_pop(rl_due_heap *heap) {
         at = child;
     }
     if (heap->count > 0) heap->slots[at] = last;
-    /* Give memory back after a burst. */
-    if (heap->capacity > 4096 && heap->count < heap->capacity / 8) {
-        rl_due_slot *smaller = realloc(heap->slots, (heap->capacity / 4) * sizeof *smaller);
-        if (smaller != NULL) {
-            heap->slots = smaller;
-            heap->capacity /= 4;
-        }
-    }
+    /* Give memory back after a burst (on allocation failure, later). */
+    if (heap->capacity > 4096 && heap->count < heap->capacity / 8) (void)resize(heap, heap->capacity / 4);
 }

@@ -1,7 +1,7 @@
 /* due_queue.c — FIFO rings per lifetime, a heap for the rest (see due_queue.h). */
 #include "backend/memory/due_queue.h"
 
-#include <stdlib.h>
+#include "backend/memory/pages.h"
 
 void rl__due_queue_init(rl_due_queue *queue) {
     for (int r = 0; r < RL_DUE_QUEUE_RINGS; r++)
@@ -10,8 +10,13 @@ void rl__due_queue_init(rl_due_queue *queue) {
     rl__due_heap_init(&queue->overflow);
 }
 
+/* A ring's slots, as pages.h has them (its capacity is mask + 1). */
+static void ring_slots_free(rl_due_ring *ring) {
+    rl__mem_pages_free(ring->slots, (ring->mask + 1) * sizeof *ring->slots);
+}
+
 void rl__due_queue_free(rl_due_queue *queue) {
-    for (int r = 0; r < RL_DUE_QUEUE_RINGS; r++) free(queue->rings[r].slots);
+    for (int r = 0; r < RL_DUE_QUEUE_RINGS; r++) ring_slots_free(&queue->rings[r]);
     rl__due_heap_free(&queue->overflow);
     rl__due_queue_init(queue);
 }
@@ -33,10 +38,10 @@ static rl_due_ring *ring_for(rl_due_queue *queue, uint64_t lifetime_ms) {
 }
 
 static bool ring_resize(rl_due_ring *ring, uint64_t capacity) {
-    rl_due_slot *slots = malloc(capacity * sizeof *slots);
+    rl_due_slot *slots = rl__mem_pages_alloc(capacity * sizeof *slots);
     if (slots == NULL) return false;
     for (uint64_t i = ring->head; i < ring->tail; i++) slots[i & (capacity - 1)] = ring->slots[i & ring->mask];
-    free(ring->slots);
+    ring_slots_free(ring);
     ring->slots = slots;
     ring->mask = capacity - 1;
     return true;
@@ -108,4 +113,15 @@ const rl_due_slot *rl__due_queue_after(const rl_due_queue *queue, const rl_due_s
         return ring->tail - ring->head > n ? &ring->slots[(ring->head + n) & ring->mask] : NULL;
     }
     return NULL;
+}
+
+void rl__due_queue_shed(rl_due_queue *queue) {
+    for (int r = 0; r < queue->rings_used; r++) {
+        rl_due_ring *ring = &queue->rings[r];
+        if (!ring_empty(ring) || ring->slots == NULL) continue;
+        ring_slots_free(ring);
+        ring->slots = NULL;
+        ring->mask = 0;
+    }
+    if (queue->overflow.count == 0) rl__due_heap_free(&queue->overflow);
 }

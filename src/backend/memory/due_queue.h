@@ -61,4 +61,8 @@ void rl__due_queue_pop_front(rl_due_queue *queue, int index);
  * order and asks for their memory ahead of time. */
 const rl_due_slot *rl__due_queue_after(const rl_due_queue *queue, const rl_due_slot *front, uint64_t n);
 
+/* Frees the slots of every empty ring and of an empty heap (each takes
+ * them again at its next push): for when the load has fallen. */
+void rl__due_queue_shed(rl_due_queue *queue);
+
 #endif

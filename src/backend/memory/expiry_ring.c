@@ -1,9 +1,7 @@
 /* expiry_ring.c — FIFO of rolling reservations (see expiry_ring.h). */
 #include "backend/memory/expiry_ring.h"
 
-#include <stdlib.h>
-
-#define MIN_CAPACITY 2u
+#include "backend/memory/pages.h"
 
 void rl__expiry_ring_init(rl_expiry_ring *ring) {
     ring->slots = NULL;
@@ -13,21 +11,27 @@ void rl__expiry_ring_init(rl_expiry_ring *ring) {
     ring->live = 0;
 }
 
-void rl__expiry_ring_free(rl_expiry_ring *ring) {
-    free(ring->slots);
-    rl__expiry_ring_init(ring);
+static uint64_t capacity_of(const rl_expiry_ring *ring) { return ring->slots == NULL ? 0 : ring->mask + 1; }
+
+/* Frees the ring's slots unless they are its first ones. */
+static void slots_free(rl_expiry_ring *ring) {
+    if (ring->slots != ring->first_slots) rl__mem_pages_free(ring->slots, capacity_of(ring) * sizeof *ring->slots);
 }
 
-static uint64_t capacity_of(const rl_expiry_ring *ring) { return ring->slots == NULL ? 0 : ring->mask + 1; }
+void rl__expiry_ring_free(rl_expiry_ring *ring) {
+    slots_free(ring);
+    rl__expiry_ring_init(ring);
+}
 
 /* Re-homes every queued slot: a slot's place is its sequence number modulo
  * the capacity, so sequence numbers stay valid across a resize. */
 static bool resize(rl_expiry_ring *ring, uint64_t capacity) {
-    rl_expiry_slot *slots = malloc(capacity * sizeof *slots);
+    rl_expiry_slot *slots = capacity == RL_EXPIRY_RING_FIRST_SLOTS ? ring->first_slots
+                                                                   : rl__mem_pages_alloc(capacity * sizeof *slots);
     if (slots == NULL) return false;
     for (uint64_t seq = ring->head_seq; seq < ring->tail_seq; seq++)
         slots[seq & (capacity - 1)] = ring->slots[seq & ring->mask];
-    free(ring->slots);
+    slots_free(ring);
     ring->slots = slots;
     ring->mask = capacity - 1;
     return true;
@@ -37,7 +41,7 @@ bool rl__expiry_ring_reserve_one(rl_expiry_ring *ring) {
     uint64_t queued = ring->tail_seq - ring->head_seq;
     uint64_t capacity = capacity_of(ring);
     if (queued < capacity) return true;
-    return resize(ring, capacity == 0 ? MIN_CAPACITY : capacity * 2);
+    return resize(ring, capacity == 0 ? RL_EXPIRY_RING_FIRST_SLOTS : capacity * 2);
 }
 
 uint64_t rl__expiry_ring_tail_ms(const rl_expiry_ring *ring) { return rl_expiry_ring_tail_ms(ring); }

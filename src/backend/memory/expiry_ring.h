@@ -21,12 +21,20 @@ typedef struct rl_expiry_slot {
     uint64_t amount; /* 0: a tombstone */
 } rl_expiry_slot;
 
+/* A ring's first slots are in the ring itself: most limits (a million
+ * tenants' made from a template) hold a reservation or two, and a block of
+ * their own that small would be one of glibc's fastbin blocks, which keep
+ * the free memory around them from being given back (limit.h:
+ * rl__mem_limit_table_add_made). A ring is not moved once it holds them. */
+#define RL_EXPIRY_RING_FIRST_SLOTS 2u
+
 typedef struct rl_expiry_ring {
-    rl_expiry_slot *slots;
+    rl_expiry_slot *slots; /* first_slots, or a block of its own once more are queued */
     uint64_t mask;     /* capacity - 1, capacity a power of two (0 when empty) */
     uint64_t head_seq; /* sequence number of the oldest slot */
     uint64_t tail_seq; /* sequence number the next push gets */
     uint64_t live;     /* slots that are not tombstones */
+    rl_expiry_slot first_slots[RL_EXPIRY_RING_FIRST_SLOTS];
 } rl_expiry_ring;
 
 void rl__expiry_ring_init(rl_expiry_ring *ring);

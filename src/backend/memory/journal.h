@@ -9,8 +9,12 @@
  *             first, fdatasyncs, then answers all the waiters whose ticket
  *             that covers: one sync for every answer ready (group commit);
  *   everysec  the answering thread writes (the kernel has it: a kill -9
- *             loses nothing) and answers; the flusher syncs once a second;
+ *             loses nothing) and answers; the flusher syncs once a second
+ *             (a power loss may cost the last second), outside the lock
+ *             the answers write under, so that no answer waits for a sync;
  *   off       the same writes, never synced.
+ * Definitions (rl__journal_wait_synced) are synced before their answer
+ * whatever the mode.
  * Audit entries are written (and synced) before the journal records added
  * with them, so the audit log is never behind an acknowledged journal.
  *
@@ -18,9 +22,12 @@
  * snapshot, the flusher forks under the owner's lock; the child writes a
  * snapshot of the live state to <path>.tmp (synced) while the parent goes
  * on answering into the old file and keeps a copy of what comes after the
- * fork; then that copy is appended to the new file, which is synced and
- * renamed over the old one (record_file.h). Answers pause only for the
- * fork. A crash at any point leaves the old file or the new one whole.
+ * fork; then that copy is appended to the new file and synced, outside the
+ * lock answers write under, and what came meanwhile is appended under it
+ * before the new file is renamed over the old one (record_file.h; synced
+ * there with always, by the next second's sync with everysec). Answers
+ * pause only for the fork and that last short step. A crash at any point
+ * leaves the old file or the new one whole.
  *
  * If a write fails, the records stay buffered (retried by the next flush),
  * the waiters covered are answered with durable = false, and
@@ -39,6 +46,7 @@
 #include <stdint.h>
 
 #include "backend/memory/journal_record.h"
+#include "core/audit_log.h"
 #include "core/record_file.h"
 #include "ratelimiter/backend.h"
 #include "ratelimiter/memory.h"
@@ -54,9 +62,12 @@ typedef struct rl__journal_audit {
 typedef struct rl__journal_owner {
     /* Writes entries[0..count) to the audit log and flushes it (synced if
      * sync); false with a sentence in err on failure (they must stay
-     * buffered for the retry). NULL: no audit log. */
-    bool (*write_audit)(void *context, const rl__journal_audit *entries, size_t count, bool sync, char *err,
-                        size_t err_size);
+     * buffered for the retry). opens_group: the journal holds (has
+     * written) the records of every entry before these, so the first of
+     * them opens a group (audit_record.h: what start-up may drop after a
+     * crash). NULL: no audit log. */
+    bool (*write_audit)(void *context, const rl__journal_audit *entries, size_t count, bool opens_group, bool sync,
+                        char *err, size_t err_size);
     /* The owner's lock, held around the fork of a compaction. */
     void (*lock)(void *context);
     void (*unlock)(void *context);
@@ -65,6 +76,11 @@ typedef struct rl__journal_owner {
      * rl__journal_snapshot_add. Must take no lock and start no thread.
      * False if it could not (no memory). */
     bool (*snapshot)(void *context, rl__journal *journal);
+    /* Under the lock the writes are made under, after a write without
+     * sync: descriptors (dups, closed by the journal) of the audit log's
+     * files to fdatasync outside it, at most max (audit_log.h,
+     * rl__audit_log_sync_handles). NULL: nothing. */
+    size_t (*sync_handles)(void *context, int *fds, size_t max);
     /* Called on the flusher thread about once a second, outside every lock
      * of the journal (the audit log's retention). NULL: nothing. */
     void (*tick)(void *context);
@@ -73,9 +89,10 @@ typedef struct rl__journal_owner {
 
 #define RL__JOURNAL_DEFAULT_COMPACT_BYTES (64u * 1024u * 1024u)
 
-/* Opens (or makes) the journal at path, replaying every whole record
- * through replay (record_file.h: a torn tail is cut, damage fails naming
- * file and offset). No thread yet, and nothing may be added before
+/* Opens (or makes) the journal at path, holding "<path>.lock" until close
+ * (path_lock.h: another process on it fails, naming its PID), and replays
+ * every whole record through replay (record_file.h: a torn tail is cut,
+ * damage fails naming file and offset). No thread yet, and nothing may be added before
  * rl__journal_start. path NULL: no file, only the audit entries are
  * written (an audit log without a journal). RL_OK, RL_IO_ERROR,
  * RL_NO_MEMORY. */
@@ -102,6 +119,12 @@ void rl__journal_when_durable(rl__journal *journal, uint64_t ticket, void (*done
 
 /* The same, waiting on this thread: true, or false if a write failed. */
 bool rl__journal_wait_durable(rl__journal *journal, uint64_t ticket);
+
+/* Waits until everything up to ticket is written and fdatasynced, in every
+ * mode (with everysec and off, this thread syncs, outside the journal's
+ * locks): for changes of definitions, rare and expected to survive a
+ * power loss. True, or false if a write or the sync failed. */
+bool rl__journal_wait_synced(rl__journal *journal, uint64_t ticket);
 
 /* The snapshot's side (inside owner.snapshot, in the child): adds one
  * record to the new file's content; false on allocation failure. */

@@ -112,8 +112,12 @@ size_t rl__jrec_encode(const rl__jrec *record, unsigned char *out) {
         break;
     }
     case RL__JREC_CURSOR:
+    case RL__JREC_AUDIT_LINK:
         put_u64(&w, record->cursor.audit_seq);
         put_u64(&w, record->cursor.audit_at_unix_ms);
+        if (record->type == RL__JREC_CURSOR) break;
+        put_u64(&w, record->cursor.log_id_hi);
+        put_u64(&w, record->cursor.log_id_lo);
         break;
     case RL__JREC_DELETE:
     case RL__JREC_UNTEMPLATE:
@@ -282,8 +286,11 @@ bool rl__jrec_decode(const unsigned char *data, size_t len, rl__jrec *out, char 
         break;
     }
     case RL__JREC_CURSOR:
+    case RL__JREC_AUDIT_LINK:
         out->cursor.audit_seq = get_u64(&r, "cursor sequence");
         out->cursor.audit_at_unix_ms = get_u64(&r, "cursor time");
+        out->cursor.log_id_hi = type == RL__JREC_AUDIT_LINK ? get_u64(&r, "audit log id") : 0;
+        out->cursor.log_id_lo = type == RL__JREC_AUDIT_LINK ? get_u64(&r, "audit log id") : 0;
         break;
     case RL__JREC_DELETE:
     case RL__JREC_UNTEMPLATE:

@@ -17,7 +17,12 @@
  *             so that every refund is in the audit log exactly once;
  *   LIMIT     a snapshot's counters of one limit (capacity enforced, a
  *             pending decrease, a budget's period and committed, totals);
- *   CURSOR    a snapshot's audit sequence and time (first in a snapshot);
+ *   CURSOR    a snapshot's audit sequence and time (first in a snapshot of
+ *             a journal without an audit log);
+ *   AUDIT_LINK the audit log the sequence numbers that follow belong to
+ *             (its id, audit_id.h), with the sequence and time to go on
+ *             from: written when the journal starts beside a log it was
+ *             not linked to, and first in a snapshot in CURSOR's place;
  *   DELETE    a limit deleted (DELETE /v1/admin/limits/{key}): replayed
  *             through the same removal, so that neither the limit nor what
  *             it held comes back (a snapshot has no limit that is gone);
@@ -57,6 +62,7 @@ typedef enum rl__jrec_type {
     RL__JREC_DELETE = 7,
     RL__JREC_TEMPLATE = 8,   /* as DEFINE: define.def.key is the pattern */
     RL__JREC_UNTEMPLATE = 9, /* as DELETE: deleted.key is the pattern */
+    RL__JREC_AUDIT_LINK = 10, /* as CURSOR, with the log's id */
 } rl__jrec_type;
 
 typedef struct rl__jrec_entry {
@@ -109,6 +115,7 @@ typedef struct rl__jrec_limit {
 typedef struct rl__jrec_cursor {
     uint64_t audit_seq;
     uint64_t audit_at_unix_ms;
+    uint64_t log_id_hi, log_id_lo; /* AUDIT_LINK: the audit log's id, a ULID's value */
 } rl__jrec_cursor;
 
 typedef struct rl__jrec_define {

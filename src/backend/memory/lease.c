@@ -7,6 +7,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "backend/memory/pages.h"
+
 #define INITIAL_SLOTS 1024u
 
 /* forget's look ahead: how many leases on, and how much of one. */
@@ -38,12 +40,45 @@ static void lease_free(rl_mem_lease_table *table, rl_mem_lease *lease) {
     }
 }
 
+static void recycler_empty(rl_mem_lease_recycler *recycler) {
+    for (uint32_t n = 0; n <= RL_MAX_REQUIREMENTS; n++) {
+        while (recycler->lists[n] != NULL) {
+            rl_mem_lease *next = (rl_mem_lease *)(void *)recycler->lists[n]->status_limit;
+            free(recycler->lists[n]);
+            recycler->lists[n] = next;
+        }
+        recycler->lengths[n] = 0;
+    }
+}
+
+/* An index of count empty slots. One of many leases is read at random, a
+ * page apart each time (a new id's slot, a forgotten lease's): in 2 MB
+ * pages, where the system gives them on request, the pages of ~2M leases'
+ * index (64 MB) fit the TLB instead of missing it on nearly every lookup.
+ * Its memory is the index's own (pages.h), so the advice goes with it when
+ * it is freed: in the allocator's heap it would outlive the index, and the
+ * kernel would make whole 2 MB pages of whatever small allocations came to
+ * lie there later. */
+static rl_mem_lease_slot *slots_alloc(uint64_t count) {
+    size_t size = (size_t)count * sizeof(rl_mem_lease_slot);
+    rl_mem_lease_slot *slots = rl__mem_pages_alloc(size);
+#ifdef MADV_HUGEPAGE
+    if (slots != NULL && size >= RL_MEM_PAGES_HUGE_BYTES)
+        (void)madvise(slots, size, MADV_HUGEPAGE); /* a hint: 4 KB pages work too */
+#endif
+    return slots;
+}
+
+static void slots_free(rl_mem_lease_slot *slots, uint64_t count) {
+    rl__mem_pages_free(slots, (size_t)count * sizeof(rl_mem_lease_slot));
+}
+
 bool rl__mem_lease_table_init(rl_mem_lease_table *table) {
     memset(&table->recycler, 0, sizeof table->recycler);
     table->count = 0;
     table->mask = INITIAL_SLOTS - 1;
     rl__due_queue_init(&table->by_forget_at);
-    table->slots = calloc(INITIAL_SLOTS, sizeof *table->slots);
+    table->slots = slots_alloc(INITIAL_SLOTS);
     return table->slots != NULL;
 }
 
@@ -54,17 +89,16 @@ void rl__mem_lease_table_free(rl_mem_lease_table *table) {
             free(table->slots[i].lease);
         }
     }
-    free(table->slots);
+    if (table->slots != NULL) slots_free(table->slots, table->mask + 1);
     table->slots = NULL;
-    for (uint32_t n = 0; n <= RL_MAX_REQUIREMENTS; n++) {
-        while (table->recycler.lists[n] != NULL) {
-            rl_mem_lease *next = (rl_mem_lease *)(void *)table->recycler.lists[n]->status_limit;
-            free(table->recycler.lists[n]);
-            table->recycler.lists[n] = next;
-        }
-    }
+    recycler_empty(&table->recycler);
     rl__due_queue_free(&table->by_forget_at);
     table->count = 0;
+}
+
+void rl__mem_lease_table_shed(rl_mem_lease_table *table) {
+    recycler_empty(&table->recycler);
+    rl__due_queue_shed(&table->by_forget_at);
 }
 
 rl_mem_lease *rl__mem_lease_find(const rl_mem_lease_table *table, uint64_t id_hi, uint64_t id_lo) {
@@ -82,26 +116,6 @@ static void insert_slot(rl_mem_lease_table *table, uint64_t hash, rl_mem_lease *
     table->slots[i] = (rl_mem_lease_slot){hash, lease};
 }
 
-#define HUGE_PAGE (2u << 20)
-
-/* An index of count empty slots. One of many leases is read at random, a
- * page apart each time (a new id's slot, a forgotten lease's): in 2 MB
- * pages, where the system gives them on request, the pages of ~2M leases'
- * index (64 MB) fit the TLB instead of missing it on nearly every lookup. */
-static rl_mem_lease_slot *slots_alloc(uint64_t count) {
-    size_t size = (size_t)count * sizeof(rl_mem_lease_slot);
-#ifdef MADV_HUGEPAGE
-    if (size >= HUGE_PAGE) {
-        void *slots;
-        if (posix_memalign(&slots, HUGE_PAGE, size) != 0) return NULL;
-        (void)madvise(slots, size, MADV_HUGEPAGE); /* a hint: 4 KB pages work too */
-        memset(slots, 0, size);
-        return slots;
-    }
-#endif
-    return calloc(count, sizeof(rl_mem_lease_slot));
-}
-
 static bool resize(rl_mem_lease_table *table, uint64_t slot_count) {
     rl_mem_lease_slot *old = table->slots;
     uint64_t old_count = table->mask + 1;
@@ -111,7 +125,7 @@ static bool resize(rl_mem_lease_table *table, uint64_t slot_count) {
     table->mask = slot_count - 1;
     for (uint64_t i = 0; i < old_count; i++)
         if (old[i].lease != NULL) insert_slot(table, old[i].hash, old[i].lease);
-    free(old);
+    slots_free(old, old_count);
     return true;
 }
 

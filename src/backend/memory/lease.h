@@ -2,7 +2,7 @@
  * and the entries an admitted lease holds.
  *
  * A lease is remembered so that a retried lease id gets its first outcome
- * (DESIGN.md "Idempotency") until it is due to be forgotten: its last
+ * (idempotent lease ids: docs/concepts.md) until it is due to be forgotten: its last
  * entry's expiry plus the configured lease memory. The table is bounded: when
  * full, the lease due first goes early, if it holds nothing live.
  * Lookups go through an open-addressing index of (id, lease) pairs so that a
@@ -87,6 +87,12 @@ static inline void rl_mem_lease_prefetch(const rl_mem_lease_table *table, uint64
 bool rl__mem_lease_table_init(rl_mem_lease_table *table);
 /* Frees every lease without touching limits (they are freed too). */
 void rl__mem_lease_table_free(rl_mem_lease_table *table);
+
+/* Lets go of what is kept for a load that has passed: the forgotten leases
+ * kept for reuse and the slots of the forget queue's empty rings. For the
+ * owner to call once the load has fallen (the sweep, before memory is
+ * handed back: hand_back.h); a busy table only takes them again. */
+void rl__mem_lease_table_shed(rl_mem_lease_table *table);
 
 rl_mem_lease *rl__mem_lease_find(const rl_mem_lease_table *table, uint64_t id_hi, uint64_t id_lo);
 

@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/memory/pages.h"
 #include "core/calendar.h"
+#include "core/counter.h"
 #include "core/lease_fingerprint.h"
 
 #define ENTRY_OF(node) ((rl_mem_entry *)((char *)(node) - offsetof(rl_mem_entry, expiry)))
@@ -41,6 +43,7 @@ uint64_t rl__mem_limit_next_expiry_ms(const rl_mem_limit *limit, uint64_t now_ms
 }
 
 void rl__mem_limit_hold(rl_mem_limit *limit, rl_mem_entry *entry, uint64_t amount, uint64_t at_ms) {
+    amount = rl__counter_fit(limit->used, amount); /* all of it when admitted: capacity is at most the ceiling */
     entry->limit = limit;
     entry->kind = limit->def.kind;
     entry->amount = amount;
@@ -61,7 +64,7 @@ void rl__mem_limit_restore(rl_mem_limit *limit, rl_mem_entry *entry, uint64_t am
     rl__mem_limit_hold(limit, entry, amount, at_ms > tail_ms ? at_ms : tail_ms);
     if (entry->kind == RL_KIND_BUDGET && period_start_unix_ms != limit->period_start_unix_ms) {
         entry->period_start_unix_ms = period_start_unix_ms; /* of an earlier period: counted nowhere now */
-        limit->used -= amount;
+        limit->used -= entry->amount;
     }
 }
 
@@ -98,6 +101,7 @@ void rl__mem_limit_resize(rl_mem_entry *entry, uint64_t amount) {
         return;
     }
     rl_expiry_slot *slot = rl_expiry_ring_at(&entry->limit->reservations, entry->ring_seq);
+    if (amount > slot->amount) amount = slot->amount + rl__counter_fit(entry->limit->used, amount - slot->amount);
     entry->limit->used = entry->limit->used - slot->amount + amount;
     slot->amount = amount;
 }
@@ -125,18 +129,20 @@ void rl__mem_limit_charge(rl_mem_entry *entry, uint64_t actual) {
     rl__mem_limit_release(entry); /* the hold, out of used if it counts now */
     if (!now) return;
     uint64_t capacity = limit->capacity_enforced, charged = actual;
-    if (actual > reserved) { /* overage (DESIGN.md "Overage"), as for rolling limits */
+    if (actual > reserved) { /* overage (docs/concepts.md), as for rolling limits */
         if (limit->def.overage == RL_OVERAGE_DEBT) {
-            uint64_t above_before = limit->used + reserved > capacity ? limit->used + reserved - capacity : 0;
-            uint64_t above_after = limit->used + actual > capacity ? limit->used + actual - capacity : 0;
-            limit->debt_total += above_after - above_before;
+            /* used + reserved is what used was before the release */
+            limit->debt_total =
+                rl__counter_add(limit->debt_total, rl__counter_above(limit->used + reserved, actual - reserved, capacity));
         } else {
             uint64_t room = limit->used < capacity ? capacity - limit->used : 0;
             if (room < reserved) room = reserved; /* what it reserved was its own */
             charged = actual < room ? actual : room;
-            limit->overage_denied_total += actual - charged;
+            limit->overage_denied_total = rl__counter_add(limit->overage_denied_total, actual - charged);
         }
     }
+    /* committed is part of used: what fits under the ceiling fits both */
+    charged = rl__counter_fit(limit->used, charged);
     limit->committed += charged;
     limit->used += charged;
 }
@@ -335,18 +341,21 @@ static bool same_text(const char *a, const char *b, size_t size) {
     return word_at(a + size - 8) == word_at(b + size - 8);
 }
 
+/* The buckets of an empty table, and the fewest a table shrinks to. */
+#define INITIAL_BUCKETS 64u
+
 bool rl__mem_limit_table_init(rl_mem_limit_table *table) {
-    table->bucket_count = 64;
+    table->bucket_count = INITIAL_BUCKETS;
     table->count = 0;
+    table->resizes = 0;
     table->removed = NULL;
-    table->buckets = calloc(table->bucket_count, sizeof *table->buckets);
+    table->buckets = rl__mem_pages_alloc(table->bucket_count * sizeof *table->buckets);
     return table->buckets != NULL;
 }
 
 static void limit_free(rl_mem_limit *limit) {
     rl__expiry_ring_free(&limit->reservations);
     rl__heap_free(&limit->holds);
-    free(limit->template_pattern);
     free(limit->own);
     rl__calendar_close(limit->calendar);
     free(limit);
@@ -367,7 +376,7 @@ void rl__mem_limit_table_free(rl_mem_limit_table *table) {
         limit_free(table->removed);
         table->removed = next;
     }
-    free(table->buckets);
+    rl__mem_pages_free(table->buckets, table->bucket_count * sizeof *table->buckets);
     table->buckets = NULL;
     table->bucket_count = 0;
     table->count = 0;
@@ -383,10 +392,11 @@ rl_mem_limit *rl__mem_limit_table_find(const rl_mem_limit_table *table, const ch
     return NULL;
 }
 
-static void grow(rl_mem_limit_table *table) {
-    size_t bucket_count = table->bucket_count * 2;
-    rl_mem_limit **buckets = calloc(bucket_count, sizeof *buckets);
-    if (buckets == NULL) return; /* keep the longer chains: still correct */
+/* Moves every limit into bucket_count buckets (a power of two). On
+ * allocation failure the table stays as it was: still correct. */
+static void rehash(rl_mem_limit_table *table, size_t bucket_count) {
+    rl_mem_limit **buckets = rl__mem_pages_alloc(bucket_count * sizeof *buckets);
+    if (buckets == NULL) return;
     for (size_t b = 0; b < table->bucket_count; b++) {
         rl_mem_limit *limit = table->buckets[b];
         while (limit != NULL) {
@@ -397,18 +407,33 @@ static void grow(rl_mem_limit_table *table) {
             limit = next;
         }
     }
-    free(table->buckets);
+    rl__mem_pages_free(table->buckets, table->bucket_count * sizeof *table->buckets);
     table->buckets = buckets;
     table->bucket_count = bucket_count;
+    table->resizes++;
 }
 
-/* A limit of key, zeroed, its key in place (NULL on OOM). */
-static rl_mem_limit *limit_new(const char *key) {
+void rl__mem_limit_table_shrink(rl_mem_limit_table *table) {
+    if (table->count * 8 >= table->bucket_count) return;
+    size_t bucket_count = INITIAL_BUCKETS; /* two for each limit, as after a growth */
+    while (bucket_count < table->count * 2) bucket_count *= 2;
+    if (bucket_count < table->bucket_count) rehash(table, bucket_count);
+}
+
+/* A limit of key, zeroed, its key in place and after it the pattern it is
+ * made from, if any (NULL on OOM). */
+static rl_mem_limit *limit_new(const char *key, const char *pattern) {
     size_t len = strnlen(key, RL_KEY_MAX_LEN);
-    rl_mem_limit *limit = calloc(1, sizeof *limit + len + 1);
+    size_t pattern_size = pattern != NULL ? strnlen(pattern, RL_KEY_MAX_LEN) + 1 : 0;
+    rl_mem_limit *limit = calloc(1, sizeof *limit + len + 1 + pattern_size);
     if (limit == NULL) return NULL;
     memcpy(limit->key_text, key, len);
     limit->key_text[len] = '\0';
+    if (pattern != NULL) {
+        limit->template_pattern = limit->key_text + len + 1;
+        memcpy(limit->template_pattern, pattern, pattern_size - 1);
+        limit->template_pattern[pattern_size - 1] = '\0';
+    }
     limit->key_len = (uint16_t)len;
     limit->def.key = limit->key_text;
     limit->key_hash = hash_key(limit->key_text, len);
@@ -416,8 +441,8 @@ static rl_mem_limit *limit_new(const char *key) {
     return limit;
 }
 
-rl_mem_limit *rl__mem_limit_table_add(rl_mem_limit_table *table, const rl_limit_def *def) {
-    rl_mem_limit *limit = limit_new(def->key);
+static rl_mem_limit *add(rl_mem_limit_table *table, const rl_limit_def *def, const char *pattern) {
+    rl_mem_limit *limit = limit_new(def->key, pattern);
     if (limit == NULL) return NULL;
     if (!calendar_for(def, &limit->calendar)) {
         free(limit);
@@ -428,12 +453,20 @@ rl_mem_limit *rl__mem_limit_table_add(rl_mem_limit_table *table, const rl_limit_
     limit->observer = table->observer;
     rl__expiry_ring_init(&limit->reservations);
     rl__heap_init(&limit->holds);
-    if (table->count + 1 > table->bucket_count) grow(table);
+    if (table->count + 1 > table->bucket_count) rehash(table, table->bucket_count * 2);
     size_t at = limit->key_hash & (table->bucket_count - 1);
     limit->next_in_bucket = table->buckets[at];
     table->buckets[at] = limit;
     table->count++;
     return limit;
+}
+
+rl_mem_limit *rl__mem_limit_table_add(rl_mem_limit_table *table, const rl_limit_def *def) {
+    return add(table, def, NULL);
+}
+
+rl_mem_limit *rl__mem_limit_table_add_made(rl_mem_limit_table *table, const rl_limit_def *def, const char *pattern) {
+    return add(table, def, pattern);
 }
 
 /* Keeps a removed limit that is still held in the table's list of them. */
@@ -478,7 +511,7 @@ void rl__mem_limit_table_remove(rl_mem_limit_table *table, rl_mem_limit *limit) 
 }
 
 rl_mem_limit *rl__mem_limit_table_add_removed(rl_mem_limit_table *table, const char *key) {
-    rl_mem_limit *limit = limit_new(key);
+    rl_mem_limit *limit = limit_new(key, NULL);
     if (limit == NULL) return NULL;
     rl__expiry_ring_init(&limit->reservations);
     rl__heap_init(&limit->holds);

@@ -5,6 +5,9 @@
  * lags the definition while a decrease waits for usage to fall), and its
  * live entries in expiry order: rolling reservations in a ring, concurrency
  * holds in a min-heap. `used` is always the sum of the live entries' amounts.
+ * Every counter here saturates at RL_COUNTER_MAX (core/counter.h): an entry
+ * holds, and gives back when it leaves, what fitted under it when it was
+ * added or grown, so that used never wraps and never drifts from that sum.
  *
  * A limit may leave the table (rl__mem_limit_table_remove: a deleted limit,
  * and any limit its owner wants forgotten). Pointers to it stay valid as
@@ -94,9 +97,11 @@ typedef struct rl_mem_limit {
     uint64_t holders;
     bool removed; /* out of the table: no entry counts in it any more */
     bool forgotten; /* removed for being idle (memory_templates.c), not deleted: a late Complete is still audited */
-    /* Made from the template of this pattern (malloc'd; memory_templates.c)
-     * for a key no definition of its own names: forgotten once idle, made
-     * again when named. NULL: the key's own definition (apply_definition). */
+    /* Made from the template of this pattern (memory_templates.c) for a key
+     * no definition of its own names: forgotten once idle, made again when
+     * named. NULL: the key's own definition (apply_definition). The text
+     * is kept after key_text, in the limit's own allocation: no block of
+     * its own (rl__mem_limit_table_add_made). */
     char *template_pattern;
     uint64_t debt_total;
     uint64_t overage_denied_total;
@@ -123,6 +128,10 @@ typedef struct rl_mem_limit {
     uint64_t admitted_total;
     uint64_t largest_amount;
     bool wanted; /* named by a forwarded lease since the keeper last looked */
+    /* Which shared limit it mirrors: the store's incarnation of it (a key
+     * deleted and defined again is another limit), for the spends of its
+     * leases' Completes. */
+    uint64_t incarnation;
     char key_text[]; /* the key, NUL-terminated: def.key points here */
 } rl_mem_limit;
 
@@ -148,7 +157,9 @@ static inline void rl_mem_limit_expire(rl_mem_limit *limit, uint64_t now_ms, uin
 /* A budget's Complete: the hold is released and actual charged to the
  * period the reservation was made in, under the limit's overage policy
  * (debt: all of it; deny: what fits, the rest counted). A reservation of an
- * earlier period charges nothing now: that period is over. */
+ * earlier period charges nothing now: that period is over. committed and
+ * used take what fits under the counter ceiling; debt_total counts all the
+ * debt, up to the ceiling too. */
 void rl__mem_limit_charge(rl_mem_entry *entry, uint64_t actual);
 
 /* Makes room for one more entry of the limit's current kind, so that
@@ -162,7 +173,9 @@ uint64_t rl__mem_limit_next_expiry_ms(const rl_mem_limit *limit, uint64_t now_ms
 
 /* Queues entry, holding amount, for the limit's current kind, to expire at
  * at_ms, which must be what rl__mem_limit_next_expiry_ms said for this same
- * now (so that the ring stays in order). Room must be reserved. */
+ * now (so that the ring stays in order). Room must be reserved. It holds
+ * what fits under the counter ceiling: all of an admitted amount, as
+ * capacity is at most the ceiling. */
 void rl__mem_limit_hold(rl_mem_limit *limit, rl_mem_entry *entry, uint64_t amount, uint64_t at_ms);
 
 /* Live entries (reservations + holds, a budget's of earlier periods too). */
@@ -218,7 +231,8 @@ void rl__mem_limit_restore(rl_mem_limit *limit, rl_mem_entry *entry, uint64_t am
                            uint64_t period_start_unix_ms);
 
 /* Changes a live rolling reservation's amount (Complete's reconcile and
- * overage); 0 releases it. */
+ * overage); 0 releases it. A growth holds what fits under the counter
+ * ceiling: the rest is not counted. */
 void rl__mem_limit_resize(rl_mem_entry *entry, uint64_t amount);
 
 /* The amount a live entry holds. */
@@ -236,7 +250,7 @@ static inline void rl_mem_limit_try_decrease(rl_mem_limit *limit) {
 }
 
 /* Milliseconds from now_ms until `amount` more would fit, walking expiries in
- * order (DESIGN.md "retry_after_ms"); for a budget, its open reservations'
+ * order (docs/concepts.md, retry_after_ms); for a budget, its open reservations'
  * timeouts, else the end of its period; at least 1. scratch as in
  * rl__heap_walk. */
 uint64_t rl__mem_limit_retry_after_ms(const rl_mem_limit *limit, uint64_t amount, uint64_t now_ms,
@@ -260,8 +274,11 @@ void rl__mem_limit_usage(const rl_mem_limit *limit, rl_limit_usage *out);
 typedef struct rl_mem_limit_table {
     rl_mem_observer *observer; /* given to every limit added; may be NULL */
     rl_mem_limit **buckets;
-    size_t bucket_count; /* a power of two */
+    size_t bucket_count; /* a power of two; doubles when count passes it */
     size_t count;
+    /* Times the buckets were laid anew (grown or shrunk): a walk that lets
+     * go of the lock between buckets starts again when this changed. */
+    uint64_t resizes;
     /* Removed limits that entries or denials still hold, freed with the
      * table if they are still held then. */
     rl_mem_limit *removed;
@@ -272,9 +289,22 @@ bool rl__mem_limit_table_init(rl_mem_limit_table *table);
  * first, without letting go). */
 void rl__mem_limit_table_free(rl_mem_limit_table *table);
 rl_mem_limit *rl__mem_limit_table_find(const rl_mem_limit_table *table, const char *key);
+/* Fewer buckets once most limits have left (count under an eighth of
+ * bucket_count): two for each limit, as after a growth, and never fewer
+ * than an empty table has, so that a million tenants' buckets do not
+ * outlive them. Moves every limit: for the owner to call off any walk of
+ * the table and off the request path (the memory backend's sweep). */
+void rl__mem_limit_table_shrink(rl_mem_limit_table *table);
 /* Creates the limit for def->key (which must not exist yet). NULL on OOM
  * (or a budget's zone that cannot be read: validated definitions have one). */
 rl_mem_limit *rl__mem_limit_table_add(rl_mem_limit_table *table, const rl_limit_def *def);
+/* The same for a limit made from the template of pattern (its
+ * template_pattern), in one allocation with it: a limit made for each of a
+ * million tenants is one block, not also a small one beside it. Small
+ * blocks freed from another thread (the sweep) wait in glibc's fastbins,
+ * where they keep the blocks around them from joining the free top of the
+ * arena they came from, which malloc_trim does not give back (hand_back.h). */
+rl_mem_limit *rl__mem_limit_table_add_made(rl_mem_limit_table *table, const rl_limit_def *def, const char *pattern);
 
 /* Takes limit (found in table) out of it, with everything it counts:
  *   - its rolling reservations: the ring is dropped, so every entry that

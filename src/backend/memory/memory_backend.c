@@ -1,14 +1,11 @@
-/* memory_backend.c — the in-memory backend (spec §10, DESIGN.md semantics).
+/* memory_backend.c — the in-memory backend (the rules of docs/concepts.md).
  *
- * One mutex guards all state (spec §10.1 "single mutex, correct and easy");
+ * One mutex guards all state (correct and easy to reason about; a decision takes microseconds);
  * a batch takes it once. Expired state is dropped lazily whenever a limit is
  * touched, a few due leases are forgotten on every reserve, and an optional
  * sweeper thread does the rest, so memory stays bounded under any load.
  */
 #include <errno.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +15,7 @@
 #include <glib.h>
 
 #include "backend/memory/memory_backend.h"
+#include "core/counter.h"
 #include "core/lease_fingerprint.h"
 #include "core/limit_def.h"
 #include "core/lease_rules.h"
@@ -36,7 +34,7 @@ void rl_memory_options_default(rl_memory_options *options) {
     options->lease_memory_ms = RL_MEMORY_DEFAULT_LEASE_MEMORY_MS;
     options->max_leases = RL_MEMORY_DEFAULT_MAX_LEASES;
     options->journal_path = NULL;
-    options->journal_fsync = RL_JOURNAL_FSYNC_ALWAYS;
+    options->journal_fsync = RL_JOURNAL_FSYNC_EVERYSEC;
     options->journal_compact_bytes = 0;
     options->audit_dir = NULL;
     options->audit_retention_days = RL_AUDIT_DEFAULT_RETENTION_DAYS;
@@ -63,11 +61,9 @@ rl_status rl__mem_apply_locked(memory_backend *backend, const rl_limit_def *def,
     }
     free(limit->own);
     limit->own = own;
-    if (limit->template_pattern != NULL) {
-        /* Made from a template, now the key's own: never forgotten. */
-        free(limit->template_pattern);
-        limit->template_pattern = NULL;
-    }
+    /* Made from a template, now the key's own: never forgotten. (The
+     * pattern's text stays in the limit's allocation, unused.) */
+    limit->template_pattern = NULL;
     return RL_OK;
 }
 
@@ -90,6 +86,12 @@ static bool durable(memory_backend *backend, uint64_t ticket) {
     return backend->journal == NULL || rl__journal_wait_durable(backend->journal, ticket);
 }
 
+/* A definition's change (a limit, a template) is synced before its answer
+ * whatever the fsync mode: rare, and a power loss must not undo it. */
+static bool synced(memory_backend *backend, uint64_t ticket) {
+    return backend->journal == NULL || rl__journal_wait_synced(backend->journal, ticket);
+}
+
 static rl_status apply_definition(rl_backend *base, const rl_limit_def *def,
                                   rl_limit_status *out_status) {
     memory_backend *backend = from_base(base);
@@ -101,7 +103,7 @@ static rl_status apply_definition(rl_backend *base, const rl_limit_def *def,
     if (result == RL_OK && !rl__mem_journal_define(backend, def, now_unix_ms)) result = RL_NO_MEMORY;
     uint64_t ticket = rl_mem_journal_ticket(backend);
     pthread_mutex_unlock(&backend->lock);
-    if (!durable(backend, ticket)) result = RL_IO_ERROR;
+    if (!synced(backend, ticket)) result = RL_IO_ERROR;
     if (out_status != NULL) *out_status = status;
     return result;
 }
@@ -118,7 +120,7 @@ static rl_status delete_definition(rl_backend *base, const char *key) {
                      : RL_NO_MEMORY;
     uint64_t ticket = rl_mem_journal_ticket(backend);
     pthread_mutex_unlock(&backend->lock);
-    if (result == RL_OK && !durable(backend, ticket)) result = RL_IO_ERROR;
+    if (result == RL_OK && !synced(backend, ticket)) result = RL_IO_ERROR;
     return result;
 }
 
@@ -131,7 +133,7 @@ static rl_status put_template(rl_backend *base, const rl_limit_def *def) {
                                                    backend->clock->unix_ms(backend->clock), err, sizeof err);
     uint64_t ticket = rl_mem_journal_ticket(backend);
     pthread_mutex_unlock(&backend->lock);
-    if (result == RL_OK && !durable(backend, ticket)) result = RL_IO_ERROR;
+    if (result == RL_OK && !synced(backend, ticket)) result = RL_IO_ERROR;
     return result;
 }
 
@@ -141,7 +143,7 @@ static rl_status delete_template(rl_backend *base, const char *pattern) {
     rl_status result = rl__mem_delete_template_locked(backend, pattern, backend->clock->unix_ms(backend->clock));
     uint64_t ticket = rl_mem_journal_ticket(backend);
     pthread_mutex_unlock(&backend->lock);
-    if (result == RL_OK && !durable(backend, ticket)) result = RL_IO_ERROR;
+    if (result == RL_OK && !synced(backend, ticket)) result = RL_IO_ERROR;
     return result;
 }
 
@@ -446,25 +448,25 @@ static void reserve_batch(rl_backend *base, const rl_reserve_request *requests, 
     if (!durable(backend, reserve_all(backend, requests, count, results))) fail_reserves(results, count);
 }
 
-/* Overage: the call used more than it reserved (DESIGN.md "Overage"). The
- * entry keeps its expiry: the excess is charged for the rest of the window. */
+/* Overage: the call used more than it reserved (docs/concepts.md, "Overage"). The
+ * entry keeps its expiry: the excess is charged for the rest of the window
+ * (what fits under the counter ceiling: rl__mem_limit_resize), and under
+ * debt all of its part above capacity counts in debt_total. */
 static void charge_overage(rl_mem_entry *entry, uint64_t reserved, uint64_t extra) {
     rl_mem_limit *limit = entry->limit;
     uint64_t capacity = limit->capacity_enforced;
     if (limit->def.overage == RL_OVERAGE_DEBT) {
-        uint64_t above_before = limit->used > capacity ? limit->used - capacity : 0;
+        limit->debt_total = rl__counter_add(limit->debt_total, rl__counter_above(limit->used, extra, capacity));
         rl__mem_limit_resize(entry, reserved + extra);
-        uint64_t above_after = limit->used > capacity ? limit->used - capacity : 0;
-        limit->debt_total += above_after - above_before;
     } else {
         uint64_t room = limit->used < capacity ? capacity - limit->used : 0;
         uint64_t charged = extra < room ? extra : room;
         rl__mem_limit_resize(entry, reserved + charged);
-        limit->overage_denied_total += extra - charged;
+        limit->overage_denied_total = rl__counter_add(limit->overage_denied_total, extra - charged);
     }
 }
 
-/* A rolling reservation's Complete: resized to the actual (DESIGN.md
+/* A rolling reservation's Complete: resized to the actual (docs/concepts.md:
  * "Reconcile"), the excess as overage (nothing left to adjust once its
  * window is over). */
 static void reconcile(rl_mem_entry *entry, uint64_t actual_amount) {
@@ -662,38 +664,32 @@ static rl_status limit_usage(rl_backend *base, const char *key, rl_limit_usage *
     return status;
 }
 
-/* Limits forgotten since memory was last handed back past which the sweep
- * hands it back to the kernel: a million tenants' limits made and forgotten
- * would otherwise stay in the process's resident memory, free for reuse
- * but counted against it. */
-#define TRIM_AFTER_FORGETTING 65536u
+/* What the backend holds, as hand_back.h counts it. */
+static uint64_t items_held(const memory_backend *backend) {
+    return backend->leases.count + backend->limits.count;
+}
 
-/* True when the sweep forgot enough limits since the last trim to trim now
- * (after the lock: trimming walks the allocator's heap, not the backend). */
+/* True when memory is to be handed back after this sweep (after the lock:
+ * it walks the allocator's heaps, not the backend). */
 static bool sweep_locked(memory_backend *backend) {
     uint64_t now_ms = backend->clock->monotonic_ms(backend->clock);
     uint64_t now_unix_ms = backend->clock->unix_ms(backend->clock);
+    uint64_t held_before = items_held(backend);
     rl__mem_lease_forget_due(&backend->leases, now_ms, 0);
     RL_MEM_FOR_EACH_LIMIT(&backend->limits, limit) rl__mem_limit_expire(limit, now_ms, now_unix_ms);
-    if (backend->templates == NULL) return false;
-    backend->forgotten_since_trim += rl__mem_forget_idle(backend, now_ms, now_unix_ms);
-    if (backend->forgotten_since_trim < TRIM_AFTER_FORGETTING) return false;
-    backend->forgotten_since_trim = 0;
+    if (backend->templates != NULL) (void)rl__mem_forget_idle(backend, now_ms, now_unix_ms);
+    rl__mem_limit_table_shrink(&backend->limits);
+    if (!rl__mem_hand_back_due(&backend->hand_back, held_before, items_held(backend))) return false;
+    rl__mem_lease_table_shed(&backend->leases);
     return true;
-}
-
-static void trim(void) {
-#ifdef __GLIBC__
-    malloc_trim(0);
-#endif
 }
 
 static void sweep(rl_backend *base) {
     memory_backend *backend = from_base(base);
     pthread_mutex_lock(&backend->lock);
-    bool trimming = sweep_locked(backend);
+    bool handing_back = sweep_locked(backend);
     pthread_mutex_unlock(&backend->lock);
-    if (trimming) trim();
+    if (handing_back) rl__mem_hand_back();
 }
 
 static void *sweeper_main(void *arg) {
@@ -709,7 +705,7 @@ static void *sweeper_main(void *arg) {
         if (rc != ETIMEDOUT || backend->stopping) continue;
         if (sweep_locked(backend)) {
             pthread_mutex_unlock(&backend->lock);
-            trim();
+            rl__mem_hand_back();
             pthread_mutex_lock(&backend->lock);
         }
     }
@@ -738,11 +734,17 @@ static void destroy(rl_backend *base) {
     free(backend);
 }
 
-/* The journal's counters; nothing to count without one. The journal is
- * set at open and fixed after: no lock. */
+/* The journal's counters and what start-up found of the audit log;
+ * nothing to count without them. Both are set at open and fixed after: no
+ * lock. */
 static void stats(rl_backend *base, rl_backend_stats *out) {
     memory_backend *backend = from_base(base);
     if (backend->journal != NULL) rl__journal_stats(backend->journal, out);
+    if (backend->audit != NULL) {
+        out->audit = 1;
+        out->audit_journal_mismatch += backend->audit_journal_mismatch;
+        out->audit_entries_unmatched += backend->audit_entries_unmatched;
+    }
 }
 
 /* Buckets of the limit table walked under one hold of the lock: answers
@@ -750,26 +752,16 @@ static void stats(rl_backend *base, rl_backend_stats *out) {
  * whole table. */
 #define TEMPLATE_USAGE_BUCKETS_PER_HOLD 1024u
 
-/* Adds limit's usage into out. */
-static void add_usage(rl_template_usage *out, const rl_limit_usage *usage) {
-    out->limits++;
-    out->capacity += usage->capacity;
-    out->used += usage->used;
-    out->available += usage->available;
-    out->debt += usage->debt;
-    out->reserved += usage->reserved;
-    out->committed += usage->committed;
-}
-
-/* One walk of the table, a part at a time; false if the table grew
+/* One walk of the table, a part at a time; false if it grew or shrank
  * meanwhile (its limits moved between buckets: walk again). */
 static bool walk_made_limits(memory_backend *backend, GHashTable *index, rl_template_usage *out) {
     pthread_mutex_lock(&backend->lock);
     size_t bucket_count = backend->limits.bucket_count;
+    uint64_t resizes = backend->limits.resizes;
     pthread_mutex_unlock(&backend->lock);
     for (size_t first = 0; first < bucket_count; first += TEMPLATE_USAGE_BUCKETS_PER_HOLD) {
         pthread_mutex_lock(&backend->lock);
-        if (backend->limits.bucket_count != bucket_count) {
+        if (backend->limits.resizes != resizes) {
             pthread_mutex_unlock(&backend->lock);
             return false;
         }
@@ -788,7 +780,8 @@ static bool walk_made_limits(memory_backend *backend, GHashTable *index, rl_temp
                 if (rl_mem_limit_is_idle(limit)) continue;
                 rl_limit_usage usage;
                 rl__mem_limit_usage(limit, &usage);
-                add_usage(&out[GPOINTER_TO_SIZE(at) - 1], &usage);
+                rl__template_usage_add(&out[GPOINTER_TO_SIZE(at) - 1], usage.capacity, usage.used, usage.committed,
+                                       usage.reserved);
             }
         }
         pthread_mutex_unlock(&backend->lock);
@@ -802,7 +795,8 @@ static rl_status template_usage(rl_backend *base, const char *const *patterns, s
     GHashTable *index = g_hash_table_new(g_str_hash, g_str_equal);
     if (index == NULL) return RL_NO_MEMORY;
     for (size_t i = 0; i < count; i++) g_hash_table_insert(index, (gpointer)patterns[i], GSIZE_TO_POINTER(i + 1));
-    /* The table only grows, and doubles each time: a few walks at most. */
+    /* The table doubles as it grows and shrinks only after most of it has
+     * gone (limit.h): a few walks at most. */
     for (int attempt = 0; attempt < 4; attempt++) {
         memset(out, 0, count * sizeof *out);
         if (walk_made_limits(backend, index, out)) break;
@@ -899,6 +893,7 @@ rl_status rl_memory_backend_open(const rl_memory_options *options, rl_backend **
     pthread_condattr_setclock(&cond_attr, CLOCK_MONOTONIC);
     pthread_cond_init(&backend->sweeper_wake, &cond_attr);
     pthread_condattr_destroy(&cond_attr);
+    rl__mem_hand_back_init(&backend->hand_back);
     if (!rl__mem_limit_table_init(&backend->limits) || !rl__mem_lease_table_init(&backend->leases)) {
         destroy(&backend->base);
         return RL_NO_MEMORY;

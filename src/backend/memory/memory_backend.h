@@ -9,6 +9,7 @@
 
 #include <pthread.h>
 
+#include "backend/memory/hand_back.h"
 #include "backend/memory/journal.h"
 #include "backend/memory/lease.h"
 #include "backend/memory/limit.h"
@@ -33,7 +34,7 @@ typedef struct memory_backend {
     /* The templates in force (memory_templates.c): a key no definition
      * names that one matches is a limit made from it. NULL: none yet. */
     rl__template_set *templates;
-    size_t forgotten_since_trim; /* limits made from templates forgotten since memory was last handed back */
+    rl_mem_hand_back hand_back; /* when the sweep gives freed memory back to the kernel */
     uint32_t *walk_scratch; /* for retry_after walks, under lock */
     uint32_t walk_scratch_capacity;
 
@@ -58,6 +59,14 @@ typedef struct memory_backend {
     uint64_t audit_on_disk;
     rl__journal_audit *replay_audit;
     size_t replay_audit_count, replay_audit_capacity;
+    /* The audit log the journal's sequence numbers belong to, as its last
+     * AUDIT_LINK record says (journal_linked false: none). */
+    bool journal_linked;
+    uint64_t journal_log_hi, journal_log_lo;
+    /* What start-up found of the audit log beside the journal
+     * (memory_audit_link.c), for the stats: fixed once open. */
+    uint64_t audit_journal_mismatch;  /* 1: the journal is not this log's, or is behind it */
+    uint64_t audit_entries_unmatched; /* entries kept that the journal's usage does not hold */
 } memory_backend;
 
 /* ---- memory_backend.c, for the replay and the local decisions ---- */
@@ -156,6 +165,25 @@ size_t rl__mem_forget_idle(memory_backend *backend, uint64_t now_ms, uint64_t no
 rl_status rl__mem_journal_open(memory_backend *backend, const rl_memory_options *options, char *err, size_t err_size);
 /* Writes everything, stops the writer, closes both. */
 void rl__mem_journal_close(memory_backend *backend);
+
+/* ---- memory_audit_link.c: the audit log and the journal at start ---- */
+
+/* After the replay, before the journal's writer starts: ties the audit log
+ * to the journal (journal_path NULL: none). Entries above the journal's
+ * sequence are dropped only when the journal is this log's (the same id)
+ * and they are the log's last group (a crash between the two writes: never
+ * acknowledged); entries the journal holds and the log lost are kept for
+ * the writer (replay_audit). In every other case every entry is kept, the
+ * sequence goes on from the log's last, what does not match is said on
+ * stderr and in the stats, and *link is set: the journal must get an
+ * AUDIT_LINK record (rl__mem_audit_link_record) once it runs. RL_OK,
+ * RL_IO_ERROR, RL_NO_MEMORY (err says why). */
+rl_status rl__mem_audit_link(memory_backend *backend, const char *journal_path, const char *audit_dir, bool *link,
+                             char *err, size_t err_size);
+
+/* The AUDIT_LINK record of the backend's audit log and sequence, into
+ * record (a snapshot's first, or a journal linked at start). */
+void rl__mem_audit_link_record(const memory_backend *backend, rl__jrec *record);
 
 /* The records of each change; false: no memory (the caller refuses it).
  * Each of these does nothing (true) without its journal or audit log: a

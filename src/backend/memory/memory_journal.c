@@ -203,16 +203,21 @@ static void budget_timed_out(rl_mem_observer *observer, rl_mem_entry *entry) {
         fprintf(stderr, "ratelimiterd: out of memory: a budget refund is not journaled\n");
 }
 
-static bool write_audit(void *context, const rl__journal_audit *entries, size_t count, bool sync, char *err,
-                        size_t err_size) {
+static bool write_audit(void *context, const rl__journal_audit *entries, size_t count, bool opens_group, bool sync,
+                        char *err, size_t err_size) {
     memory_backend *backend = context;
     for (size_t i = 0; i < count; i++) {
-        if (rl__audit_log_append(backend->audit, entries[i].seq, &entries[i].entry) != RL_OK) {
+        if (rl__audit_log_append(backend->audit, entries[i].seq, &entries[i].entry, opens_group && i == 0) != RL_OK) {
             snprintf(err, err_size, "the audit log is out of memory");
             return false;
         }
     }
     return rl__audit_log_flush(backend->audit, sync, err, err_size) == RL_OK;
+}
+
+static size_t audit_sync_handles(void *context, int *fds, size_t max) {
+    memory_backend *backend = context;
+    return rl__audit_log_sync_handles(backend->audit, fds, max);
 }
 
 static void tick(void *context) {
@@ -412,6 +417,16 @@ static bool replay_record(const unsigned char *data, size_t len, uint64_t offset
         r->backend->audit_seq = record->cursor.audit_seq;
         r->backend->audit_at_unix_ms = record->cursor.audit_at_unix_ms;
         return true;
+    case RL__JREC_AUDIT_LINK:
+        /* The numbers from here on are that log's: what the replay made
+         * before was another's, or none's. */
+        r->backend->audit_seq = record->cursor.audit_seq;
+        r->backend->audit_at_unix_ms = record->cursor.audit_at_unix_ms;
+        r->backend->journal_linked = true;
+        r->backend->journal_log_hi = record->cursor.log_id_hi;
+        r->backend->journal_log_lo = record->cursor.log_id_lo;
+        r->backend->replay_audit_count = 0;
+        return true;
     }
     return false;
 }
@@ -435,8 +450,12 @@ static bool snapshot(void *context, rl__journal *journal) {
     rl__jrec *record = ok ? malloc(sizeof *record) : NULL;
     ok = ok && record != NULL;
     if (ok) {
-        record->type = RL__JREC_CURSOR;
-        record->cursor = (rl__jrec_cursor){backend->audit_seq, backend->audit_at_unix_ms};
+        if (backend->audit != NULL) {
+            rl__mem_audit_link_record(backend, record);
+        } else {
+            record->type = RL__JREC_CURSOR;
+            record->cursor = (rl__jrec_cursor){backend->audit_seq, backend->audit_at_unix_ms, 0, 0};
+        }
         ok = rl__journal_snapshot_add(journal, record);
     }
     /* The templates first: the limits made from them come back through them. */
@@ -516,14 +535,12 @@ rl_status rl__mem_journal_open(memory_backend *backend, const rl_memory_options 
     }
     free(r);
     if (status != RL_OK) return status;
-    /* The audit log got ahead of the journal (a crash between the two
-     * writes): those Completes were never acknowledged and will come
-     * again. Behind it: the entries the replay made again go in now. */
+    /* The audit log and the journal tied together; the entries the replay
+     * made again that the log lost go in now. */
+    bool link = false;
+    status = rl__mem_audit_link(backend, options->journal_path, options->audit_dir, &link, err, err_size);
+    if (status != RL_OK) return status;
     if (backend->audit != NULL) {
-        if (backend->audit_on_disk > backend->audit_seq) {
-            status = rl__audit_log_drop_after(backend->audit, backend->audit_seq, err, err_size);
-            if (status != RL_OK) return status;
-        }
         for (size_t i = 0; i < backend->replay_audit_count; i++) {
             const rl__journal_audit *a = &backend->replay_audit[i];
             if (a->seq > backend->audit_on_disk && a->seq <= backend->audit_seq &&
@@ -534,12 +551,25 @@ rl_status rl__mem_journal_open(memory_backend *backend, const rl_memory_options 
     free(backend->replay_audit);
     backend->replay_audit = NULL;
     backend->replay_audit_count = backend->replay_audit_capacity = 0;
-    rl__journal_owner owner = {backend->audit != NULL ? write_audit : NULL, lock_backend, unlock_backend, snapshot,
-                               tick, backend};
+    rl__journal_owner owner = {backend->audit != NULL ? write_audit : NULL,
+                               lock_backend,
+                               unlock_backend,
+                               snapshot,
+                               backend->audit != NULL ? audit_sync_handles : NULL,
+                               tick,
+                               backend};
     status = rl__journal_start(backend->journal, &owner, err, err_size);
     if (status != RL_OK) return status;
-    /* Refunds of what fell due while nobody was running, journaled now. */
+    /* Refunds of what fell due while nobody was running, journaled now,
+     * after the link to the audit log when the journal needs one. */
     pthread_mutex_lock(&backend->lock);
+    if (link) {
+        rl__mem_audit_link_record(backend, &backend->scratch_record);
+        if (!rl__journal_add(backend->journal, &backend->scratch_record)) {
+            pthread_mutex_unlock(&backend->lock);
+            return RL_NO_MEMORY;
+        }
+    }
     RL_MEM_FOR_EACH_LIMIT(&backend->limits, limit) rl__mem_limit_expire(limit, now_ms, now_unix_ms);
     uint64_t ticket = rl__journal_ticket(backend->journal);
     pthread_mutex_unlock(&backend->lock);

@@ -228,6 +228,7 @@ static size_t complete_one(memory_backend *backend, const rl_complete_request *r
         } else {
             rl__local_spend *spend = &spends[written++];
             memcpy(spend->key, limit->def.key, strlen(limit->def.key) + 1);
+            spend->incarnation = limit->incarnation;
             rl__ulid_text(lease->id_hi, lease->id_lo, spend->lease_id);
             snprintf(spend->job_id, sizeof spend->job_id, "%s", lease->job_id != NULL ? lease->job_id : "");
             charge_rolling(entry, actual_for(request, limit->def.key, entry->amount), now_ms, spend);
@@ -266,6 +267,7 @@ bool rl__memory_local_state(rl_backend *local, const char *key, rl__local_state 
         out->admitted_total = limit->admitted_total;
         out->largest_amount = limit->largest_amount;
         out->lifetime_ms = lifetime_ms_of(&limit->def);
+        out->incarnation = limit->incarnation;
         out->kind = limit->def.kind;
         limit->largest_amount = 0;
     }
@@ -273,7 +275,7 @@ bool rl__memory_local_state(rl_backend *local, const char *key, rl__local_state 
     return limit != NULL;
 }
 
-rl_status rl__memory_local_define(rl_backend *local, const rl_limit_def *def) {
+rl_status rl__memory_local_define(rl_backend *local, const rl_limit_def *def, uint64_t incarnation) {
     memory_backend *backend = from_base(local);
     rl_status status = RL_OK;
     pthread_mutex_lock(&backend->lock);
@@ -284,8 +286,14 @@ rl_status rl__memory_local_define(rl_backend *local, const rl_limit_def *def) {
     if (limit == NULL) {
         mirror.capacity = 0; /* nothing to admit until an allotment says */
         limit = rl__mem_limit_table_add(&backend->limits, &mirror);
-        if (limit == NULL) status = RL_NO_MEMORY;
-        else limit->admit_until_ms = 0;
+        if (limit == NULL) {
+            status = RL_NO_MEMORY;
+        } else {
+            limit->admit_until_ms = 0;
+            limit->incarnation = incarnation;
+        }
+    } else if (limit->incarnation != incarnation) {
+        status = RL_LIMIT_IN_USE; /* the caller forgets it first */
     } else {
         /* What it may admit is the allotment's business, not the definition's. */
         mirror.capacity = limit->capacity_enforced;

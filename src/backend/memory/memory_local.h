@@ -39,6 +39,7 @@ typedef struct rl__local_spend {
     uint64_t reserved, actual;          /* for the audit entry: what it held, what the call cost */
     uint64_t overage;                   /* actual above reserved, for the store to charge (0: none) */
     uint64_t overage_for_ms;            /* how long the reservation had left to live */
+    uint64_t incarnation;               /* of the shared limit the lease was decided from */
 } rl__local_spend;
 
 /* A memory backend for local decisions: no journal, no sweeper thread (the
@@ -72,20 +73,28 @@ typedef struct rl__local_state {
     uint64_t capacity;       /* what it may admit now */
     uint64_t used;           /* what it holds live */
     uint64_t entries;        /* in how many live entries */
+    /* Read only as the difference of two readings (what was asked and
+     * admitted since the keeper last looked), which stays right across a
+     * wrap: these two wrap, where the counters answered to clients
+     * saturate (core/counter.h). */
     uint64_t demand_total;   /* units asked of it, ever */
     uint64_t admitted_total; /* units it admitted, ever */
     uint64_t largest_amount; /* the largest amount asked since the last call (then reset) */
     uint64_t lifetime_ms;    /* how long what it admits lives: its window, or its hold timeout */
+    uint64_t incarnation;    /* of the shared limit it mirrors (rl__memory_local_define) */
     rl_kind kind;
 } rl__local_state;
 
 /* False if key has no mirror. */
 bool rl__memory_local_state(rl_backend *local, const char *key, rl__local_state *out);
 
-/* Installs def as the mirror of its key (a new one admits nothing), or
- * updates it keeping what it may admit. RL_OK, RL_LIMIT_IN_USE (a kind
- * change while it holds anything: kept as it was) or RL_NO_MEMORY. */
-rl_status rl__memory_local_define(rl_backend *local, const rl_limit_def *def);
+/* Installs def as the mirror of its key, of the shared limit's incarnation
+ * (a new one admits nothing), or updates it keeping what it may admit. A
+ * mirror of another incarnation is of a limit deleted since: forget it
+ * first (rl__memory_local_forget), so that nothing it holds counts in the
+ * new one. RL_OK, RL_LIMIT_IN_USE (a kind change while it holds anything,
+ * or a mirror of another incarnation: kept as it was) or RL_NO_MEMORY. */
+rl_status rl__memory_local_define(rl_backend *local, const rl_limit_def *def, uint64_t incarnation);
 
 /* Lets the mirror of key admit up to capacity (at most what the store
  * counts for the allotment) until admit_until_ms on the clock's monotonic

@@ -30,14 +30,8 @@ rl_mem_limit *rl__mem_limit_made(memory_backend *backend, const char *key) {
     if (template_ == NULL) return NULL;
     rl_limit_def def;
     rl__template_instance_def(template_, key, &def);
-    char *pattern = strdup(template_->pattern.text);
-    rl_mem_limit *limit = pattern != NULL ? rl__mem_limit_table_add(&backend->limits, &def) : NULL;
-    if (limit == NULL) { /* out of memory: as if unknown, nothing made */
-        free(pattern);
-        return NULL;
-    }
-    limit->template_pattern = pattern;
-    return limit;
+    /* Out of memory: NULL, as if unknown, nothing made. */
+    return rl__mem_limit_table_add_made(&backend->limits, &def, template_->pattern.text);
 }
 
 /* Every limit made from pattern, into a malloc'd array (*count of them):

@@ -13,7 +13,7 @@
 #include "wire/wire.h"
 
 #define ERR_SIZE 256
-#define VALUES_PER_OP 9
+#define VALUES_PER_OP 10
 
 /* Amounts and times as the scripts write them: decimals within 2^53
  * (doubles are exact below it). */
@@ -28,7 +28,8 @@ static bool read_status(const redisReply *r, rl__allot_status *out) {
     } words[] = {{"ok", RL__ALLOT_OK},
                  {"unknown", RL__ALLOT_UNKNOWN},
                  {"kind", RL__ALLOT_KIND},
-                 {"generation", RL__ALLOT_GENERATION}};
+                 {"generation", RL__ALLOT_GENERATION},
+                 {"incarnation", RL__ALLOT_INCARNATION}};
     if (r->type != REDIS_REPLY_STRING) return false;
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
         if (r->len == strlen(words[i].word) && memcmp(r->str, words[i].word, r->len) == 0) {
@@ -54,7 +55,8 @@ static bool read_definition(const redisReply *r, rl__allot_result *out) {
 static bool read_one(redisReply *const *v, rl__allot_result *r) {
     return read_status(v[0], &r->status) && read_u64(v[1], &r->amount) && read_u64(v[2], &r->ends_in_ms) &&
            read_u64(v[3], &r->counted_for_ms) && read_u64(v[4], &r->share) && read_u64(v[5], &r->capacity) &&
-           read_u64(v[6], &r->generation) && read_u64(v[7], &r->version) && read_definition(v[8], r);
+           read_u64(v[6], &r->generation) && read_u64(v[7], &r->version) && read_u64(v[8], &r->incarnation) &&
+           read_definition(v[9], r);
 }
 
 bool rl__redis_allot_answer_read(const redisReply *reply, size_t count, rl__allot_result *results) {
@@ -72,7 +74,7 @@ rl_status rl__redis_allot(rl_backend *base, const char *daemon_id, const rl__all
                           rl__allot_result *results) {
     redis_backend *backend = rl_redis_backend_of(base);
     size_t args = 6 + 1;
-    for (size_t i = 0; i < count; i++) args += 10 + 2 * ops[i].live_count;
+    for (size_t i = 0; i < count; i++) args += 11 + 2 * ops[i].live_count;
     rl_redis_args a;
     if (!rl_redis_args_init(&a, (int)args)) {
         rl_redis_args_free(&a);
@@ -87,6 +89,8 @@ rl_status rl__redis_allot(rl_backend *base, const char *daemon_id, const rl__all
         rl_redis_args_push_str(&a, op->give_back ? "return" : "carve");
         rl_redis_args_push_u64(&a, op->generation);
         rl_redis_args_push_u64(&a, op->known_version);
+        if (op->mirrored) rl_redis_args_push_u64(&a, op->incarnation);
+        else rl_redis_args_push_str(&a, "");
         if (!op->give_back) {
             rl_redis_args_push_u64(&a, op->want);
             rl_redis_args_push_u64(&a, op->floor);
@@ -125,7 +129,7 @@ rl_status rl__redis_settle(rl_backend *base, const rl__allot_spend *spends, size
     if (count == 0) return RL_OK;
     redis_backend *backend = rl_redis_backend_of(base);
     rl_redis_args a;
-    if (!rl_redis_args_init(&a, (int)(5 + 7 * count))) {
+    if (!rl_redis_args_init(&a, (int)(5 + 8 * count))) {
         rl_redis_args_free(&a);
         return RL_NO_MEMORY;
     }
@@ -140,6 +144,7 @@ rl_status rl__redis_settle(rl_backend *base, const rl__allot_spend *spends, size
         rl_redis_args_push_u64(&a, s->actual);
         rl_redis_args_push_u64(&a, s->overage);
         rl_redis_args_push_u64(&a, s->overage_for_ms);
+        rl_redis_args_push_u64(&a, s->incarnation);
     }
     char err[ERR_SIZE];
     redisReply *reply = NULL;

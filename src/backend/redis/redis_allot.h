@@ -34,6 +34,12 @@ typedef struct rl__allot_op {
     bool give_back;      /* return the allotment; else carve (or refill) it */
     uint64_t generation; /* the daemon's count of operations on it: one more than the last applied */
     uint64_t known_version; /* the version of key's definition the daemon has (0: none) */
+    /* The incarnation of key's limit the daemon's mirror was made for
+     * (rl__allot_result.incarnation), if it has a mirror: one of another
+     * incarnation is of a limit deleted since, and the operation is
+     * refused (RL__ALLOT_INCARNATION). */
+    bool mirrored;
+    uint64_t incarnation;
     /* carve: hold min(want, what it holds + its share) but never less than
      * floor (what it may hold live from the allotment now), until
      * duration_ms from now; no growth that leaves less than least of room
@@ -50,6 +56,10 @@ typedef enum rl__allot_status {
     RL__ALLOT_UNKNOWN,    /* no such limit */
     RL__ALLOT_KIND,       /* a kind without allotments (budgets, so far) */
     RL__ALLOT_GENERATION, /* out of step: nothing changed; go on from the record's generation */
+    /* The daemon's mirror is of a limit deleted since (key was defined again:
+     * another incarnation): nothing changed, nothing it holds counts in the
+     * new limit; the answer carries the new one's definition. */
+    RL__ALLOT_INCARNATION,
 } rl__allot_status;
 
 /* The longest definition (JSON) an answer may carry. */
@@ -64,7 +74,10 @@ typedef struct rl__allot_result {
     uint64_t capacity;        /* the capacity enforced */
     uint64_t generation;      /* the record's, after the call */
     uint64_t version;         /* of key's definition in the store (0: none) */
-    bool has_definition;      /* the version is not the one the daemon knew: */
+    /* Of key's limit in the store: which limit it is, a key deleted and
+     * defined again being another (0: never deleted, or no limit). */
+    uint64_t incarnation;
+    bool has_definition;      /* the version is not the one the daemon knew, or RL__ALLOT_INCARNATION: */
     rl_limit_def definition;  /*   the store's definition, decoded */
 } rl__allot_result;
 
@@ -132,13 +145,15 @@ size_t rl__redis_known_definitions(rl_backend *redis);
 bool rl__redis_made_from_template(rl_backend *redis, const char *key);
 
 /* What one rolling key of a local Complete leaves to the store (settle.lua):
- * its audit entry, and an overage to charge by the limit's policy. */
+ * its audit entry, and an overage to charge by the limit's policy. A spend
+ * of a limit deleted since (incarnation not the store's) leaves nothing. */
 typedef struct rl__allot_spend {
     const char *key;
     const char *lease_id;
     const char *job_id; /* "" if none */
     uint64_t reserved, actual;
     uint64_t overage, overage_for_ms;
+    uint64_t incarnation; /* of the limit the lease was decided from */
 } rl__allot_spend;
 
 /* Applies count spends in one script call. RL_OK or RL_BACKEND_ERROR

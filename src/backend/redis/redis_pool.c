@@ -103,10 +103,13 @@ static rl_status reply_status(rl_redis_pool *pool, redisContext *ctx, redisReply
 
 /* Loads every script on ctx (SCRIPT LOAD is idempotent: the same text has
  * the same SHA on every connection and every restart). The SHAs are written
- * under pool->lock. */
+ * under pool->lock. Each script starts with the counters' ceiling, so that
+ * Lua saturates where the C side does (core/counter.h). */
 static rl_status load_scripts(rl_redis_pool *pool, redisContext *ctx, char *err, size_t err_size) {
+    char ceiling[64];
+    snprintf(ceiling, sizeof ceiling, "local COUNTER_MAX = %llu", (unsigned long long)RL_COUNTER_MAX);
     for (int s = 0; s < RL_SCRIPT_COUNT; s++) {
-        const char *parts[] = {rl_lua_common, rl_lua_audit, rl_lua_budget, rl_lua_made,
+        const char *parts[] = {ceiling, rl_lua_common, rl_lua_audit, rl_lua_budget, rl_lua_made,
                                script_source((rl_redis_script)s)};
         size_t len = 0;
         for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) len += strlen(parts[i]) + 1;

@@ -8,6 +8,7 @@
 #include "backend/redis/redis_backend_internal.h"
 #include "backend/redis/redis_decimal.h"
 #include "backend/redis/redis_memory.h"
+#include "core/counter.h"
 #include "core/error_text.h"
 
 #define ERR_SIZE 256
@@ -139,13 +140,7 @@ bool rl__redis_usage_page_read(const redisReply *reply, char cursor[RL_REDIS_NUM
         decimal_of(reply->element[i + 1], RL_AMOUNT_MAX, &used);
         decimal_of(reply->element[i + 2], RL_AMOUNT_MAX, &committed);
         decimal_of(reply->element[i + 3], RL_AMOUNT_MAX, &reserved);
-        sum.limits++;
-        sum.capacity += capacity; /* each at most 2^53: 2^11 pages of them before a sum could wrap */
-        sum.used += used;
-        sum.available += used < capacity ? capacity - used : 0;
-        sum.debt += used > capacity ? used - capacity : 0;
-        sum.committed += committed;
-        sum.reserved += reserved;
+        rl__template_usage_add(&sum, capacity, used, committed, reserved);
     }
     memcpy(cursor, reply->element[0]->str, reply->element[0]->len);
     cursor[reply->element[0]->len] = '\0';

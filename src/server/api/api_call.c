@@ -37,20 +37,31 @@ void rl__api_call_done(rl_api_call *call) {
     call->done(call);
 }
 
-static void answer_unrouted(rl_handler_ctx *ctx, const char *allow, rl_http_response *res) {
-    rl_respond_error(ctx, res, allow != NULL ? 405 : 404, RL_INVALID_REQUEST, NULL, NULL);
+/* An answer is JSON, without extra headers, unless its endpoint says otherwise. */
+static void answer_plainly(rl_http_response *res) {
+    res->allow = NULL;
+    res->location = NULL;
+    res->content_type = NULL;
+    res->browser_page = false;
+}
+
+static void answer_unrouted(rl_handler_ctx *ctx, const rl_http_request *req, const char *allow,
+                            rl_http_response *res) {
+    if (allow == NULL) {
+        rl_respond_no_route(ctx, res, req, "the API is under /v1/ (see /console)");
+        return;
+    }
+    rl_respond_error(ctx, res, 405, RL_INVALID_REQUEST, NULL, NULL);
     res->allow = allow;
 }
 
 bool rl_api_begin(rl_handler_ctx *ctx, const rl_http_request *req, rl_api_call *call, rl_http_response *res) {
-    res->allow = NULL;
-    res->content_type = NULL;
-    res->browser_page = false;
+    answer_plainly(res);
     const char *allow;
     const rl_api_route *route = rl__api_route_of(req, &allow);
     call->route = NULL;
     if (route == NULL) {
-        answer_unrouted(ctx, allow, res);
+        answer_unrouted(ctx, req, allow, res);
         return true;
     }
     call->route = route; /* what the request was, for its outcome (outcome.h) */
@@ -66,9 +77,7 @@ bool rl_api_begin(rl_handler_ctx *ctx, const rl_http_request *req, rl_api_call *
 }
 
 void rl_api_finish(rl_handler_ctx *ctx, rl_api_call *call, rl_http_response *res) {
-    res->allow = NULL;
-    res->content_type = NULL;
-    res->browser_page = false;
+    answer_plainly(res);
     call->route->finish(ctx, call, res);
 }
 

@@ -117,9 +117,12 @@ void rl__admin_audit(rl_handler_ctx *ctx, const rl_api_route *route, const rl_ht
 void rl__admin_denials(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http_request *req,
                        rl_http_response *res);
 
-/* handlers_console.c: GET /console and /console/{file}, the files built in. */
+/* handlers_console.c: GET /console and /console/{file}, the files built
+ * in; GET /, a redirect to /console. */
 void rl__console_file(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http_request *req,
                       rl_http_response *res);
+void rl__console_redirect(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http_request *req,
+                          rl_http_response *res);
 /* handlers_metrics.c: GET /metrics (handler.h, rl_metrics_page). */
 void rl__metrics_get(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http_request *req,
                      rl_http_response *res);

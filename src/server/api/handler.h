@@ -1,4 +1,4 @@
-/* server/api/handler.h — the endpoints of spec/api.md, free of any HTTP library.
+/* server/api/handler.h — the endpoints of docs/api.md, free of any HTTP library.
  *
  * A request is (method, path, query, body); a response is an HTTP
  * status and a JSON body. The h2o glue (server/http/) only translates; so
@@ -40,8 +40,9 @@ static inline const char *rl_http_request_body(const rl_http_request *req) {
 }
 
 typedef struct rl_http_response {
-    int status;        /* HTTP status code */
-    const char *allow; /* the Allow header of a 405, else NULL; static */
+    int status;           /* HTTP status code */
+    const char *allow;    /* the Allow header of a 405, else NULL; static */
+    const char *location; /* the Location header of a redirect, else NULL; static */
     rl_buf *body;      /* points to the context's buffer: copy it before the next request */
     /* The body's media type (static), or NULL for application/json: the
      * API's answers are JSON; /metrics and the console's files are not. */

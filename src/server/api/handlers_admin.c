@@ -7,6 +7,7 @@
  * is answered once durable. A backend that cannot be reached (redis)
  * answers 503 backend_error; any other failure 500 backend_error.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,6 +78,13 @@ void rl__admin_list(rl_handler_ctx *ctx, const rl_api_route *route, const rl_htt
     res->body = buf;
 }
 
+/* The detail of a GET or DELETE of a key no limit has (nor any template makes). */
+#define UNKNOWN_KEY_DETAIL_SIZE (RL_KEY_MAX_LEN + 32)
+static const char *unknown_key_detail(const char *key, char detail[UNKNOWN_KEY_DETAIL_SIZE]) {
+    snprintf(detail, UNKNOWN_KEY_DETAIL_SIZE, "no limit has the key %s", key);
+    return detail;
+}
+
 #define BAD_PATH_KEY                                                                                             \
     "the key in the path must be 1..256 printable ASCII characters without spaces, percent-encoded where needed"
 
@@ -96,7 +104,9 @@ bool rl__admin_delete_start(rl_handler_ctx *ctx, const rl_api_route *route, cons
 void rl__admin_delete_finish(rl_handler_ctx *ctx, rl_api_call *call, rl_http_response *res) {
     const rl_service_put *put = &call->admin_put.put;
     if (put->status == RL_UNKNOWN_LIMIT_KEY) {
-        rl__admin_change_refused(ctx, res, 404, RL_UNKNOWN_LIMIT_KEY, put->def.key, NULL);
+        char detail[UNKNOWN_KEY_DETAIL_SIZE];
+        rl__admin_change_refused(ctx, res, 404, RL_UNKNOWN_LIMIT_KEY, put->def.key,
+                                 unknown_key_detail(put->def.key, detail));
         return;
     }
     if (put->status == RL_INVALID_REQUEST) {
@@ -120,7 +130,8 @@ void rl__admin_get(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http
     rl_service_limit limit;
     rl_status status = rl_service_get_limit(ctx->service, key, &limit);
     if (status == RL_UNKNOWN_LIMIT_KEY) {
-        rl_respond_error(ctx, res, 404, RL_UNKNOWN_LIMIT_KEY, key, NULL);
+        char detail[UNKNOWN_KEY_DETAIL_SIZE];
+        rl_respond_error(ctx, res, 404, RL_UNKNOWN_LIMIT_KEY, key, unknown_key_detail(key, detail));
         return;
     }
     if (status != RL_OK) {

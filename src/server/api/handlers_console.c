@@ -1,7 +1,8 @@
 /* handlers_console.c — GET /console and GET /console/{file}: the web
  * console's files (console_files.h), built into the daemon. /console and
  * /console/ are its page (index.html); a name no file has is a 404 like any
- * unknown path. The files hold no data: the page reads everything through
+ * unknown path. GET / sends a browser opened on the daemon's address to
+ * /console. The files hold no data: the page reads everything through
  * the API (limits, audit, denials), as any client does, so whatever guards
  * the API guards what the console shows and changes.
  */
@@ -33,7 +34,7 @@ void rl__console_file(rl_handler_ctx *ctx, const rl_api_route *route, const rl_h
     }
     const rl_console_file *file = len == 0 ? file_named("index.html", 10) : file_named(name, len);
     if (file == NULL) {
-        rl_respond_error(ctx, res, 404, RL_INVALID_REQUEST, NULL, NULL);
+        rl_respond_no_route(ctx, res, req, "the console has no file of that name (its page is /console)");
         return;
     }
     rl_buf *buf = &ctx->body;
@@ -43,4 +44,18 @@ void rl__console_file(rl_handler_ctx *ctx, const rl_api_route *route, const rl_h
     res->body = buf;
     res->content_type = file->content_type;
     res->browser_page = true;
+}
+
+void rl__console_redirect(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http_request *req,
+                          rl_http_response *res) {
+    (void)route;
+    (void)req;
+    /* A browser follows Location and never shows the body; curl does show
+     * it, so it says where the console is in the API's own shape. */
+    rl_buf *buf = &ctx->body;
+    rl__buf_reset(buf);
+    rl__buf_append_str(buf, "{\"detail\":\"the web console is at " CONSOLE_PATH "\"}");
+    res->status = 302;
+    res->location = CONSOLE_PATH;
+    res->body = buf;
 }

@@ -8,9 +8,8 @@
 void rl__metrics_get(rl_handler_ctx *ctx, const rl_api_route *route, const rl_http_request *req,
                      rl_http_response *res) {
     (void)route;
-    (void)req;
     if (ctx->metrics.write == NULL) {
-        rl_respond_error(ctx, res, 404, RL_INVALID_REQUEST, NULL, NULL);
+        rl_respond_no_route(ctx, res, req, "this daemon keeps no metrics (metrics.enabled: false)");
         return;
     }
     rl_buf *buf = &ctx->body;

@@ -46,6 +46,31 @@ void rl_respond_error_named(rl_handler_ctx *ctx, rl_http_response *res, int http
     res->body = buf;
 }
 
+/* What a detail shows of text (a method, a raw path): printable ASCII, any
+ * other byte '?', at most size - 4 bytes and "..." after a cut. */
+static void shown(const char *text, size_t len, char *out, size_t size) {
+    size_t room = size - 4, n = 0;
+    for (; n < len && n < room; n++) {
+        unsigned char c = (unsigned char)text[n];
+        out[n] = c > 0x20 && c < 0x7f ? (char)c : '?';
+    }
+    if (n < len) {
+        memcpy(out + n, "...", 3);
+        n += 3;
+    }
+    out[n] = '\0';
+}
+
+#define NO_ROUTE_PATH_SHOWN 200 /* bytes of the path in the detail */
+
+void rl_respond_no_route(rl_handler_ctx *ctx, rl_http_response *res, const rl_http_request *req, const char *why) {
+    char method[24], path[NO_ROUTE_PATH_SHOWN + 4], detail[sizeof method + sizeof path + 256];
+    shown(req->method, req->method_len, method, sizeof method);
+    shown(req->path, req->path_len, path, sizeof path);
+    snprintf(detail, sizeof detail, "no route for %s %s: %s", method, path, why);
+    rl_respond_error(ctx, res, 404, RL_INVALID_REQUEST, NULL, detail);
+}
+
 void rl_respond_decode_failure(rl_handler_ctx *ctx, rl_http_response *res, rl_status status,
                                const char *detail) {
     if (status == RL_INVALID_REQUEST)

@@ -17,6 +17,12 @@ void rl_respond_error(rl_handler_ctx *ctx, rl_http_response *res, int http_statu
 void rl_respond_error_named(rl_handler_ctx *ctx, rl_http_response *res, int http_status, const char *error,
                             const char *detail);
 
+/* The 404 of a request no endpoint answers (no row takes its path, or its
+ * endpoint has nothing there): {"error":"invalid_request","detail":"no
+ * route for <method> <path>: <why>"}, the method and path as a person reads
+ * them (printable ASCII, anything else '?', a long path cut). */
+void rl_respond_no_route(rl_handler_ctx *ctx, rl_http_response *res, const rl_http_request *req, const char *why);
+
 /* Appends the JSON string "<wire string>" or "<wire string>:<key>". */
 void rl_respond_append_error_string(rl_buf *buf, rl_status status, const char *status_key);
 

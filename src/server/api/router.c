@@ -68,6 +68,8 @@ static const rl_api_route routes[] = {
     {"GET", 3, "/console/", sizeof("/console/") - 1, true, "GET", rl__console_file, NULL, NULL, NULL, NULL,
      RL_API_CONSOLE},
     ANSWER("GET", "/metrics", "GET", rl__metrics_get, METRICS),
+    /* The daemon's address, opened in a browser: on to the console. */
+    ANSWER("GET", "/", "GET", rl__console_redirect, CONSOLE),
 };
 #undef ANSWER
 #undef LEASE
@@ -77,13 +79,24 @@ static bool path_matches(const rl_api_route *route, const rl_http_request *req) 
     return memcmp(req->path, route->path, route->path_len) == 0;
 }
 
+static bool is_method(const char *method, size_t method_len, const char *name) {
+    return method_len == strlen(name) && memcmp(method, name, method_len) == 0;
+}
+
+/* HEAD is a GET whose answer goes without its body (RFC 9110, 9.3.2): a
+ * GET row answers it, and the HTTP layer leaves the body out. */
+static bool method_matches(const rl_api_route *route, const rl_http_request *req) {
+    if (req->method_len == route->method_len && memcmp(req->method, route->method, route->method_len) == 0)
+        return true;
+    return is_method(req->method, req->method_len, "HEAD") && is_method(route->method, route->method_len, "GET");
+}
+
 const rl_api_route *rl__api_route_of(const rl_http_request *req, const char **allow) {
     *allow = NULL;
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
         const rl_api_route *route = &routes[i];
         if (!path_matches(route, req)) continue;
-        if (req->method_len == route->method_len && memcmp(req->method, route->method, route->method_len) == 0)
-            return route;
+        if (method_matches(route, req)) return route;
         *allow = route->allow;
     }
     return NULL;

@@ -2,7 +2,6 @@
  * check (token_set.h). */
 #include "server/auth/token_set.h"
 
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +9,8 @@
 
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
+
+#include "core/regular_file.h"
 
 struct rl_token_set {
     size_t count;
@@ -116,17 +117,10 @@ bool rl_token_set_parse(const char *text, size_t len, const char *name, rl_token
 
 bool rl_token_set_load_file(const char *path, rl_token_set **out, char *err, size_t err_size) {
     *out = NULL;
-    FILE *file = fopen(path, "rb");
-    if (file == NULL) return fail(err, err_size, path, 0, "cannot open: %s", strerror(errno));
-    char *text = malloc(RL_TOKEN_FILE_MAX_BYTES + 1);
-    if (text == NULL) {
-        fclose(file);
-        return fail(err, err_size, path, 0, "out of memory");
-    }
-    size_t len = fread(text, 1, RL_TOKEN_FILE_MAX_BYTES + 1, file);
-    bool read_error = ferror(file) != 0;
-    fclose(file);
-    bool ok = read_error ? fail(err, err_size, path, 0, "cannot read") : rl_token_set_parse(text, len, path, out, err, err_size);
+    char *text = NULL;
+    size_t len = 0;
+    if (rl__read_whole_file(path, RL_TOKEN_FILE_MAX_BYTES, &text, &len, NULL, err, err_size) != RL_OK) return false;
+    bool ok = rl_token_set_parse(text, len, path, out, err, err_size);
     /* The tokens were in this buffer: do not leave them in freed memory. */
     OPENSSL_cleanse(text, len);
     free(text);

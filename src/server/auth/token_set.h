@@ -45,8 +45,10 @@ bool rl_token_set_parse(const char *text, size_t len, const char *name, rl_token
                         size_t err_size);
 
 /* Reads and parses the file at path, as above ("<path>: cannot open: ..."
- * when it cannot be read). Thread-safe; blocks on the disk: never on an
- * event loop. */
+ * when it cannot be read). Only a regular file is read (core/regular_file.h):
+ * a FIFO or a device is refused at once, never waited on, so that neither
+ * start-up nor a SIGHUP can hang on one. Thread-safe; blocks on the disk:
+ * never on an event loop. */
 bool rl_token_set_load_file(const char *path, rl_token_set **out, char *err, size_t err_size);
 
 /* How many tokens the set holds (>= 1). */

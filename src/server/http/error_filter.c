@@ -4,7 +4,8 @@
 #include <stdbool.h>
 #include <string.h>
 
-static const char json_error_body[] = "{\"error\":\"invalid_request\"}";
+/* Ends with a newline, as every JSON answer does (http_response.c). */
+static const char json_error_body[] = "{\"error\":\"invalid_request\"}\n";
 
 static bool is_json(const h2o_req_t *req) {
     ssize_t index = h2o_find_header(&req->res.headers, H2O_TOKEN_CONTENT_TYPE, -1);

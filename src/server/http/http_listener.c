@@ -57,7 +57,7 @@ bool rl__http_open_listener(rl_http_server *server, char *err, size_t err_size) 
     struct addrinfo hints = {0}, *found = NULL;
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-    /* ":PORT" means every IPv4 interface, as spec §11.2's ":8080". */
+    /* ":PORT" means every IPv4 interface, as in listen: ":8080" (docs/operations.md). */
     hints.ai_family = addr.host[0] == '\0' ? AF_INET : AF_UNSPEC;
     int rc = getaddrinfo(addr.host[0] != '\0' ? addr.host : NULL, port_text, &hints, &found);
     if (rc != 0) {

@@ -7,6 +7,7 @@
 
 #include "server/api/respond.h"
 #include "server/http/http_internal.h"
+#include "server/http/request_head.h"
 
 /* ---- a request's state, recycled ------------------------------------------ */
 
@@ -93,7 +94,7 @@ void rl__http_on_answers(h2o_multithread_receiver_t *receiver, h2o_linklist_t *m
         h2o_multithread_message_t *message = H2O_STRUCT_FROM_MEMBER(h2o_multithread_message_t, link, messages->next);
         h2o_linklist_unlink(&message->link);
         pending_request *pending = H2O_STRUCT_FROM_MEMBER(pending_request, message, message);
-        rl_http_response response = {0, NULL, NULL, NULL, false};
+        rl_http_response response = {0, NULL, NULL, NULL, NULL, false};
         if (pending->req != NULL) {
             *pending->token = NULL; /* the pool outlives pending: its dispose must not look */
             rl_api_finish(&thread->handler, &pending->call, &response);
@@ -107,7 +108,7 @@ void rl__http_on_answers(h2o_multithread_receiver_t *receiver, h2o_linklist_t *m
  * refused body), or later through rl__http_on_answers. */
 static void run_request(rl_http_thread *thread, h2o_req_t *req, const rl_http_request *request,
                         uint64_t started_us) {
-    rl_http_response response = {0, NULL, NULL, NULL, false};
+    rl_http_response response = {0, NULL, NULL, NULL, NULL, false};
     pending_request *pending = take_pending(thread);
     if (pending == NULL) {
         rl_respond_error(&thread->handler, &response, 503, RL_BACKEND_ERROR, NULL, NULL);
@@ -147,6 +148,18 @@ static void answer_refusal(rl_http_thread *thread, h2o_req_t *req, const rl_http
     rl_handler_ctx_trim(&thread->handler);
 }
 
+/* How many Host lines req had: h2o kept the last one only, but the
+ * request's bytes are still at the start of its connection's input
+ * (request_head.h). has_host's answer when those bytes are not there. */
+static size_t host_count_of(h2o_req_t *req, bool has_host) {
+    h2o_socket_t *sock = req->conn->callbacks->get_socket != NULL ? req->conn->callbacks->get_socket(req->conn) : NULL;
+    long count = sock != NULL && sock->input != NULL
+                     ? rl_request_head_field_count(sock->input->bytes, sock->input->size, req->method.base,
+                                                   req->method.len, H2O_STRLIT("host"))
+                     : -1;
+    return count >= 0 ? (size_t)count : has_host ? 1 : 0;
+}
+
 /* Answers req now if the guard refuses it or it is a preflight; else adds
  * the CORS headers an allowed origin's answer carries. True: answered. */
 static bool guard_answered(rl_http_thread *thread, h2o_req_t *req, const rl_http_request *request,
@@ -156,13 +169,25 @@ static bool guard_answered(rl_http_thread *thread, h2o_req_t *req, const rl_http
                     req->input.authority.base != req->hostconf->authority.hostport.base;
     ssize_t origin_at = h2o_find_header_by_str(&req->headers, H2O_STRLIT("origin"), -1);
     const h2o_iovec_t *origin = origin_at >= 0 ? &req->headers.entries[origin_at].value : NULL;
+    size_t origin_count = 0;
+    for (ssize_t at = origin_at; at >= 0; at = h2o_find_header_by_str(&req->headers, H2O_STRLIT("origin"), at))
+        origin_count++;
+    rl_guard_request seen = {
+        .method = req->method.base,
+        .method_len = req->method.len,
+        .host = has_host ? req->input.authority.base : NULL,
+        .host_len = req->input.authority.len,
+        .host_count = host_count_of(req, has_host),
+        .origin = origin != NULL ? origin->base : NULL,
+        .origin_len = origin != NULL ? origin->len : 0,
+        .origin_count = origin_count,
+    };
     rl_guard_decision decision;
-    rl_request_guard_check(&thread->server->guard, req->method.base, req->method.len,
-                           has_host ? req->input.authority.base : NULL, req->input.authority.len,
-                           origin != NULL ? origin->base : NULL, origin != NULL ? origin->len : 0, &decision);
-    if (decision.verdict == RL_GUARD_REFUSE) {
-        rl_http_response response = {0, NULL, NULL, NULL, false};
-        rl_respond_error(&thread->handler, &response, 403, RL_INVALID_REQUEST, NULL, decision.detail);
+    rl_request_guard_check(&thread->server->guard, &seen, &decision);
+    if (decision.verdict == RL_GUARD_REFUSE || decision.verdict == RL_GUARD_MALFORMED) {
+        rl_http_response response = {0, NULL, NULL, NULL, NULL, false};
+        rl_respond_error(&thread->handler, &response, decision.verdict == RL_GUARD_REFUSE ? 403 : 400,
+                         RL_INVALID_REQUEST, NULL, decision.detail);
         answer_refusal(thread, req, request, &response, started_us);
         return true;
     }
@@ -200,7 +225,7 @@ static bool auth_refused(rl_http_thread *thread, h2o_req_t *req, const rl_http_r
                   authorization != NULL ? authorization->len : 0, &decision);
     if (decision.verdict == RL_AUTH_PASS) return false;
     bool unauthorized = decision.verdict == RL_AUTH_UNAUTHORIZED;
-    rl_http_response response = {0, NULL, NULL, NULL, false};
+    rl_http_response response = {0, NULL, NULL, NULL, NULL, false};
     rl_respond_error_named(&thread->handler, &response, unauthorized ? 401 : 403,
                            unauthorized ? RL_AUTH_ERROR_UNAUTHORIZED : RL_AUTH_ERROR_FORBIDDEN, decision.detail);
     if (unauthorized) add_header(req, H2O_TOKEN_WWW_AUTHENTICATE, H2O_STRLIT(RL_AUTH_CHALLENGE));

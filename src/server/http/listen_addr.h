@@ -1,7 +1,7 @@
 /* server/http/listen_addr.h — "HOST:PORT" as written in config.yaml and --listen.
  *
  * Accepted forms: "127.0.0.1:8080", "localhost:8080", "[::1]:8080", and
- * ":8080" (every interface, as in spec §11.2). Port 0 asks the kernel for a
+ * ":8080" (every interface, as config.yaml's listen may say). Port 0 asks the kernel for a
  * free port (tests use it). Pure functions, thread-safe.
  */
 #ifndef RL_SERVER_LISTEN_ADDR_H

@@ -156,11 +156,23 @@ static void refuse(rl_guard_decision *out, const char *format, const char *value
     out->verdict = RL_GUARD_REFUSE;
 }
 
-void rl_request_guard_check(const rl_request_guard *guard, const char *method, size_t method_len, const char *host,
-                            size_t host_len, const char *origin, size_t origin_len, rl_guard_decision *out) {
+/* More than one of a header that must be one: which one counts would be a guess. */
+static bool repeated(rl_guard_decision *out, const char *header, size_t count) {
+    if (count <= 1) return false;
+    snprintf(out->detail, sizeof out->detail,
+             "the request has %zu %s headers and may have one: which of them to go by would be a guess", count,
+             header);
+    out->verdict = RL_GUARD_MALFORMED;
+    return true;
+}
+
+void rl_request_guard_check(const rl_request_guard *guard, const rl_guard_request *request, rl_guard_decision *out) {
     out->verdict = RL_GUARD_PASS;
     out->cors = false;
     out->detail[0] = '\0';
+    if (repeated(out, "Host", request->host_count) || repeated(out, "Origin", request->origin_count)) return;
+    const char *method = request->method, *host = request->host, *origin = request->origin;
+    size_t method_len = request->method_len, host_len = request->host_len, origin_len = request->origin_len;
     if (guard->loopback_only && host != NULL && !rl_request_guard_host_is_loopback(host, host_len)) {
         refuse(out,
                "Host \"%s\" is not a loopback name or address, and this daemon listens on loopback only: "

@@ -23,6 +23,9 @@
  *     refused. (On other interfaces the names are the operator's to choose,
  *     and the Origin check is what remains.)
  * Refusals are 403 invalid_request with a detail that says which rule.
+ * Before either rule, a request with more than one Host or more than one
+ * Origin is malformed (RFC 9112 for Host; a browser sends one Origin), and
+ * which of them to judge would be a guess: 400 invalid_request.
  *
  * Pure: strings in, a decision out; no allocation, thread-safe. The guard's
  * origins are borrowed and must outlive it.
@@ -47,7 +50,21 @@ typedef enum rl_guard_verdict {
     RL_GUARD_PASS,      /* handle it; with cors, the answer carries Access-Control-Allow-Origin */
     RL_GUARD_PREFLIGHT, /* an allowed origin's OPTIONS: answer 204 with the CORS headers */
     RL_GUARD_REFUSE,    /* answer 403 invalid_request with detail */
+    RL_GUARD_MALFORMED, /* answer 400 invalid_request with detail */
 } rl_guard_verdict;
+
+/* What the guard reads of one request. Strings need no NUL; lengths are in
+ * bytes. */
+typedef struct rl_guard_request {
+    const char *method;
+    size_t method_len;
+    const char *host; /* its Host (HTTP/1.1) or :authority (HTTP/2); NULL when it has none */
+    size_t host_len;
+    size_t host_count; /* how many Host lines it had (h2o keeps the last: request_head.h) */
+    const char *origin; /* its Origin header, the first; NULL when it has none */
+    size_t origin_len;
+    size_t origin_count; /* how many Origin headers it had */
+} rl_guard_request;
 
 typedef struct rl_guard_decision {
     rl_guard_verdict verdict;
@@ -55,11 +72,8 @@ typedef struct rl_guard_decision {
     char detail[RL_REQUEST_GUARD_DETAIL_SIZE];
 } rl_guard_decision;
 
-/* Decides one request. method is its method; host its Host (HTTP/1.1) or
- * :authority (HTTP/2), NULL when it has none; origin its Origin header, NULL
- * when it has none. Lengths are in bytes; the strings need no NUL. */
-void rl_request_guard_check(const rl_request_guard *guard, const char *method, size_t method_len, const char *host,
-                            size_t host_len, const char *origin, size_t origin_len, rl_guard_decision *out);
+/* Decides one request. */
+void rl_request_guard_check(const rl_request_guard *guard, const rl_guard_request *request, rl_guard_decision *out);
 
 /* Whether text is an origin the configuration may list: http or https, a
  * host (a name, an IPv4 address or a bracketed IPv6 one) and an optional

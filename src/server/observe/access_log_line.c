@@ -69,8 +69,25 @@ void rl_access_log_time_format(int64_t unix_ms, char out[RL_ACCESS_LOG_TIME_SIZE
 
 static const char hex[] = "0123456789abcdef";
 
-/* Inside a JSON string: '"', '\' and control characters escaped, a byte that
- * is not part of valid UTF-8 written as U+FFFD. */
+/* Whether the valid UTF-8 sequence s[0..n) is a character that ends a line
+ * for some readers besides '\n' (Python's splitlines, Unicode-aware log
+ * viewers): a C1 control (U+0080..U+009F, NEL among them), the line
+ * separator U+2028 or the paragraph separator U+2029. A job_id may hold
+ * them, so both formats escape them: a line stays one line for any reader. */
+static bool breaks_lines(const unsigned char *s, size_t n) {
+    return (n == 2 && s[0] == 0xc2 && s[1] < 0xa0) ||
+           (n == 3 && s[0] == 0xe2 && s[1] == 0x80 && (s[2] == 0xa8 || s[2] == 0xa9));
+}
+
+/* "\uXXXX" for a code point of the Basic Multilingual Plane. */
+static void put_json_u_escape(line *l, unsigned code_point) {
+    PUT_LIT(l, "\\u");
+    for (int shift = 12; shift >= 0; shift -= 4) *l->at++ = hex[(code_point >> shift) & 0xfu];
+}
+
+/* Inside a JSON string: '"', '\', control characters and the characters
+ * that break lines escaped, a byte that is not part of valid UTF-8 written
+ * as U+FFFD. */
 static void put_json_escaped(line *l, const char *text, size_t len) {
     const unsigned char *s = (const unsigned char *)text;
     for (size_t i = 0; i < len;) {
@@ -81,13 +98,8 @@ static void put_json_escaped(line *l, const char *text, size_t len) {
             i++;
         } else if (c < 0x20) {
             const char *short_form = c == '\n' ? "\\n" : c == '\t' ? "\\t" : c == '\r' ? "\\r" : NULL;
-            if (short_form != NULL) {
-                put(l, short_form, 2);
-            } else {
-                PUT_LIT(l, "\\u00");
-                *l->at++ = hex[c >> 4];
-                *l->at++ = hex[c & 0xf];
-            }
+            if (short_form != NULL) put(l, short_form, 2);
+            else put_json_u_escape(l, c);
             i++;
         } else if (c < 0x80) {
             *l->at++ = (char)c;
@@ -97,6 +109,9 @@ static void put_json_escaped(line *l, const char *text, size_t len) {
             if (n == 0) {
                 PUT_LIT(l, "\\ufffd");
                 i++;
+            } else if (breaks_lines(s + i, n)) { /* C2 xx is U+00xx; E2 80 A8, A9 are U+2028, U+2029 */
+                put_json_u_escape(l, n == 2 ? s[i + 1] : 0x2028u + (s[i + 2] & 1u));
+                i += n;
             } else {
                 put(l, text + i, n);
                 i += n;
@@ -125,7 +140,8 @@ static bool is_bare(const char *text, size_t len) {
 
 /* A text value: "-" for none, bare when nothing in it needs quoting, else
  * quoted with \" \\ \n \r \t \xHH (control characters, DEL, bytes outside
- * valid UTF-8); valid UTF-8 stays as it is. */
+ * valid UTF-8, and each byte of a character that breaks lines); other valid
+ * UTF-8 stays as it is. */
 static void put_text_value(line *l, const char *text, size_t max) {
     if (text == NULL) {
         *l->at++ = '-';
@@ -147,7 +163,7 @@ static void put_text_value(line *l, const char *text, size_t max) {
         } else if (c == '\n' || c == '\r' || c == '\t') {
             *l->at++ = '\\';
             *l->at++ = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
-        } else if (c < 0x20 || c == 0x7f || n == 0) {
+        } else if (c < 0x20 || c == 0x7f || n == 0 || breaks_lines(s + i, n)) {
             PUT_LIT(l, "\\x");
             *l->at++ = hex[c >> 4];
             *l->at++ = hex[c & 0xf];

@@ -17,13 +17,15 @@
  *         (one line), logfmt-like: a value of printable ASCII without space,
  *         '"', '\' or '=' stands bare, any other is quoted; "-" is nothing.
  *
- * job_id is free text from the client (UTF-8 without control characters
+ * job_id is free text from the client (UTF-8 without C0 control characters
  * when it was accepted, but a refused item's may be anything), and so, on a
  * refused item, is lease_id: every string is escaped so that a line stays
- * one line and valid JSON whatever it holds. JSON escapes '"', '\' and
- * control characters, and writes a byte that is not part of valid UTF-8 as
- * U+FFFD; text escapes the same as \" \\ \n \t \xHH, and keeps valid
- * UTF-8 as it is. Each string is cut to a bound first (RL_ACCESS_LOG_*_MAX,
+ * one line and valid JSON whatever it holds. JSON escapes '"', '\', control
+ * characters and the characters some readers end a line at (the C1
+ * controls, NEL among them, and U+2028, U+2029, which an accepted job_id
+ * may hold), and writes a byte that is not part of valid UTF-8 as U+FFFD;
+ * text escapes the same as \" \\ \n \t \xHH (a byte of each), and keeps
+ * other valid UTF-8 as it is. Each string is cut to a bound first (RL_ACCESS_LOG_*_MAX,
  * larger than anything valid), so a line never exceeds
  * RL_ACCESS_LOG_LINE_MAX bytes.
  *

@@ -14,7 +14,7 @@ const uint64_t rl_metrics_latency_bounds_us[RL_METRICS_LATENCY_BUCKETS] = {
 };
 
 /* The statuses the daemon answers, each its own series; any other is "other". */
-static const int status_codes[RL_METRICS_STATUS_SLOTS - 1] = {200, 204, 400, 401, 403, 404,
+static const int status_codes[RL_METRICS_STATUS_SLOTS - 1] = {200, 204, 302, 400, 401, 403, 404,
                                                                405, 409, 413, 500, 503};
 
 static size_t status_slot(int status) {

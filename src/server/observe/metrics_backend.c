@@ -1,5 +1,6 @@
 /* metrics_backend.c — the backend's own counters as series (backend.h,
- * rl_backend_stats): the memory journal's syncs and bytes; Redis's script
+ * rl_backend_stats): the memory journal's syncs and bytes, and whether
+ * its audit log was found apart from it; Redis's script
  * calls and failures, the submitter's batch sizes, the allotments held. A
  * part the backend does not keep gives no series. */
 #include "server/observe/metrics_internal.h"
@@ -41,6 +42,14 @@ void rl__metrics_write_backend(rl_backend *backend, const char *backend_name, rl
                 stats.journal_bytes);
         counter(out, "ratelimiter_journal_write_errors_total",
                 "Journal flushes that failed (their answers refused as backend errors).", stats.journal_write_errors);
+    }
+    if (stats.audit) {
+        gauge(out, "ratelimiter_audit_journal_mismatch",
+              "1 when start-up found the audit log and the journal apart (no journal, a new one, another log's, or "
+              "one behind the log): every entry was kept, and the counters do not hold them all.",
+              stats.audit_journal_mismatch);
+        gauge(out, "ratelimiter_audit_entries_unmatched",
+              "Audit entries kept at start-up that the journal's usage does not hold.", stats.audit_entries_unmatched);
     }
     if (stats.redis) {
         counter(out, "ratelimiter_redis_script_calls_total", "Redis script calls (EVALSHA) made.",

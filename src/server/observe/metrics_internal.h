@@ -11,8 +11,8 @@
 #include "ratelimiter/backend.h"
 #include "server/observe/metrics.h"
 
-/* 200 204 400 401 403 404 405 409 413 500 503, and any other. */
-#define RL_METRICS_STATUS_SLOTS 12u
+/* 200 204 302 400 401 403 404 405 409 413 500 503, and any other. */
+#define RL_METRICS_STATUS_SLOTS 13u
 
 /* One loop's counters: written by that loop only (relaxed stores), read by
  * a scrape on any thread. Only uint64_t in it: a scrape adds the loops up

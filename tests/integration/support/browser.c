@@ -152,7 +152,7 @@ bool rl_test_browser_open_with(rl_test_browser *b, const char *dir, const char *
     b->to_browser = b->from_browser = -1;
     struct stat st;
     if (stat(RL_TEST_CHROMIUM_PATH, &st) != 0)
-        return fail(err, err_size, RL_TEST_CHROMIUM_PATH " is missing: install Debian's chromium (make deps does)");
+        return fail(err, err_size, RL_TEST_CHROMIUM_PATH " is missing: install Debian's chromium (make deps-test does)");
     char user_data[600];
     snprintf(user_data, sizeof user_data, "--user-data-dir=%s/chromium-profile", dir);
     snprintf(b->log_path, sizeof b->log_path, "%s/chromium.log", dir);

@@ -76,9 +76,20 @@ void rl_test_daemon_read_stderr(const rl_test_daemon *daemon, char *out, size_t 
     fclose(file);
 }
 
+/* In the child: a session of its own, whose controlling terminal is the
+ * pseudo-terminal whose name is slave_name (opened without O_NOCTTY by a
+ * session leader), on stdin as if started from it. */
+static void take_terminal(const char *slave_name) {
+    if (setsid() < 0) _exit(126);
+    int tty = open(slave_name, O_RDWR);
+    if (tty < 0 || dup2(tty, STDIN_FILENO) < 0) _exit(126);
+    if (tty != STDIN_FILENO) close(tty);
+}
+
 /* Forks and execs the daemon with stderr (and stdout) into stderr.txt. A
- * file, not a pipe: a daemon that logs a lot can never block on it. */
-static pid_t spawn(rl_test_daemon *daemon, const char *const *extra_args) {
+ * file, not a pipe: a daemon that logs a lot can never block on it. With
+ * terminal not NULL, see rl_test_daemon_launch. */
+static pid_t spawn_on(rl_test_daemon *daemon, const char *const *extra_args, int *terminal) {
     const char *argv[64];
     size_t argc = 0;
     argv[argc++] = RL_DAEMON_PATH;
@@ -94,9 +105,17 @@ static pid_t spawn(rl_test_daemon *daemon, const char *const *extra_args) {
 
     int out = open(daemon->stderr_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (out < 0) die(daemon->stderr_path);
+    char slave_name[128] = "";
+    if (terminal != NULL) {
+        *terminal = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+        if (*terminal < 0 || grantpt(*terminal) != 0 || unlockpt(*terminal) != 0 ||
+            ptsname_r(*terminal, slave_name, sizeof slave_name) != 0)
+            die("a pseudo-terminal");
+    }
     pid_t pid = fork();
     if (pid < 0) die("fork");
     if (pid == 0) {
+        if (terminal != NULL) take_terminal(slave_name);
         dup2(out, STDERR_FILENO);
         dup2(out, STDOUT_FILENO);
         execv(RL_DAEMON_PATH, (char *const *)argv);
@@ -104,6 +123,10 @@ static pid_t spawn(rl_test_daemon *daemon, const char *const *extra_args) {
     }
     close(out);
     return pid;
+}
+
+static pid_t spawn(rl_test_daemon *daemon, const char *const *extra_args) {
+    return spawn_on(daemon, extra_args, NULL);
 }
 
 static int exit_code(int wait_status) {
@@ -197,6 +220,49 @@ int rl_test_daemon_run_to_exit(rl_test_daemon *daemon, const char *const *extra_
     return code;
 }
 
+void rl_test_daemon_launch(rl_test_daemon *daemon, const char *const *extra_args, int *terminal) {
+    daemon->pid = spawn_on(daemon, extra_args, terminal);
+}
+
+int rl_test_daemon_wait_exit(rl_test_daemon *daemon, int timeout_ms) {
+    if (daemon->pid == 0) return -1;
+    int code = wait_for(daemon->pid, timeout_ms);
+    if (code == -2) {
+        kill_and_reap(daemon->pid);
+        code = -1;
+    }
+    daemon->pid = 0;
+    return code;
+}
+
+/* Between fork and exec the child is still the test binary, with the mask
+ * it had at the fork: under ThreadSanitizer, whose fork blocks every signal
+ * until the child resumes, a signal sent then is let through before the
+ * daemon's main runs. So the mask counts only once the daemon is exec'd. */
+static bool process_is_daemon(pid_t pid) {
+    char path[64], name[64] = "";
+    snprintf(path, sizeof path, "/proc/%ld/comm", (long)pid);
+    FILE *file = fopen(path, "r");
+    if (file == NULL) return false;
+    bool read = fgets(name, sizeof name, file) != NULL;
+    fclose(file);
+    return read && strcmp(name, "ratelimiterd\n") == 0;
+}
+
+bool rl_test_process_blocks_signal(pid_t pid, int signal_number) {
+    if (!process_is_daemon(pid)) return false;
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%ld/status", (long)pid);
+    FILE *file = fopen(path, "r");
+    if (file == NULL) return false;
+    unsigned long long blocked = 0;
+    bool found = false;
+    while (!found && fgets(line, sizeof line, file) != NULL)
+        found = sscanf(line, "SigBlk: %llx", &blocked) == 1;
+    fclose(file);
+    return found && (blocked >> (signal_number - 1) & 1u) != 0;
+}
+
 static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw) {
     (void)st, (void)ftw;
     if (type == FTW_DP) rmdir(path);
@@ -207,7 +273,17 @@ static int remove_entry(const char *path, const struct stat *st, int type, struc
 void rl_test_daemon_cleanup(rl_test_daemon *daemon) {
     rl_test_client_cleanup(&daemon->client);
     if (daemon->pid != 0) {
-        kill_and_reap(daemon->pid);
+        /* A daemon that died on its own before a failed test's clean-up
+         * (a crash, a sanitizer's report) says why here, or nowhere. */
+        int status;
+        if (waitpid(daemon->pid, &status, WNOHANG) == daemon->pid) {
+            char text[8192];
+            rl_test_daemon_read_stderr(daemon, text, sizeof text);
+            fprintf(stderr, "test support: the daemon had exited (status 0x%x):\n%s\n",
+                    (unsigned)status, text);
+        } else {
+            kill_and_reap(daemon->pid);
+        }
         daemon->pid = 0;
     }
     /* Everything the daemon and the test left there: the registry, its

@@ -62,6 +62,23 @@ int rl_test_daemon_stop_with(rl_test_daemon *daemon, int signal_number);
 int rl_test_daemon_run_to_exit(rl_test_daemon *daemon, const char *const *extra_args,
                                int timeout_ms, char *stderr_out, size_t size);
 
+/* Starts the daemon and returns at once, without waiting for it to listen:
+ * a test of its start-up, which then signals it (rl_test_daemon_stop_with)
+ * or waits for it to exit (rl_test_daemon_wait_exit). With terminal not
+ * NULL the daemon runs in a session of its own whose controlling terminal
+ * is a new pseudo-terminal: *terminal is its other side (the test reads
+ * there what the daemon wrote to /dev/tty, and closes it). */
+void rl_test_daemon_launch(rl_test_daemon *daemon, const char *const *extra_args, int *terminal);
+
+/* Waits up to timeout_ms for a launched daemon to exit by itself: its exit
+ * status as stop() returns it, or -1 if it had to be killed. */
+int rl_test_daemon_wait_exit(rl_test_daemon *daemon, int timeout_ms);
+
+/* Whether the process pid is the exec'd daemon and blocks signal_number in
+ * its main thread (/proc/<pid>/status): it has reached its start-up's
+ * signal mask. */
+bool rl_test_process_blocks_signal(pid_t pid, int signal_number);
+
 /* Reads the daemon's stderr so far into out (NUL-terminated, truncated). */
 void rl_test_daemon_read_stderr(const rl_test_daemon *daemon, char *out, size_t size);
 

@@ -13,8 +13,8 @@
 #include <stdint.h>
 
 typedef struct rl_test_response {
-    long status;             /* HTTP status, or 0 if the transfer failed */
-    char *body;              /* NUL-terminated, malloc'd; "" when empty */
+    long status;             /* HTTP status, or 0 if the transfer failed (or a JSON answer had no final newline) */
+    char *body;              /* NUL-terminated, malloc'd; "" when empty; a JSON answer's without its final newline */
     size_t body_len;
     char content_type[128];  /* "" if none */
     char error[256];         /* curl's message when status is 0 */

@@ -1,6 +1,6 @@
 /* test_backend_conformance.c — the semantics every backend honours, written
  * against the rl_backend_* interface only and run unchanged against each
- * backend: the four accounting examples of spec/overview.md, expiry,
+ * backend: the four accounting examples of docs/concepts.md, expiry,
  * all-or-nothing, idempotency, retry_after, lease memory, batches and many
  * threads, all on a manual clock that the backend reads its time from.
  *
@@ -235,6 +235,119 @@ static void overage_deny_charges_only_what_fits(void **state) {
     assert_int_equal(u.used, 100);
     assert_int_equal(u.debt, 0);
     assert_int_equal(u.overage_denied_total, 20);
+}
+
+/* Leases first.. first + count - 1 (count at most OVERRUN_MAX), each of 1
+ * on every one of keys, reserved in batches of 256 (every one admitted),
+ * then completed in batches with actual on every key: overage on each, as
+ * a client that says it used 2^53 on a lease of 1. */
+enum { OVERRUN_BATCH = 256, OVERRUN_MAX = 2048 };
+static void overrun(fixture *f, uint64_t first, size_t count, const char *const *keys, size_t key_count,
+                    uint64_t actual) {
+    rl_requirement reqs[RL_MAX_REQUIREMENTS];
+    rl_actual actuals[RL_MAX_REQUIREMENTS];
+    for (size_t k = 0; k < key_count; k++) {
+        reqs[k] = (rl_requirement){keys[k], 1, false};
+        actuals[k] = (rl_actual){keys[k], actual};
+    }
+    static char ids[OVERRUN_MAX][27];
+    static rl_reserve_request reserves[OVERRUN_MAX];
+    static rl_reserve_result results[OVERRUN_MAX];
+    static rl_complete_request completes[OVERRUN_MAX];
+    static rl_status statuses[OVERRUN_MAX];
+    assert_true(count <= OVERRUN_MAX);
+    for (size_t i = 0; i < count; i++) {
+        reserves[i] = (rl_reserve_request){rl_test_lease_id(first + i, ids[i]), NULL, reqs, key_count, false};
+        completes[i] = (rl_complete_request){ids[i], NULL, actuals, key_count};
+    }
+    for (size_t at = 0; at < count; at += OVERRUN_BATCH) {
+        size_t n = count - at < OVERRUN_BATCH ? count - at : OVERRUN_BATCH;
+        rl_backend_reserve_batch(f->backend, reserves + at, n, results + at);
+        for (size_t i = at; i < at + n; i++)
+            if (!results[i].allowed) fail_msg("lease %zu of %zu was denied", i, count);
+    }
+    for (size_t at = 0; at < count; at += OVERRUN_BATCH) {
+        size_t n = count - at < OVERRUN_BATCH ? count - at : OVERRUN_BATCH;
+        rl_backend_complete_batch(f->backend, completes + at, n, statuses + at);
+        for (size_t i = at; i < at + n; i++) assert_int_equal(statuses[i], RL_OK);
+    }
+}
+
+/* Overage is the client's word: 2,048 leases of 1 completed with 2^53
+ * each would take used and debt_total past 2^64, where they wrapped to a
+ * limit that reads empty and admits 2^53 again. Every counter stops at the
+ * ceiling instead, and what the entries counted leaves with their window,
+ * exactly. */
+static void counters_saturate_instead_of_wrapping(void **state) {
+    fixture *f = *state;
+    const uint64_t half = RL_AMOUNT_MAX / 2;
+    define(f, "tpm", RL_KIND_ROLLING, RL_AMOUNT_MAX, 3600, RL_OVERAGE_DEBT);
+    define(f, "tph", RL_KIND_ROLLING, half, 3600, RL_OVERAGE_DEBT);
+    define(f, "tpd", RL_KIND_ROLLING, half, 3600, RL_OVERAGE_DENY);
+    const char *keys[] = {"tpm", "tph", "tpd"};
+    /* 2,048 times 2^53 is 2^64, where a 64-bit sum wraps to 0 (1,024: where
+     * Redis's signed one turns negative). A fleet settles each Complete
+     * through its keepers, which sanitizers make dear: 64 (2^59) take its
+     * counters past the ceiling, and the groups beside it cover the wrap. */
+    const size_t leases = f->backend->ops == &rl_test_fleet_ops ? 64 : 2048;
+    overrun(f, 1, leases, keys, 3, RL_AMOUNT_MAX);
+    rl_limit_usage u = usage_of(f, "tpm");
+    assert_int_equal(u.used, RL_COUNTER_MAX);
+    assert_int_equal(u.available, 0);
+    assert_int_equal(u.active, leases);
+    assert_int_equal(u.debt, 0); /* used above a capacity that is the ceiling itself */
+    assert_int_equal(u.debt_total, RL_COUNTER_MAX);
+    u = usage_of(f, "tph");
+    assert_int_equal(u.used, RL_COUNTER_MAX);
+    assert_int_equal(u.debt, RL_COUNTER_MAX - half);
+    assert_int_equal(u.debt_total, RL_COUNTER_MAX);
+    u = usage_of(f, "tpd");
+    assert_int_equal(u.used, half);
+    assert_int_equal(u.overage_denied_total, RL_COUNTER_MAX);
+    assert_int_equal(u.debt_total, 0);
+    rl_reserve_result r = reserve1(f, 5000, "tpm", RL_AMOUNT_MAX);
+    assert_false(r.allowed);
+    assert_int_equal(r.status, RL_OK);
+    /* room comes back with the window (a fleet's allotment's bucket may end a few seconds later) */
+    assert_in_range(r.retry_after_ms, 3600000, 3600000 + 60000);
+    assert_int_equal(r.denied_by.available, 0);
+    assert_false(reserve1(f, 5001, "tpm", 1).allowed);
+    assert_false(reserve1(f, 5002, "tph", 1).allowed);
+    assert_false(reserve1(f, 5003, "tpd", 1).allowed);
+
+    rl_manual_clock_advance(&f->clock, 3600000);
+    for (size_t k = 0; k < 3; k++) {
+        u = usage_of(f, keys[k]);
+        assert_int_equal(u.used, 0);
+        assert_int_equal(u.active, 0);
+        assert_int_equal(u.debt, 0);
+    }
+    assert_int_equal(usage_of(f, "tph").debt_total, RL_COUNTER_MAX);
+    assert_true(reserve1(f, 5004, "tpm", RL_AMOUNT_MAX).allowed);
+    assert_true(reserve1(f, 5005, "tph", half).allowed);
+}
+
+/* The ceiling itself: a counter 1 below it takes 1 more and stops there,
+ * and an amount that would pass a capacity of 2^53 by 1 is denied however
+ * it is added up (2^53 + 1 is no double: a sum in Lua would round it down
+ * to the capacity and admit it). */
+static void a_counter_at_the_ceiling_admits_nothing_more(void **state) {
+    fixture *f = *state;
+    define(f, "tpm", RL_KIND_ROLLING, RL_AMOUNT_MAX, 60, RL_OVERAGE_DEBT);
+    assert_true(reserve1(f, 1, "tpm", RL_AMOUNT_MAX - 1).allowed);
+    assert_false(reserve1(f, 2, "tpm", 2).allowed);
+    assert_true(reserve1(f, 3, "tpm", 1).allowed);
+    assert_int_equal(usage_of(f, "tpm").used, RL_COUNTER_MAX);
+    assert_false(reserve1(f, 4, "tpm", 1).allowed);
+    complete1(f, 3, "tpm", 3); /* 2 more than fits under the ceiling: counted as debt, not as used */
+    rl_limit_usage u = usage_of(f, "tpm");
+    assert_int_equal(u.used, RL_COUNTER_MAX);
+    assert_int_equal(u.debt_total, 2);
+    assert_false(reserve1(f, 5, "tpm", 1).allowed);
+    complete1(f, 1, "tpm", 0); /* what it counted leaves exactly */
+    assert_int_equal(usage_of(f, "tpm").used, 1);
+    assert_true(reserve1(f, 6, "tpm", 1).allowed);
+    assert_int_equal(usage_of(f, "tpm").used, 2);
 }
 
 /* overview.md Example 4: a decrease waits for usage, denying meanwhile. */
@@ -853,6 +966,31 @@ static void budget_overage_debt_and_deny(void **state) {
     assert_int_equal(u.overage_denied_total, 20);
     assert_int_equal(u.used, 100);
     assert_int_equal(u.debt_total, 0);
+}
+
+/* A budget's counters saturate too: 2,048 leases of 1 charged 2^53 each
+ * leave committed at the ceiling for the rest of the period (not wrapped
+ * to 0, a fresh budget), debt_total and overage_denied_total with it. */
+static void budget_counters_saturate_instead_of_wrapping(void **state) {
+    fixture *f = *state;
+    const uint64_t half = RL_AMOUNT_MAX / 2;
+    define_budget(f, "b:debt", RL_AMOUNT_MAX, RL_PERIOD_MONTH, "UTC", 600, RL_OVERAGE_DEBT);
+    define_budget(f, "b:deny", half, RL_PERIOD_MONTH, "UTC", 600, RL_OVERAGE_DENY);
+    const char *keys[] = {"b:debt", "b:deny"};
+    overrun(f, 1, 2048, keys, 2, RL_AMOUNT_MAX);
+    rl_limit_usage u = budget_usage(f, "b:debt");
+    assert_int_equal(u.committed, RL_COUNTER_MAX);
+    assert_int_equal(u.reserved, 0);
+    assert_int_equal(u.available, 0);
+    assert_int_equal(u.debt_total, RL_COUNTER_MAX);
+    rl_reserve_result r = reserve1(f, 5000, "b:debt", RL_AMOUNT_MAX);
+    assert_false(r.allowed);
+    assert_int_equal(r.retry_after_ms, u.period_end_unix_ms - T0_UNIX_MS);
+    assert_false(reserve1(f, 5001, "b:debt", 1).allowed);
+    u = budget_usage(f, "b:deny");
+    assert_int_equal(u.committed, half);
+    assert_int_equal(u.overage_denied_total, RL_COUNTER_MAX);
+    assert_false(reserve1(f, 5002, "b:deny", 1).allowed);
 }
 
 /* Capacity changes apply to the current period: an increase at once; a
@@ -1478,6 +1616,23 @@ static void put_template(fixture *f, const char *pattern, rl_kind kind, uint64_t
     assert_int_equal(apply_template(f, pattern, kind, capacity, seconds), RL_OK);
 }
 
+/* The sums over a template's limits stop at the ceiling too: two tenants
+ * of capacity 2^53 sum to 2^53, not 2^54, and so does what they use. */
+static void templates_sums_saturate_at_the_ceiling(void **state) {
+    fixture *f = *state;
+    if (f->backend->ops->template_usage == NULL) skip();
+    put_template(f, "tenant:{t}:tpm", RL_KIND_ROLLING, RL_AMOUNT_MAX, 60);
+    assert_true(reserve1(f, 1, "tenant:a:tpm", RL_AMOUNT_MAX).allowed);
+    assert_true(reserve1(f, 2, "tenant:b:tpm", 1).allowed);
+    const char *patterns[] = {"tenant:{t}:tpm"};
+    rl_template_usage sums = {0}; /* zeroed by the caller */
+    assert_int_equal(rl_backend_template_usage(f->backend, patterns, 1, &sums), RL_OK);
+    assert_int_equal(sums.limits, 2);
+    assert_int_equal(sums.capacity, RL_COUNTER_MAX);
+    assert_int_equal(sums.used, RL_COUNTER_MAX);
+    assert_int_equal(sums.available, RL_AMOUNT_MAX - 1);
+}
+
 /* A key no limit defines that a template matches names a limit made from
  * it on first use: a usage read and a dry run see it, a reserve holds on
  * it, it denies at its capacity; it is no definition of its own (not
@@ -1668,6 +1823,8 @@ static void templates_a_bad_template_is_refused(void **state) {
     cmocka_unit_test_setup_teardown(example3_overage_debt, setup, teardown),                              \
     cmocka_unit_test_setup_teardown(overage_partly_fitting_records_only_the_excess_as_debt, setup, teardown), \
     cmocka_unit_test_setup_teardown(overage_deny_charges_only_what_fits, setup, teardown),                \
+    cmocka_unit_test_setup_teardown(counters_saturate_instead_of_wrapping, setup, teardown),              \
+    cmocka_unit_test_setup_teardown(a_counter_at_the_ceiling_admits_nothing_more, setup, teardown),       \
     cmocka_unit_test_setup_teardown(example4_capacity_decrease, setup, teardown),                         \
     cmocka_unit_test_setup_teardown(decrease_applies_on_expiry_and_increase_cancels_it, setup, teardown), \
     cmocka_unit_test_setup_teardown(reserve_is_all_or_nothing, setup, teardown),                          \
@@ -1688,6 +1845,7 @@ static void templates_a_bad_template_is_refused(void **state) {
     cmocka_unit_test_setup_teardown(budget_reservation_crossing_a_boundary_charges_its_own_period, setup, teardown), \
     cmocka_unit_test_setup_teardown(budget_an_abandoned_reservation_is_refunded_at_its_timeout, setup, teardown), \
     cmocka_unit_test_setup_teardown(budget_overage_debt_and_deny, setup, teardown),                       \
+    cmocka_unit_test_setup_teardown(budget_counters_saturate_instead_of_wrapping, setup, teardown),       \
     cmocka_unit_test_setup_teardown(budget_capacity_changes_apply_to_the_period, setup, teardown),        \
     cmocka_unit_test_setup_teardown(budget_a_new_zone_or_period_keeps_what_was_counted, setup, teardown), \
     cmocka_unit_test_setup_teardown(budget_denials_and_kind_changes, setup, teardown),                    \
@@ -1704,6 +1862,7 @@ static void templates_a_bad_template_is_refused(void **state) {
     cmocka_unit_test_setup_teardown(a_limit_defined_again_after_a_delete_starts_empty, setup, teardown),  \
     cmocka_unit_test_setup_teardown(deleting_an_unknown_key_changes_nothing, setup, teardown),            \
     cmocka_unit_test_setup_teardown(templates_make_limits_on_first_use, setup, teardown),                \
+    cmocka_unit_test_setup_teardown(templates_sums_saturate_at_the_ceiling, setup, teardown),            \
     cmocka_unit_test_setup_teardown(templates_the_most_specific_makes_the_limit, setup, teardown),       \
     cmocka_unit_test_setup_teardown(templates_a_keys_own_limit_wins, setup, teardown),                   \
     cmocka_unit_test_setup_teardown(templates_an_idle_limit_is_made_again_empty, setup, teardown),       \
@@ -1725,7 +1884,7 @@ int main(void) {
     char executable[512];
     bool have_redis = rl_test_redis_find_executable(executable, sizeof executable);
     if (!have_redis) {
-        fprintf(stderr, "no redis-server on PATH (make deps installs it): the redis group is skipped\n");
+        fprintf(stderr, "no redis-server on PATH (make deps-test installs it): the redis group is skipped\n");
         for (size_t i = 0; i < sizeof redis_cases / sizeof redis_cases[0]; i++) {
             redis_cases[i].test_func = fleet_cases[i].test_func = redis_server_missing;
             redis_cases[i].setup_func = fleet_cases[i].setup_func = NULL;

@@ -22,7 +22,9 @@
  * entries dropped, charged and audited nothing; a lease that held some
  * keeps its others, and its retries their first outcome; the key unknown
  * until defined again, as a new limit that starts empty, which the old
- * leases' Completes never touch) and of a key with no limit; and, on a
+ * leases' Completes never touch; some followed at once by a PUT of the
+ * key, which a fleet's other daemons see before they hear of the delete)
+ * and of a key with no limit; and, on a
  * backend with templates, puts and deletes of one template two keys are
  * made from (each follows a put as a PUT of its own would, a change of
  * kind refused while either holds anything; a delete drops both; one that
@@ -49,9 +51,20 @@
  * passes every window and timeout: used, active and debt are 0 everywhere,
  * every decrease applied.
  *
- * Groups: "memory" (200 sequences of 200 steps, then 20 of 2000) and
- * "redis" (a private redis-server, tests/support/redis_server.h; 60 of 200
- * and 4 of 2000: every step there is several round trips). A failure prints
+ * Sequences near the ceiling draw capacities near 2^53 and amounts and
+ * overage up to it, so that used, committed and the totals reach the
+ * counters' ceiling (RL_COUNTER_MAX) within a few Completes and stay there
+ * while more is charged: the model counts as core/counter.h says (a counter
+ * saturates, an entry holds what fitted), and so must the backend, with
+ * the same answers as everywhere else.
+ *
+ * Groups: "memory" (200 sequences of 200 steps, then 20 of 2000, then 100
+ * of 200 near the ceiling) and "redis" (a private redis-server,
+ * tests/support/redis_server.h; 60 of 200, 4 of 2000 and 30 of 200 near the
+ * ceiling: every step there is several round trips). The fleet's group has
+ * no sequences near the ceiling: there the room allotments hold set aside
+ * counts under the ceiling too (docs/api.md "Counters"), which the model
+ * cannot see. A failure prints
  * the backend, the seed, the step and the last operations; RL_MODEL_SEED=<n>
  * runs only that seed (with the steps of the sequence that failed, if
  * RL_MODEL_STEPS=<n> says so). Time is a manual clock that the backend and
@@ -154,13 +167,14 @@ static struct coverage {
     unsigned long dry_runs, skipped;
     unsigned long template_puts, template_kind_in_use, template_deletes, made_forgotten;
     unsigned long fleet_denials, fleet_later_retries, fleet_decreases_waiting; /* answers allotments make differ */
+    unsigned long saturated; /* charges the counter ceiling cut */
 } cov;
 
 static void print_coverage(const char *what) {
     print_message("%s: %lu steps; reserves: %lu allowed, %lu denied (full), %lu exceeds_capacity, %lu "
                   "limit_decreasing, %lu unknown_limit_key, %lu replays, %lu lease_id_conflict, %lu batches; completes: %lu of admitted "
                   "leases (+%lu at the end), %lu shrunk, %lu overages charged under debt (%lu above capacity), %lu "
-                  "under deny; %lu holds released; admin: %lu "
+                  "under deny; %lu charges cut at the counter ceiling; %lu holds released; admin: %lu "
                   "increases, %lu decreases (%lu left pending), %lu policy/lifetime/kind/define, %lu kind changes "
                   "refused (in use); %lu expiries "
                   "clamped; %lu advances to an expiry edge; budgets: %lu periods started, %lu advances to a period's "
@@ -172,7 +186,7 @@ static void print_coverage(const char *what) {
                   "model would not give, %lu longer retry_after_ms, %lu decreases answered pending\n",
                   what, cov.steps, cov.allowed, cov.denied_full, cov.exceeds, cov.decreasing, cov.unknown, cov.replays, cov.conflicts,
                   cov.batches, cov.completes - cov.drained, cov.drained, cov.shrinks, cov.overage_debt,
-                  cov.debt_above_capacity, cov.overage_denied,
+                  cov.debt_above_capacity, cov.overage_denied, cov.saturated,
                   cov.releases_by_complete, cov.admin_increase, cov.admin_decrease, cov.admin_decrease_pending,
                   cov.admin_other, cov.kind_in_use, cov.clamped, cov.edge_advances, cov.periods, cov.period_edges,
                   cov.refunds, cov.budget_charges, cov.late_completes, cov.calendars, cov.audit_entries, cov.restarts,
@@ -230,6 +244,30 @@ static bool expiry_clamps_to_tail;
  * amounts, so that allotments are worth carving and leases are decided
  * from them as well as by Redis. */
 static bool fleet_semantics;
+/* A sequence near the ceiling (the header): capacities near 2^53, amounts
+ * and overage up to it. */
+static bool near_ceiling;
+
+/* The counters' rule (core/counter.h), the model's own: counter + amount
+ * at most RL_COUNTER_MAX, and what of amount still fits under it. */
+static uint64_t counter_add(uint64_t counter, uint64_t amount) {
+    return counter + amount < RL_COUNTER_MAX ? counter + amount : RL_COUNTER_MAX;
+}
+
+static uint64_t counter_fit(uint64_t counter, uint64_t amount) {
+    uint64_t room = RL_COUNTER_MAX - counter;
+    if (amount > room) cov.saturated++;
+    return amount < room ? amount : room;
+}
+
+/* A capacity near the ceiling: the ceiling itself, just below it, or
+ * above half of it. */
+static uint64_t capacity_near_ceiling(void) {
+    unsigned roll = (unsigned)pick(100);
+    if (roll < 30) return RL_AMOUNT_MAX;
+    if (roll < 60) return RL_AMOUNT_MAX - pick(1000);
+    return RL_AMOUNT_MAX / 2 + pick(RL_AMOUNT_MAX / 2);
+}
 
 /* Whether a live entry counts in its limit's use now: a budget's
  * reservation of an earlier period does not. */
@@ -336,7 +374,7 @@ static int by_expiry(const void *a, const void *b) {
     return x->expires_at_ms < y->expires_at_ms ? -1 : x->expires_at_ms > y->expires_at_ms;
 }
 
-/* DESIGN.md: the earliest time at which amount would fit if nothing else
+/* retry_after_ms (docs/concepts.md): the earliest time at which amount would fit if nothing else
  * changed: walk the live entries by expiry until enough frees. A budget:
  * its open reservations of this period, if they can free enough; else its
  * period's end (what is committed leaves only with it). */
@@ -481,15 +519,15 @@ static void reconcile(model_entry *e, uint64_t actual) {
         if (lim->def.overage == RL_OVERAGE_DEBT) {
             uint64_t before = used > lim->capacity ? used - lim->capacity : 0;
             uint64_t after = used + extra > lim->capacity ? used + extra - lim->capacity : 0;
-            lim->debt_total += after - before;
+            lim->debt_total = counter_add(lim->debt_total, after - before);
             cov.overage_debt++;
             if (after > before) cov.debt_above_capacity++;
-            e->amount += extra;
+            e->amount += counter_fit(used, extra);
         } else {
             uint64_t room = used < lim->capacity ? lim->capacity - used : 0;
             uint64_t charged = extra < room ? extra : room;
             e->amount += charged;
-            lim->overage_denied_total += extra - charged;
+            lim->overage_denied_total = counter_add(lim->overage_denied_total, extra - charged);
             cov.overage_denied++;
         }
     }
@@ -511,17 +549,17 @@ static void charge(model_entry *e, uint64_t actual) {
         if (lim->def.overage == RL_OVERAGE_DEBT) {
             uint64_t before = used + reserved > lim->capacity ? used + reserved - lim->capacity : 0;
             uint64_t after = used + actual > lim->capacity ? used + actual - lim->capacity : 0;
-            lim->debt_total += after - before;
+            lim->debt_total = counter_add(lim->debt_total, after - before);
             cov.overage_debt++;
         } else {
             uint64_t room = used < lim->capacity ? lim->capacity - used : 0;
             if (room < reserved) room = reserved;
             charged = actual < room ? actual : room;
-            lim->overage_denied_total += actual - charged;
+            lim->overage_denied_total = counter_add(lim->overage_denied_total, actual - charged);
             cov.overage_denied++;
         }
     }
-    lim->committed += charged;
+    lim->committed += counter_fit(used, charged); /* used holds committed */
     cov.budget_charges++;
 }
 
@@ -920,9 +958,10 @@ static void random_requirements(request_record *r) {
         uint64_t amount, capacity = limits[l].capacity;
         unsigned roll = (unsigned)pick(100);
         if (!limits[l].defined) amount = 1 + pick(5);
-        else if (roll < 4) amount = capacity + 1 + pick(3); /* never fits */
+        else if (roll < 4 && capacity < RL_AMOUNT_MAX) /* never fits (no amount does past 2^53) */
+            amount = capacity + 1 + pick(RL_AMOUNT_MAX - capacity < 3 ? RL_AMOUNT_MAX - capacity : 3);
         else if (roll < 8) amount = capacity;               /* fits an idle limit exactly */
-        else if (limits[l].def.kind == RL_KIND_CONCURRENCY) amount = 1 + pick(2);
+        else if (limits[l].def.kind == RL_KIND_CONCURRENCY && !near_ceiling) amount = 1 + pick(2);
         else if (fleet_semantics && roll < 90) amount = 1 + pick(3);
         else amount = 1 + pick(capacity / 3 + 1);
         r->keys[r->n] = l;
@@ -1198,7 +1237,8 @@ static int random_actuals(int lease, int *keys, uint64_t *actuals) {
         if (roll < 20) continue; /* not reported: the reservation stays as it was */
         if (roll < 30) actual = 0;
         else if (roll < 55) actual = reserved > 1 ? 1 + pick(reserved - 1) : 0;
-        else if (roll < 70) actual = reserved;
+        else if (roll < 70 || reserved == RL_AMOUNT_MAX) actual = reserved;
+        else if (near_ceiling) actual = chance(50) ? RL_AMOUNT_MAX : reserved + 1 + pick(RL_AMOUNT_MAX - reserved);
         else actual = reserved + 1 + pick(15);
         keys[n] = r->keys[i];
         actuals[n++] = actual;
@@ -1299,11 +1339,14 @@ static void set_calendar(rl_limit_def *d) {
 }
 
 /* DELETE of limit l: the backend answers as the model says, and the ledger
- * forgets what admitted leases held of it. */
-static void op_delete(rl_backend *backend, int l) {
+ * forgets what admitted leases held of it. then_put: a PUT of the key
+ * follows at once, which a fleet's daemons may see before the delete (no
+ * daemon but the one deleting hears of it first). */
+static void op_delete(rl_backend *backend, int l, bool then_put) {
     const char *key = limits[l].def.key;
     note("t=%llu admin delete %s%s", (unsigned long long)now_ms, key, limits[l].defined ? "" : " (unknown)");
-    rl_status status = rl_backend_delete_definition(backend, key);
+    rl_status status = then_put && fleet_semantics ? rl_test_fleet_delete_unseen(backend, key)
+                                                   : rl_backend_delete_definition(backend, key);
     rl_status want = limits[l].defined ? RL_OK : RL_UNKNOWN_LIMIT_KEY;
     if (status != want) fail_step("delete %s: %s, model %s", key, rl_status_name(status), rl_status_name(want));
     if (!limits[l].defined) {
@@ -1346,7 +1389,8 @@ static void op_template(rl_backend *backend) {
     }
     const char *what = "capacity";
     if (!defined) what = "put";
-    else if (roll < 50) d.capacity = fleet_semantics ? 30 + pick(300) : 3 + pick(50);
+    else if (roll < 50)
+        d.capacity = near_ceiling ? capacity_near_ceiling() : fleet_semantics ? 30 + pick(300) : 3 + pick(50);
     else if (roll < 65) what = "overage", d.overage = d.overage == RL_OVERAGE_DEBT ? RL_OVERAGE_DENY : RL_OVERAGE_DEBT;
     else if (roll < 85) what = "lifetime", set_kind(&d, d.kind, (uint32_t)(1 + pick(MAX_SECONDS)));
     else
@@ -1387,22 +1431,28 @@ static void op_admin(rl_backend *backend) {
     const char *what;
     unsigned roll = (unsigned)pick(100);
     if (!limits[l].defined && chance(20)) {
-        op_delete(backend, l);
+        op_delete(backend, l, false);
         return;
     } else if (!limits[l].defined) {
         what = "define";
     } else if (roll < 7) {
-        op_delete(backend, l);
+        op_delete(backend, l, false);
         return;
+    } else if (roll < 10) {
+        /* a new limit at once, often smaller than what the old one held */
+        what = "define again";
+        op_delete(backend, l, true);
+        d.capacity = fleet_semantics ? 30 + pick(300) : 3 + pick(50);
     } else if (roll < 50) {
         what = "capacity";
         uint64_t used = used_of(l);
+        uint64_t headroom = RL_AMOUNT_MAX - limits[l].capacity; /* no capacity is above 2^53 */
         if (limits[l].pending_decrease_to != 0 && chance(50))
-            d.capacity = limits[l].capacity + pick(10); /* an increase cancels the pending decrease */
+            d.capacity = limits[l].capacity + pick(headroom < 10 ? headroom + 1 : 10); /* an increase cancels the pending decrease */
         else if (used > 1 && chance(50))
             d.capacity = 1 + pick(used - 1); /* below what is in use: the decrease waits */
         else
-            d.capacity = fleet_semantics ? 30 + pick(300) : 3 + pick(50);
+            d.capacity = near_ceiling ? capacity_near_ceiling() : fleet_semantics ? 30 + pick(300) : 3 + pick(50);
     } else if (roll < 68) {
         what = "overage";
         d.overage = d.overage == RL_OVERAGE_DEBT ? RL_OVERAGE_DENY : RL_OVERAGE_DEBT;
@@ -1480,9 +1530,13 @@ static rl_backend *create_memory(const rl_clock *clock, unsigned run) {
 
 /* The memory backend on a journal (written before each answer, not synced:
  * the restarts are clean), restarted at random steps: after every restart
- * the replayed state must answer exactly as the model. */
+ * the replayed state must answer exactly as the model. In memory (/dev/shm)
+ * where there is one: definitions are synced whatever the fsync mode, and
+ * the run makes thousands of them; what a disk's sync costs is not what
+ * this test is about. */
 static void journal_path_of(unsigned run, char *out, size_t size) {
-    snprintf(out, size, "/tmp/rl_model_journal_%d_%u", (int)getpid(), run);
+    const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+    snprintf(out, size, "%s/rl_model_journal_%d_%u", dir, (int)getpid(), run);
 }
 
 static rl_backend *open_memory_journal(const rl_clock *clock, unsigned run) {
@@ -1696,7 +1750,7 @@ static void run_sequence(const target *t, unsigned run, unsigned seed, int steps
                                                       : RL_KIND_ROLLING;
         set_kind(d, kind, (uint32_t)(1 + pick(MAX_SECONDS)));
         if (kind == RL_KIND_BUDGET) set_calendar(d);
-        d->capacity = fleet_semantics ? 40 + pick(300) : 5 + pick(40);
+        d->capacity = near_ceiling ? capacity_near_ceiling() : fleet_semantics ? 40 + pick(300) : 5 + pick(40);
         d->overage = chance(50) ? RL_OVERAGE_DEBT : RL_OVERAGE_DENY;
         if (l == UNDEFINED || is_made(l)) continue; /* defined by an admin change later, if ever */
         rl_limit_status status;
@@ -1759,7 +1813,10 @@ static bool only_seed(unsigned *seed, int *steps) {
 
 static unsigned redis_runs; /* keyspaces used on the shared server */
 
-static void run_many(const target *t, unsigned first_seed, unsigned sequences, int steps) {
+/* near: sequences near the ceiling (set for each group of sequences: a
+ * failed one leaves nothing set for the next). */
+static void run_many(const target *t, unsigned first_seed, unsigned sequences, int steps, bool near) {
+    near_ceiling = near;
     unsigned seed = 0;
     int only_steps = steps;
     if (only_seed(&seed, &only_steps)) {
@@ -1771,50 +1828,71 @@ static void run_many(const target *t, unsigned first_seed, unsigned sequences, i
 
 static void memory_short_sequences(void **state) {
     (void)state;
-    run_many(&memory_target, 1, 200, 200);
+    run_many(&memory_target, 1, 200, 200, false);
     print_coverage("memory, 200 sequences x 200 steps");
 }
 
 static void memory_long_sequences(void **state) {
     (void)state;
-    run_many(&memory_target, 1001, 20, 2000);
+    run_many(&memory_target, 1001, 20, 2000, false);
     print_coverage("memory, 20 sequences x 2000 steps");
 }
 
 static void journal_short_sequences(void **state) {
     (void)state;
-    run_many(&journal_target, 1, 100, 200);
+    run_many(&journal_target, 1, 100, 200, false);
     print_coverage("memory with its journal, 100 sequences x 200 steps");
 }
 
 static void journal_long_sequences(void **state) {
     (void)state;
-    run_many(&journal_target, 1001, 10, 2000);
+    run_many(&journal_target, 1001, 10, 2000, false);
     print_coverage("memory with its journal, 10 sequences x 2000 steps");
 }
 
 static void redis_short_sequences(void **state) {
     (void)state;
-    run_many(&redis_target, 1, 60, 200);
+    run_many(&redis_target, 1, 60, 200, false);
     print_coverage("redis, 60 sequences x 200 steps");
 }
 
 static void redis_long_sequences(void **state) {
     (void)state;
-    run_many(&redis_target, 1001, 4, 2000);
+    run_many(&redis_target, 1001, 4, 2000, false);
     print_coverage("redis, 4 sequences x 2000 steps");
 }
 
 static void fleet_short_sequences(void **state) {
     (void)state;
-    run_many(&fleet_target, 1, 60, 200);
+    run_many(&fleet_target, 1, 60, 200, false);
     print_coverage("redis fleet with allotments, 60 sequences x 200 steps");
 }
 
 static void fleet_long_sequences(void **state) {
     (void)state;
-    run_many(&fleet_target, 1001, 4, 2000);
+    run_many(&fleet_target, 1001, 4, 2000, false);
     print_coverage("redis fleet with allotments, 4 sequences x 2000 steps");
+}
+
+/* Near the ceiling (the header): what the counters do at 2^53. */
+static void run_near_ceiling(const target *t, unsigned sequences, const char *what) {
+    run_many(t, 5001, sequences, 200, true);
+    print_coverage(what);
+}
+
+static void memory_near_ceiling_sequences(void **state) {
+    (void)state;
+    run_near_ceiling(&memory_target, 100, "memory, 100 sequences x 200 steps near the counters' ceiling");
+}
+
+static void journal_near_ceiling_sequences(void **state) {
+    (void)state;
+    run_near_ceiling(&journal_target, 50, "memory with its journal, 50 sequences x 200 steps near the counters' ceiling");
+}
+
+static void redis_near_ceiling_sequences(void **state) {
+    (void)state;
+    run_near_ceiling(&redis_target, 30, "redis, 30 sequences x 200 steps near the counters' ceiling");
 }
 
 static void redis_server_missing(void **state) {
@@ -1832,10 +1910,13 @@ int main(int argc, char **argv) {
         cmocka_unit_test(memory_long_sequences),
         cmocka_unit_test(journal_short_sequences),
         cmocka_unit_test(journal_long_sequences),
+        cmocka_unit_test(memory_near_ceiling_sequences),
+        cmocka_unit_test(journal_near_ceiling_sequences),
     };
     struct CMUnitTest redis_tests[] = {
         cmocka_unit_test(redis_short_sequences),
         cmocka_unit_test(redis_long_sequences),
+        cmocka_unit_test(redis_near_ceiling_sequences),
     };
     struct CMUnitTest fleet_tests[] = {
         cmocka_unit_test(fleet_short_sequences),
@@ -1844,7 +1925,7 @@ int main(int argc, char **argv) {
     char executable[512];
     bool have_redis = rl_test_redis_find_executable(executable, sizeof executable);
     if (!have_redis) {
-        fprintf(stderr, "no redis-server on PATH (make deps installs it): the redis group is skipped\n");
+        fprintf(stderr, "no redis-server on PATH (make deps-test installs it): the redis group is skipped\n");
         for (size_t i = 0; i < sizeof redis_tests / sizeof redis_tests[0]; i++) redis_tests[i].test_func = redis_server_missing;
         for (size_t i = 0; i < sizeof fleet_tests / sizeof fleet_tests[0]; i++) fleet_tests[i].test_func = redis_server_missing;
     }

@@ -1,7 +1,8 @@
 /* test_budget_periods.c — the calendars of the budgets a redis daemon
  * knows (backend/redis/budget_periods.h): the bounds passed to the scripts
  * are the period before, the one holding the instant, and the next, by
- * tzdata (America/New_York across a DST change, a leap February); learning
+ * tzdata (America/New_York across a DST change, a leap February, Havana's
+ * midnight that happens twice, so that they hold the instant); learning
  * another kind forgets the key; a zone tzdata lacks is refused. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -60,6 +61,22 @@ static void bounds_are_the_periods_around_an_instant(void **state) {
     rl__budget_periods_destroy(periods);
 }
 
+/* Havana's clocks go back from 01:00 to 00:00 on November 1, 2026: the day
+ * starts at the first 00:00 (04:00 UTC), so a reserve at 00:30 of that
+ * first reading gets bounds whose middle period holds it, which the script
+ * needs to find its period. */
+static void bounds_hold_an_instant_in_a_repeated_midnight(void **state) {
+    (void)state;
+    rl_budget_periods *periods = rl__budget_periods_create();
+    rl_limit_def havana = budget("h", RL_PERIOD_DAY, "America/Havana");
+    assert_true(rl__budget_periods_learn(periods, &havana));
+    rl_budget_bounds b;
+    assert_true(rl__budget_periods_bounds(periods, "h", rl_test_utc_ms(2026, 11, 1, 4, 30), &b));
+    expect_bounds(&b, rl_test_utc_ms(2026, 10, 31, 4, 0), rl_test_utc_ms(2026, 11, 1, 4, 0),
+                  rl_test_utc_ms(2026, 11, 2, 5, 0), rl_test_utc_ms(2026, 11, 3, 5, 0));
+    rl__budget_periods_destroy(periods);
+}
+
 static void another_kind_or_calendar_replaces_what_was_known(void **state) {
     (void)state;
     rl_budget_periods *periods = rl__budget_periods_create();
@@ -93,6 +110,7 @@ static void another_kind_or_calendar_replaces_what_was_known(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(bounds_are_the_periods_around_an_instant),
+        cmocka_unit_test(bounds_hold_an_instant_in_a_repeated_midnight),
         cmocka_unit_test(another_kind_or_calendar_replaces_what_was_known),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,6 +2,7 @@
  * sequence numbers that survive growth and shrinking. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -68,10 +69,38 @@ static void sequence_numbers_survive_growth_and_shrinking(void **state) {
     rl__expiry_ring_free(&ring);
 }
 
+/* Whether the ring's slots lie in the ring itself. */
+static bool slots_inside(const rl_expiry_ring *ring) {
+    const char *slots = (const char *)ring->slots, *start = (const char *)ring;
+    return slots >= start && slots < start + sizeof *ring;
+}
+
+/* A ring of a reservation or two (most limits', a million tenants' made
+ * from a template) takes no block of its own: one that small would wait
+ * among glibc's fastbins once freed from another thread, keeping the free
+ * memory around it from going back to the kernel. */
+static void a_couple_of_reservations_take_no_block(void **state) {
+    (void)state;
+    rl_expiry_ring ring;
+    rl__expiry_ring_init(&ring);
+    uint64_t seq[3];
+    push(&ring, 5, 100, &seq[0]);
+    push(&ring, 6, 200, &seq[1]);
+    assert_true(slots_inside(&ring));
+    push(&ring, 7, 300, &seq[2]); /* a third: a block of its own, the first two moved along */
+    assert_false(slots_inside(&ring));
+    for (int i = 0; i < 3; i++) assert_int_equal(rl_expiry_ring_at(&ring, seq[i])->amount, 5 + i);
+    rl__expiry_ring_free(&ring);
+    push(&ring, 8, 400, &seq[0]); /* freed, then used again */
+    assert_true(slots_inside(&ring));
+    rl__expiry_ring_free(&ring);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(expires_in_order_and_skips_tombstones),
         cmocka_unit_test(sequence_numbers_survive_growth_and_shrinking),
+        cmocka_unit_test(a_couple_of_reservations_take_no_block),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,7 +5,13 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -56,10 +62,74 @@ static void make_room_evicts_only_finished_leases(void **state) {
     rl__mem_lease_table_free(&table);
 }
 
+static void shedding_lets_go_of_what_a_passed_load_left(void **state) {
+    (void)state;
+    rl_mem_lease_table table;
+    assert_true(rl__mem_lease_table_init(&table));
+    enum { N = 100000 };
+    for (uint64_t i = 0; i < N; i++) assert_non_null(rl__mem_lease_add(&table, 1, i, 1, 1000, 60000));
+    assert_int_equal(rl__mem_lease_forget_due(&table, 61000, 0), N);
+    assert_int_equal(table.mask + 1, 1024); /* the index is back to its first size */
+    assert_int_equal(table.recycler.lengths[1], RL_MEM_LEASE_RECYCLE_MAX);
+    rl__mem_lease_table_shed(&table);
+    for (uint32_t n = 0; n <= RL_MAX_REQUIREMENTS; n++) {
+        assert_int_equal(table.recycler.lengths[n], 0);
+        assert_null(table.recycler.lists[n]);
+    }
+    assert_null(table.by_forget_at.rings[0].slots);
+    /* A load again: as before. */
+    assert_non_null(rl__mem_lease_add(&table, 2, 1, 1, 70000, 60000));
+    assert_non_null(rl__mem_lease_find(&table, 2, 1));
+    assert_int_equal(rl__mem_lease_forget_due(&table, 130000, 0), 1);
+    rl__mem_lease_table_free(&table);
+}
+
+/* Whether any of this process's memory is advised into huge pages (the
+ * "hg" of VmFlags in /proc/self/smaps). */
+static bool any_huge_page_advice(void) {
+    FILE *smaps = fopen("/proc/self/smaps", "r");
+    assert_non_null(smaps);
+    char line[512];
+    bool advised = false;
+    while (!advised && fgets(line, sizeof line, smaps) != NULL)
+        advised = strncmp(line, "VmFlags:", 8) == 0 && strstr(line, " hg") != NULL;
+    fclose(smaps);
+    return advised;
+}
+
+/* An index big enough for huge pages is advised into them while it lasts,
+ * and nothing of that advice stays once the table is small again: in the
+ * allocator's heap it would outlive the index, and the kernel would fill
+ * whole 2 MB pages there for whatever small allocations came later. */
+static void a_large_index_leaves_no_huge_pages_behind(void **state) {
+    (void)state;
+    if (access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK) != 0) skip(); /* no huge pages to advise */
+#ifdef __GLIBC__
+    /* Blocks of the index's sizes from the allocator's heap, as glibc gives
+     * them once it has freed a larger mapped block (its threshold follows
+     * the largest freed): so it did in the daemon. (A sanitizer's allocator
+     * takes no such setting.) */
+    (void)mallopt(M_MMAP_THRESHOLD, 32 << 20);
+#endif
+    assert_false(any_huge_page_advice());
+    rl_mem_lease_table table;
+    assert_true(rl__mem_lease_table_init(&table));
+    enum { N = 400000 };
+    for (uint64_t i = 0; i < N; i++) assert_non_null(rl__mem_lease_add(&table, 3, i, 1, 1000, 60000));
+    assert_true(any_huge_page_advice());
+    assert_int_equal(rl__mem_lease_forget_due(&table, 61000, 0), N);
+    assert_int_equal(table.mask + 1, 1024);
+    rl__mem_lease_table_shed(&table);
+    assert_false(any_huge_page_advice());
+    rl__mem_lease_table_free(&table);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(finds_exactly_the_remembered_leases),
         cmocka_unit_test(make_room_evicts_only_finished_leases),
+        cmocka_unit_test(shedding_lets_go_of_what_a_passed_load_left),
+        cmocka_unit_test(a_large_index_leaves_no_huge_pages_behind),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,7 +6,7 @@
  * hints of which key to ask an allotment of; the demand the keeper reads;
  * a Complete releases and reconciles here and reports spend and overage
  * for the store; shrink; what is live by second; definitions that change;
- * expiry. */
+ * expiry; the incarnation of the shared limit a mirror is of. */
 #include <ctype.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -74,11 +74,14 @@ static rl_limit_def budget(const char *key, uint64_t capacity) {
     return def;
 }
 
-static void mirror(fixture *f, rl_limit_def def) {
+/* A mirror of def, of the shared limit's incarnation. */
+static void mirror_of(fixture *f, rl_limit_def def, uint64_t incarnation) {
     char err[200];
     if (!rl_limit_def_validate(&def, err, sizeof err)) fail_msg("%s", err);
-    assert_int_equal(rl__memory_local_define(f->local, &def), RL_OK);
+    assert_int_equal(rl__memory_local_define(f->local, &def, incarnation), RL_OK);
 }
+
+static void mirror(fixture *f, rl_limit_def def) { mirror_of(f, def, 0); }
 
 /* A mirror of key with an allotment of capacity until far away. */
 static void mirror_allowed(fixture *f, rl_limit_def def, uint64_t capacity) {
@@ -825,7 +828,7 @@ static void a_kind_change_while_holding_is_refused(void **state) {
     mirror_allowed(f, rolling("rpm", 100, 60), 5);
     assert_admitted(reserve1(f, 1, "rpm", 2));
     rl_limit_def conc = concurrency("rpm", 100, 60);
-    assert_int_equal(rl__memory_local_define(f->local, &conc), RL_LIMIT_IN_USE);
+    assert_int_equal(rl__memory_local_define(f->local, &conc, 0), RL_LIMIT_IN_USE);
     rl__local_state s = state_of(f, "rpm");
     assert_int_equal(s.kind, RL_KIND_ROLLING);
     assert_int_equal(s.lifetime_ms, 60000);
@@ -841,7 +844,7 @@ static void a_kind_change_while_holding_is_refused(void **state) {
     /* ...but the store has another kind now: nothing more is admitted. */
     assert_forwarded(reserve1(f, 2, "rpm", 1), RL_OK, "rpm");
     advance(f, 60000);
-    assert_int_equal(rl__memory_local_define(f->local, &conc), RL_OK);
+    assert_int_equal(rl__memory_local_define(f->local, &conc, 0), RL_OK);
     assert_int_equal(state_of(f, "rpm").kind, RL_KIND_CONCURRENCY);
 }
 
@@ -1012,6 +1015,40 @@ static void a_forgotten_mirror_drops_what_it_holds(void **state) {
     assert_admitted(reserve1(f, 3, "tpm", 100));
 }
 
+/* A mirror is of one incarnation of the shared limit: the spends of its
+ * leases' Completes say which, and a definition of another (the limit
+ * deleted and defined again) does not touch it: it is forgotten first,
+ * and the new mirror, empty, is of the new incarnation. */
+static void a_mirror_is_of_one_incarnation(void **state) {
+    fixture *f = *state;
+    mirror_of(f, rolling("tpm", 1000, 60), 7);
+    rl__memory_local_allow(f->local, "tpm", 100, FAR_MS);
+    assert_admitted(reserve1(f, 1, "tpm", 50));
+    rl_limit_def again = rolling("tpm", 500, 60);
+    assert_int_equal(rl__memory_local_define(f->local, &again, 9), RL_LIMIT_IN_USE);
+    rl__local_state mirrored = state_of(f, "tpm");
+    assert_int_equal(mirrored.incarnation, 7);
+    assert_int_equal(mirrored.used, 50);
+    assert_int_equal(capacity_of(f, "tpm"), 100);
+
+    rl_actual actual = {"tpm", 80};
+    bool forwarded;
+    rl__local_spend spends[RL_MAX_REQUIREMENTS];
+    assert_int_equal(complete_n(f, 1, &actual, 1, &forwarded, spends), 1);
+    assert_int_equal(spends[0].overage, 30);
+    assert_int_equal(spends[0].incarnation, 7);
+
+    assert_true(rl__memory_local_forget(f->local, "tpm"));
+    mirror_of(f, again, 9);
+    mirrored = state_of(f, "tpm");
+    assert_int_equal(mirrored.incarnation, 9);
+    assert_int_equal(mirrored.used, 0);
+    rl__memory_local_allow(f->local, "tpm", 100, FAR_MS);
+    assert_admitted(reserve1(f, 2, "tpm", 10));
+    assert_int_equal(complete_n(f, 2, NULL, 0, &forwarded, spends), 1);
+    assert_int_equal(spends[0].incarnation, 9);
+}
+
 int main(void) {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
     const struct CMUnitTest tests[] = {
@@ -1041,6 +1078,7 @@ int main(void) {
         T(a_dry_run_is_decided_here_or_forwarded_and_leaves_nothing),
         T(an_optional_key_the_store_lacks_is_skipped_here_for_a_while),
         T(a_forgotten_mirror_drops_what_it_holds),
+        T(a_mirror_is_of_one_incarnation),
     };
 #undef T
     return cmocka_run_group_tests_name("memory local", tests, NULL, NULL);

@@ -17,6 +17,8 @@
 
 #include <cmocka.h>
 
+#include "support/file_bytes.h"
+
 #include "backend/memory/memory_backend.h"
 #include "ratelimiter/backend.h"
 #include "ratelimiter/clock.h"
@@ -30,6 +32,7 @@ typedef struct fixture {
     rl_manual_clock clock;
     rl_backend *backend;
     uint64_t compact_bytes;
+    uint64_t lease_memory_ms;
     uint64_t next_lease;
 } fixture;
 
@@ -38,7 +41,7 @@ static void open_ok(fixture *f, bool with_journal) {
     rl_memory_options_default(&options);
     options.clock = &f->clock.base;
     options.sweep_interval_ms = 0;
-    options.lease_memory_ms = 1000;
+    options.lease_memory_ms = f->lease_memory_ms;
     options.journal_path = with_journal ? f->journal : NULL;
     options.journal_compact_bytes = f->compact_bytes;
     char err[512];
@@ -52,6 +55,7 @@ static int setup(void **state) {
     assert_non_null(mkdtemp(f.dir));
     snprintf(f.journal, sizeof f.journal, "%s/journal", f.dir);
     rl_manual_clock_init(&f.clock, 7000000, rl_test_utc_ms(2026, 11, 25, 9, 0));
+    f.lease_memory_ms = 1000;
     f.next_lease = 1;
     open_ok(&f, true);
     *state = &f;
@@ -146,6 +150,24 @@ static void test_made_on_first_use(void **state) {
     assert_int_equal(reserve(f, "tenant:a:b:tpm", 1).status, RL_UNKNOWN_LIMIT_KEY); /* no ':' in a placeholder */
 }
 
+/* A limit made from a template is one block, its pattern kept after its
+ * key, its first reservations in its ring: a million tenants' limits are a
+ * million blocks, not also small ones beside them, which, freed by the
+ * sweep, would wait in glibc's fastbins and keep the free memory around
+ * them from going back to the kernel. */
+static void test_a_made_limit_is_one_block(void **state) {
+    fixture *f = *state;
+    put_template(f, rolling("tenant:{t}:tpm", 100, 60));
+    assert_true(reserve(f, "tenant:acme:tpm", 10).allowed);
+    rl_mem_limit *limit = rl__mem_limit_table_find(&inside(f)->limits, "tenant:acme:tpm");
+    assert_non_null(limit);
+    assert_string_equal(limit->template_pattern, "tenant:{t}:tpm");
+    assert_ptr_equal(limit->template_pattern, limit->key_text + limit->key_len + 1);
+    const char *ring = (const char *)&limit->reservations;
+    assert_true((const char *)limit->reservations.slots >= ring &&
+                (const char *)limit->reservations.slots < ring + sizeof limit->reservations);
+}
+
 static void test_most_specific_wins_and_own_definition_wins(void **state) {
     fixture *f = *state;
     put_template(f, rolling("{scope}:{id}:tpm", 10, 60));
@@ -214,6 +236,84 @@ static void test_forgotten_once_idle(void **state) {
     rl_reserve_result result;
     rl_backend_reserve(f->backend, &retry, &result);
     assert_true(result.allowed);
+}
+
+/* A backend with the default lease memory (600 s: the leases outlive their
+ * limits' window by far), no journal, and BURST_TENANTS tenants' limits
+ * made by a reserve each, their window over and swept: the limits
+ * forgotten, their leases still remembered. */
+enum { BURST_TENANTS = 100000 };
+
+static void a_burst_of_tenants_gone_idle(fixture *f) {
+    rl_backend_destroy(f->backend);
+    f->lease_memory_ms = RL_MEMORY_DEFAULT_LEASE_MEMORY_MS;
+    open_ok(f, false);
+    put_template(f, rolling("tenant:{t}:tpm", 100, 60));
+    char key[64];
+    for (int i = 0; i < BURST_TENANTS; i++) {
+        snprintf(key, sizeof key, "tenant:t%d:tpm", i);
+        assert_true(reserve(f, key, 1).allowed);
+    }
+    assert_true(inside(f)->limits.bucket_count >= BURST_TENANTS);
+    rl_manual_clock_advance(&f->clock, 61000);
+    rl_backend_sweep(f->backend);
+    assert_int_equal(table_count(f), 0);
+    assert_int_equal(inside(f)->leases.count, BURST_TENANTS);
+}
+
+/* Once their leases are forgotten too, nothing the burst grew is left:
+ * the limit table's buckets, the leases kept for reuse, the slots of the
+ * queue the leases were forgotten from. */
+static void test_a_burst_leaves_nothing_behind(void **state) {
+    fixture *f = *state;
+    a_burst_of_tenants_gone_idle(f);
+    memory_backend *backend = inside(f);
+    assert_int_equal(backend->limits.bucket_count, 64); /* an empty table's */
+    rl_manual_clock_advance(&f->clock, RL_MEMORY_DEFAULT_LEASE_MEMORY_MS);
+    rl_backend_sweep(f->backend);
+    assert_int_equal(backend->leases.count, 0);
+    assert_int_equal(backend->leases.mask + 1, 1024); /* the lease index's first size */
+    for (uint32_t n = 0; n <= RL_MAX_REQUIREMENTS; n++) assert_int_equal(backend->leases.recycler.lengths[n], 0);
+    for (int r = 0; r < RL_DUE_QUEUE_RINGS; r++) assert_null(backend->leases.by_forget_at.rings[r].slots);
+    /* And it serves as before. */
+    assert_true(reserve(f, "tenant:t1:tpm", 100).allowed);
+    assert_int_equal(usage_of(f, "tenant:t1:tpm").used, 100);
+}
+
+/* The arrays a burst grows (the lease index, the forget queue's ring: MBs
+ * each) are pages of their own (pages.h), not blocks of the allocator's:
+ * freed, they go back to the kernel and move none of glibc's thresholds,
+ * past which it would keep blocks below them, and the free top of a
+ * thread's arena, resident whatever malloc_trim asks. */
+static void test_a_burst_grows_pages_of_its_own(void **state) {
+    fixture *f = *state;
+    a_burst_of_tenants_gone_idle(f);
+    memory_backend *backend = inside(f);
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    assert_true((backend->leases.mask + 1) * sizeof *backend->leases.slots >= 2 * page);
+    assert_int_equal((uintptr_t)backend->leases.slots % page, 0);
+    assert_int_equal((uintptr_t)backend->leases.by_forget_at.rings[0].slots % page, 0);
+}
+
+/* The memory the burst freed is handed back to the kernel at the sweep that
+ * forgot its leases, however long after its limits those go. */
+static void test_memory_handed_back_when_the_leases_go(void **state) {
+    fixture *f = *state;
+    a_burst_of_tenants_gone_idle(f);
+    memory_backend *backend = inside(f);
+    uint64_t hand_backs = backend->hand_back.hand_backs;
+    /* The leases were made 61 s ago: remembered for 60 s + the lease memory. */
+    rl_manual_clock_advance(&f->clock, RL_MEMORY_DEFAULT_LEASE_MEMORY_MS - 2000);
+    rl_backend_sweep(f->backend);
+    assert_int_equal(backend->leases.count, BURST_TENANTS);
+    assert_int_equal(backend->hand_back.hand_backs, hand_backs);
+    rl_manual_clock_advance(&f->clock, 1000);
+    rl_backend_sweep(f->backend);
+    assert_int_equal(backend->leases.count, 0);
+    assert_int_equal(backend->hand_back.hand_backs, hand_backs + 1);
+    rl_manual_clock_advance(&f->clock, 1000);
+    rl_backend_sweep(f->backend);
+    assert_int_equal(backend->hand_back.hand_backs, hand_backs + 1); /* nothing more went */
 }
 
 static void test_template_changes_reach_made_limits(void **state) {
@@ -346,8 +446,8 @@ static void test_restart_keeps_templates_and_made_limits(void **state) {
             rl_manual_clock_advance(&f->clock, 2000); /* the filler's windows and memory are over */
             rl_backend_sweep(f->backend);
             long before = file_size(f->journal);
-            usleep(300 * 1000); /* the flusher compacts on its own tick */
-            compacted |= file_size(f->journal) < before;
+            /* the flusher compacts on its own tick */
+            compacted |= rl_test_file_shrinks_below(f->journal, before, compacted ? 0 : 20000);
         }
     }
     assert_true(compacted);
@@ -402,8 +502,12 @@ static void test_template_usage_adds_made_limits_up(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_made_on_first_use, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_made_limit_is_one_block, setup, teardown),
         cmocka_unit_test_setup_teardown(test_most_specific_wins_and_own_definition_wins, setup, teardown),
         cmocka_unit_test_setup_teardown(test_forgotten_once_idle, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_burst_leaves_nothing_behind, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_memory_handed_back_when_the_leases_go, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_burst_grows_pages_of_its_own, setup, teardown),
         cmocka_unit_test_setup_teardown(test_template_changes_reach_made_limits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deleting_a_template_deletes_its_limits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_optional_requirements_count_templates, setup, teardown),

@@ -32,6 +32,10 @@
  *  - versions: the definition comes with the answer when the daemon does not
  *    know its version, the largest the API allows whole; budgets and unknown
  *    keys are answered as such;
+ *  - incarnations: a limit deleted and defined again is another; a carve or
+ *    a return from a mirror of the old one changes nothing (its floor and
+ *    what it says is live are not counted in the new limit) and brings the
+ *    new definition; a settle of the old one is dropped;
  *  - settle: an audit entry per spend, overage charged by the limit's policy
  *    against what reservations really hold, for what the reservation had
  *    left to live and in no entry of its own; unknown keys skipped;
@@ -777,6 +781,86 @@ static void definitions_come_with_a_new_version(void **state) {
     rl_backend_destroy(redis);
 }
 
+/* A carve from a daemon whose mirror is of incarnation (mirrored), asking
+ * want, with floor what that mirror may hold live. */
+static rl__allot_result carve_mirrored(rl_backend *backend, const char *daemon, const char *key, uint64_t generation,
+                                       uint64_t incarnation, uint64_t want, uint64_t floor, uint64_t duration_ms) {
+    rl__allot_op op = {.key = key, .generation = generation, .mirrored = true, .incarnation = incarnation,
+                       .want = want, .floor = floor, .duration_ms = duration_ms, .live_now = floor, .live_entries = 1};
+    return allot(backend, daemon, &op);
+}
+
+/* Incarnations: a limit deleted and defined again is another limit. An
+ * operation from a mirror of the old one (a daemon that has not noticed the
+ * delete) changes nothing: neither its floor nor what a return says is
+ * live is counted in the new limit, which starts empty; the answer brings
+ * the new definition and incarnation, from which the daemon carves anew.
+ * A settle of the old limit's leases is dropped, one of the new limit's
+ * charged. */
+static void a_limit_deleted_and_defined_again_is_another_incarnation(void **state) {
+    (void)state;
+    rl_manual_clock clock;
+    rl_backend *redis = open_at("i1:", &clock);
+    put(redis, "tpm", RL_KIND_ROLLING, 2000, 60);
+    rl__allot_result a = carve(redis, "D1", "tpm", 1, 600, 0, 10000);
+    assert_answer(&a, RL__ALLOT_OK, 600, 10000, 70000, 700, 2000, 1);
+    assert_int_equal(a.incarnation, 0); /* never deleted */
+    a = carve_mirrored(redis, "D1", "tpm", 2, 0, 600, 450, 10000);
+    assert_answer(&a, RL__ALLOT_OK, 600, 10000, 70000, 700, 2000, 2);
+    assert_usage(redis, "tpm", 450, 150, 1);
+
+    assert_int_equal(rl_backend_delete_definition(redis, "tpm"), RL_OK);
+    put(redis, "tpm", RL_KIND_ROLLING, 1000, 60);
+    assert_usage(redis, "tpm", 0, 0, 0);
+    /* the old mirror holds 450 live: a carve of it is refused, its floor
+     * not counted, and the answer brings the new limit */
+    a = carve_mirrored(redis, "D1", "tpm", 3, 0, 600, 450, 10000);
+    assert_answer(&a, RL__ALLOT_INCARNATION, 0, 0, 0, 500, 1000, 0);
+    uint64_t incarnation = a.incarnation;
+    assert_true(incarnation > 0);
+    assert_true(a.has_definition);
+    assert_int_equal(a.definition.capacity, 1000);
+    assert_usage(redis, "tpm", 0, 0, 0);
+    assert_int_equal(redis_integer("EXISTS i1:A:D1:tpm i1:H:tpm"), 0);
+    /* so is a return with what it holds live */
+    rl__allot_live live[] = {{30000, 450}};
+    rl__allot_op back = {.key = "tpm", .give_back = true, .generation = 4, .mirrored = true, .incarnation = 0,
+                         .live = live, .live_count = 1};
+    a = allot(redis, "D1", &back);
+    assert_int_equal(a.status, RL__ALLOT_INCARNATION);
+    assert_int_equal(a.incarnation, incarnation);
+    assert_usage(redis, "tpm", 0, 0, 0);
+    /* the daemon mirrors the new limit: its carves go through */
+    a = carve(redis, "D1", "tpm", 1, 300, 0, 10000);
+    assert_answer(&a, RL__ALLOT_OK, 300, 10000, 70000, 350, 1000, 1);
+    assert_int_equal(a.incarnation, incarnation);
+    a = carve_mirrored(redis, "D1", "tpm", 2, incarnation, 300, 100, 10000);
+    assert_answer(&a, RL__ALLOT_OK, 300, 10000, 70000, 350, 1000, 2);
+    assert_usage(redis, "tpm", 100, 200, 1);
+    /* a daemon that holds no mirror is told the incarnation whatever it is */
+    a = carve(redis, "D2", "tpm", 1, 100, 0, 10000);
+    assert_int_equal(a.status, RL__ALLOT_OK);
+    assert_int_equal(a.incarnation, incarnation);
+
+    /* the old limit's lease settled with overage: dropped; the new one's charged */
+    char ids[2][27];
+    rl__allot_spend spends[] = {
+        {"tpm", rl_test_lease_id(1, ids[0]), "old", 100, 400, 300, 30000, 0},
+        {"tpm", rl_test_lease_id(2, ids[1]), "new", 10, 40, 30, 30000, incarnation},
+    };
+    assert_int_equal(rl__redis_settle(redis, spends, 2), RL_OK);
+    rl_limit_usage u = assert_usage(redis, "tpm", 130, 300, 1); /* D2 holds 100 unused */
+    assert_int_equal(u.debt_total, 0);
+    rl_manual_clock_advance(&clock, 1);
+    rl_audit_query query = {"tpm", 0, 4};
+    rl_audit_entry entries[4];
+    rl_audit_page page = {entries, 0, 0};
+    assert_int_equal(rl_backend_audit_query(redis, &query, &page), RL_OK);
+    assert_int_equal(page.count, 1);
+    assert_string_equal(entries[0].job_id, "new");
+    rl_backend_destroy(redis);
+}
+
 /* The largest definition the API allows, every byte of it escaped where
  * JSON escapes: it fits the answer and comes back whole. */
 static void the_largest_definition_comes_back_whole(void **state) {
@@ -1014,12 +1098,12 @@ static void settle_audits_every_spend_and_charges_overage_by_policy(void **state
     assert_answer(&results[1], RL__ALLOT_OK, 500, 10000, 70000, 25, 1000, 2);
     char ids[6][27];
     rl__allot_spend spends[] = {
-        {"tpm", rl_test_lease_id(1, ids[0]), "job-1", 100, 250, 150, 30000}, /* 50 above capacity: debt */
-        {"rpm", rl_test_lease_id(2, ids[1]), "", 100, 250, 150, 30000},      /* 100 fit, 50 denied */
-        {"nope", rl_test_lease_id(3, ids[2]), "job-3", 100, 250, 150, 30000}, /* no such limit: skipped */
-        {"tpm", rl_test_lease_id(4, ids[3]), "job-4", 20, 20, 0, 0},         /* no overage */
-        {"tpm", rl_test_lease_id(5, ids[4]), "", 10, 60, 50, 0},              /* its window is over */
-        {"rpm", rl_test_lease_id(6, ids[5]), "job-6", 10, 40, 30, 30000},    /* full: all 30 denied */
+        {"tpm", rl_test_lease_id(1, ids[0]), "job-1", 100, 250, 150, 30000, 0}, /* 50 above capacity: debt */
+        {"rpm", rl_test_lease_id(2, ids[1]), "", 100, 250, 150, 30000, 0},      /* 100 fit, 50 denied */
+        {"nope", rl_test_lease_id(3, ids[2]), "job-3", 100, 250, 150, 30000, 0}, /* no such limit: skipped */
+        {"tpm", rl_test_lease_id(4, ids[3]), "job-4", 20, 20, 0, 0, 0},         /* no overage */
+        {"tpm", rl_test_lease_id(5, ids[4]), "", 10, 60, 50, 0, 0},              /* its window is over */
+        {"rpm", rl_test_lease_id(6, ids[5]), "job-6", 10, 40, 30, 30000, 0},    /* full: all 30 denied */
     };
     assert_int_equal(rl__redis_settle(redis, spends, 6), RL_OK);
     rl_limit_usage u = assert_usage(redis, "tpm", 1050, 50, 4);
@@ -1066,15 +1150,15 @@ static void settle_audits_every_spend_and_charges_overage_by_policy(void **state
     rl_backend_destroy(redis);
 }
 
-/* One operation's answer, its 9 values as RESP bulk strings (NULL: an
+/* One operation's answer, its 10 values as RESP bulk strings (NULL: an
  * integer instead), read by the reader the daemon uses. */
-static bool read_answer(const char *const values[9], size_t count, rl__allot_result *out) {
+static bool read_answer(const char *const values[10], size_t count, rl__allot_result *out) {
     size_t size = 16;
-    for (size_t i = 0; i < 9; i++) size += (values[i] != NULL ? strlen(values[i]) : 0) + 32;
+    for (size_t i = 0; i < 10; i++) size += (values[i] != NULL ? strlen(values[i]) : 0) + 32;
     char *resp = malloc(size);
     assert_non_null(resp);
-    size_t at = (size_t)sprintf(resp, "*9\r\n");
-    for (size_t i = 0; i < 9; i++)
+    size_t at = (size_t)sprintf(resp, "*10\r\n");
+    for (size_t i = 0; i < 10; i++)
         at += values[i] != NULL ? (size_t)sprintf(resp + at, "$%zu\r\n%s\r\n", strlen(values[i]), values[i])
                                 : (size_t)sprintf(resp + at, ":1\r\n");
     redisReader *reader = redisReaderCreate();
@@ -1091,8 +1175,8 @@ static bool read_answer(const char *const values[9], size_t count, rl__allot_res
 }
 
 /* values with values[at] = text instead: refused, and the result untouched. */
-static void assert_refused_with(const char *const values[9], size_t at, const char *text) {
-    const char *changed[9];
+static void assert_refused_with(const char *const values[10], size_t at, const char *text) {
+    const char *changed[10];
     memcpy(changed, values, sizeof changed);
     changed[at] = text;
     rl__allot_result result, before;
@@ -1107,18 +1191,23 @@ static void assert_refused_with(const char *const values[9], size_t at, const ch
  * definition that decodes and fits 4096 bytes. */
 static void the_answer_reader_takes_only_what_the_script_writes(void **state) {
     (void)state;
-    const char *values[9] = {"generation", "5", "10000", "70000", "2", "10", "3", "7", ""};
+    const char *values[10] = {"generation", "5", "10000", "70000", "2", "10", "3", "7", "4", ""};
     rl__allot_result r;
     assert_true(read_answer(values, 1, &r));
     assert_int_equal(r.status, RL__ALLOT_GENERATION);
-    uint64_t numbers[] = {r.amount, r.ends_in_ms, r.counted_for_ms, r.share, r.capacity, r.generation, r.version};
-    uint64_t expected[] = {5, 10000, 70000, 2, 10, 3, 7};
+    uint64_t numbers[] = {r.amount,   r.ends_in_ms, r.counted_for_ms, r.share,
+                          r.capacity, r.generation, r.version,        r.incarnation};
+    uint64_t expected[] = {5, 10000, 70000, 2, 10, 3, 7, 4};
     assert_memory_equal(numbers, expected, sizeof numbers);
     assert_false(r.has_definition);
-    assert_false(read_answer(values, 2, &r)); /* nine values answer one operation */
+    assert_false(read_answer(values, 2, &r)); /* ten values answer one operation */
+    values[0] = "incarnation";
+    assert_true(read_answer(values, 1, &r));
+    assert_int_equal(r.status, RL__ALLOT_INCARNATION);
+    values[0] = "generation";
 
-    for (size_t at = 1; at <= 7; at++) {
-        const char *changed[9];
+    for (size_t at = 1; at <= 8; at++) {
+        const char *changed[10];
         memcpy(changed, values, sizeof changed);
         changed[at] = "9007199254740992"; /* 2^53 */
         assert_true(read_answer(changed, 1, &r));
@@ -1141,7 +1230,7 @@ static void the_answer_reader_takes_only_what_the_script_writes(void **state) {
     memset(padded, ' ', sizeof padded);
     memcpy(padded, def, sizeof def - 1);
     padded[RL__ALLOT_DEFINITION_MAX] = '\0';
-    const char *with[9] = {"ok", "5", "10000", "70000", "2", "10", "3", "7", padded};
+    const char *with[10] = {"ok", "5", "10000", "70000", "2", "10", "3", "7", "0", padded};
     assert_true(read_answer(with, 1, &r));
     assert_true(r.has_definition);
     assert_string_equal(r.definition.key, "tpm");
@@ -1149,10 +1238,10 @@ static void the_answer_reader_takes_only_what_the_script_writes(void **state) {
     assert_int_equal(r.definition.window_seconds, 60);
     padded[RL__ALLOT_DEFINITION_MAX] = ' ';
     padded[RL__ALLOT_DEFINITION_MAX + 1] = '\0';
-    assert_refused_with(with, 8, padded);
-    assert_refused_with(with, 8, "{");
-    assert_refused_with(with, 8, "{\"key\":\"tpm\",\"kind\":\"rolling\",\"capacity\":0,\"window_seconds\":60}");
-    assert_refused_with(with, 8, NULL);
+    assert_refused_with(with, 9, padded);
+    assert_refused_with(with, 9, "{");
+    assert_refused_with(with, 9, "{\"key\":\"tpm\",\"kind\":\"rolling\",\"capacity\":0,\"window_seconds\":60}");
+    assert_refused_with(with, 9, NULL);
 }
 
 static int setup(void **state) {
@@ -1179,6 +1268,7 @@ int main(void) {
         cmocka_unit_test(a_return_keeps_what_is_live_and_frees_the_rest),
         cmocka_unit_test(generations_retries_and_late_calls),
         cmocka_unit_test(definitions_come_with_a_new_version),
+        cmocka_unit_test(a_limit_deleted_and_defined_again_is_another_incarnation),
         cmocka_unit_test(the_largest_definition_comes_back_whole),
         cmocka_unit_test(a_pending_decrease_shares_the_capacity_it_goes_to),
         cmocka_unit_test(a_decrease_applies_once_a_drain_makes_it_fit),

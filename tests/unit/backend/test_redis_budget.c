@@ -329,6 +329,28 @@ static void refunded_reservations_leave_redis(void **state) {
     rl_backend_destroy(backend);
 }
 
+/* Counters an older version left past 2^64 in the store (before they
+ * saturated) read at the ceiling: the budget says full, as its reserves
+ * answer (not used 0 and available 2^53: a Lua number past 2^63 became a
+ * negative integer on its way to C, read as 0), and debt_total says 2^53. */
+static void counters_stored_past_the_ceiling_read_at_it(void **state) {
+    (void)state;
+    rl_manual_clock clock;
+    rl_backend *backend = open_at("past:", &clock, rl_test_utc_ms(2026, 5, 1, 12, 0), 0);
+    put_budget(backend, "p:usd", RL_AMOUNT_MAX, RL_PERIOD_MONTH, "UTC", 600);
+    freeReplyObject(redis_command("HSET past:l:p:usd used 18446744073709551616 com 18446744073709551616 "
+                                  "debt 18446744073709551616 denied 18446744073709551616"));
+    rl_limit_usage u = usage_of(backend, "p:usd");
+    assert_int_equal(u.used, RL_COUNTER_MAX);
+    assert_int_equal(u.committed, RL_COUNTER_MAX);
+    assert_int_equal(u.reserved, 0);
+    assert_int_equal(u.available, 0);
+    assert_int_equal(u.debt_total, RL_COUNTER_MAX);
+    assert_int_equal(u.overage_denied_total, RL_COUNTER_MAX);
+    assert_false(reserve(backend, 1, NULL, "p:usd", 1).allowed);
+    rl_backend_destroy(backend);
+}
+
 static int setup(void **state) {
     (void)state;
     return rl_test_redis_start(&server) == RL_TEST_REDIS_STARTED ? 0 : -1;
@@ -348,6 +370,7 @@ int main(void) {
         cmocka_unit_test(the_log_keeps_its_retention_and_refuses_what_it_did_not_write),
         cmocka_unit_test(the_log_stays_in_order_when_time_goes_back),
         cmocka_unit_test(refunded_reservations_leave_redis),
+        cmocka_unit_test(counters_stored_past_the_ceiling_read_at_it),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,7 +1,9 @@
-/* test_llm.c — the LLM requirement builder and the prompt estimate (spec §5),
- * and its requirements against a local limiter. */
+/* test_llm.c — the LLM requirement builder and the prompt estimate,
+ * and its requirements against a local limiter: a model needs only the
+ * limits it has, but a misspelt one (no rpm) is refused. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -14,6 +16,7 @@
 #include "ratelimiter/limiter.h"
 #include "ratelimiter/llm.h"
 #include "ratelimiter/ulid.h"
+#include "support/llm_reserve.h"
 
 static void builds_the_five_requirements(void **state) {
     (void)state;
@@ -26,18 +29,20 @@ static void builds_the_five_requirements(void **state) {
     assert_true(rl_llm_requirements_build(&call, &r));
     assert_int_equal(r.count, 5);
     assert_int_equal(r.token_upper_bound, 1006);
-    /* the model's dimensions, each optional: a model needs only the limits it has */
+    /* the model's dimensions: its rpm required (every provider has one), the
+     * others optional (a model needs only the limits it has) */
     static const struct {
         const char *key;
         uint64_t amount;
-    } model[] = {{"global:llm:openai:gpt-4o:rpm", 1},
-                 {"global:llm:openai:gpt-4o:tpm", 1006},
-                 {"global:llm:openai:gpt-4o:concurrency", 1},
-                 {"global:llm:openai:gpt-4o:rpd", 1}};
+        bool optional;
+    } model[] = {{"global:llm:openai:gpt-4o:rpm", 1, false},
+                 {"global:llm:openai:gpt-4o:tpm", 1006, true},
+                 {"global:llm:openai:gpt-4o:concurrency", 1, true},
+                 {"global:llm:openai:gpt-4o:rpd", 1, true}};
     for (size_t i = 0; i < 4; i++) {
         assert_string_equal(r.items[i].key, model[i].key);
         assert_int_equal(r.items[i].amount, model[i].amount);
-        assert_true(r.items[i].optional);
+        assert_int_equal(r.items[i].optional, model[i].optional);
     }
     /* the tenant's budget is required */
     assert_string_equal(r.items[4].key, "tenant:tenant_a:llm:daily_tokens");
@@ -71,6 +76,20 @@ static void without_budget_and_with_known_prompt_tokens(void **state) {
     assert_string_equal(actuals[0].key, "global:llm:anthropic:claude:tpm");
 }
 
+/* A model with no limits of its own (model_limits_optional): each of its
+ * dimensions optional, the tenant's budget still required. */
+static void a_model_without_limits_of_its_own(void **state) {
+    (void)state;
+    rl_llm_call call = {.tenant_id = "t", .provider = "local", .model = "llama", .max_output_tokens = 10,
+                        .want_daily_budget = true, .model_limits_optional = true};
+    rl_llm_requirements r;
+    assert_true(rl_llm_requirements_build(&call, &r));
+    assert_int_equal(r.count, 5);
+    assert_string_equal(r.items[0].key, "global:llm:local:llama:rpm");
+    for (size_t i = 0; i < 4; i++) assert_true(r.items[i].optional);
+    assert_false(r.items[4].optional);
+}
+
 static void refuses_what_cannot_be_a_key_or_an_amount(void **state) {
     (void)state;
     rl_llm_requirements r;
@@ -84,53 +103,88 @@ static void refuses_what_cannot_be_a_key_or_an_amount(void **state) {
     assert_false(rl_llm_requirements_build(&huge, &r));
 }
 
-/* Against a limiter: a model with only a tpm limit is served (its rpm,
- * concurrency and rpd skipped) and denied by that limit alone; a tenant
- * without a daily budget is refused. */
-static void a_model_needs_only_the_limits_it_has(void **state) {
-    (void)state;
-    char dir[] = "/tmp/rl_llm_XXXXXX", path[64];
+/* A local limiter (the memory backend) on limits, written to a file. */
+static rl_limiter *limiter_on(const char *limits_json, char path[64]) {
+    char dir[] = "/tmp/rl_llm_XXXXXX";
     assert_non_null(mkdtemp(dir));
-    snprintf(path, sizeof path, "%s/limits.json", dir);
+    snprintf(path, 64, "%s/limits.json", dir);
     FILE *file = fopen(path, "w");
     assert_non_null(file);
-    fputs("[{\"key\":\"global:llm:p:m:tpm\",\"kind\":\"rolling\",\"capacity\":100,\"window_seconds\":60},"
-          "{\"key\":\"tenant:t:llm:daily_tokens\",\"kind\":\"rolling\",\"capacity\":1000,\"window_seconds\":86400}]",
-          file);
+    fputs(limits_json, file);
     fclose(file);
     rl_limiter *limiter;
     char err[RL_LIMITER_ERR_SIZE];
     assert_int_equal(rl_limiter_local_open(path, NULL, &limiter, err), RL_OK);
+    return limiter;
+}
+
+static void limiter_off(rl_limiter *limiter, char path[64]) {
+    rl_limiter_destroy(limiter);
+    unlink(path);
+    *strrchr(path, '/') = '\0';
+    rmdir(path);
+}
+
+/* Against a limiter: a model with only an rpm and a tpm limit is served
+ * (its concurrency and rpd skipped) and denied by its tpm; a tenant without
+ * a daily budget is refused. */
+static void a_model_needs_only_the_limits_it_has(void **state) {
+    (void)state;
+    char path[64];
+    rl_limiter *limiter = limiter_on(
+        "[{\"key\":\"global:llm:p:m:rpm\",\"kind\":\"rolling\",\"capacity\":1000,\"window_seconds\":60},"
+        "{\"key\":\"global:llm:p:m:tpm\",\"kind\":\"rolling\",\"capacity\":100,\"window_seconds\":60},"
+        "{\"key\":\"tenant:t:llm:daily_tokens\",\"kind\":\"rolling\",\"capacity\":1000,\"window_seconds\":86400}]",
+        path);
     rl_llm_call call = {.tenant_id = "t", .provider = "p", .model = "m", .prompt_tokens = 50,
                         .max_output_tokens = 10, .want_daily_budget = true};
-    rl_llm_requirements r;
-    assert_true(rl_llm_requirements_build(&call, &r));
-    char ids[3][RL_ULID_TEXT_SIZE];
-    rl_reserve_request request = {rl_ulid_new(ids[0]), NULL, r.items, r.count, false};
-    rl_reserve_result result;
-    assert_int_equal(rl_limiter_reserve(limiter, &request, &result), RL_OK);
+    rl_reserve_result result = rl_test_reserve_llm_call(limiter, &call);
     assert_true(result.allowed);
-    request.lease_id = rl_ulid_new(ids[1]);
-    assert_int_equal(rl_limiter_reserve(limiter, &request, &result), RL_OK);
+    result = rl_test_reserve_llm_call(limiter, &call);
     assert_false(result.allowed); /* 60 + 60 tokens of 100 */
     assert_string_equal(result.denied_by.key, "global:llm:p:m:tpm");
     call.tenant_id = "ghost";
-    assert_true(rl_llm_requirements_build(&call, &r));
-    request = (rl_reserve_request){rl_ulid_new(ids[2]), NULL, r.items, r.count, false};
-    assert_int_equal(rl_limiter_reserve(limiter, &request, &result), RL_OK);
+    result = rl_test_reserve_llm_call(limiter, &call);
     assert_int_equal(result.status, RL_UNKNOWN_LIMIT_KEY);
     assert_string_equal(result.status_key, "tenant:ghost:llm:daily_tokens");
-    rl_limiter_destroy(limiter);
-    unlink(path);
-    rmdir(dir);
+    limiter_off(limiter, path);
+}
+
+/* A misspelt model has no rpm: refused, naming the key, and nothing held;
+ * the model that is meant still gets all of its limit. A model said to have
+ * no limits of its own is admitted without any. */
+static void a_misspelt_model_is_refused(void **state) {
+    (void)state;
+    char path[64];
+    rl_limiter *limiter = limiter_on(
+        "[{\"key\":\"global:llm:openai:gpt-4o:rpm\",\"kind\":\"rolling\",\"capacity\":1,\"window_seconds\":60},"
+        "{\"key\":\"global:llm:openai:gpt-4o:tpm\",\"kind\":\"rolling\",\"capacity\":100,\"window_seconds\":60}]",
+        path);
+    static const char *const typos[] = {"gpt-4o-typo", "gpt4o", "GPT-4o"};
+    for (size_t i = 0; i < sizeof typos / sizeof typos[0]; i++) {
+        rl_llm_call typo = {.provider = "openai", .model = typos[i], .prompt_tokens = 50, .max_output_tokens = 50};
+        rl_reserve_result result = rl_test_reserve_llm_call(limiter, &typo);
+        assert_false(result.allowed);
+        assert_int_equal(result.status, RL_UNKNOWN_LIMIT_KEY);
+        char key[RL_KEY_MAX_LEN + 1];
+        snprintf(key, sizeof key, "global:llm:openai:%s:rpm", typos[i]);
+        assert_string_equal(result.status_key, key);
+    }
+    rl_llm_call meant = {.provider = "openai", .model = "gpt-4o", .prompt_tokens = 50, .max_output_tokens = 50};
+    assert_true(rl_test_reserve_llm_call(limiter, &meant).allowed); /* the whole rpm of 1 and tpm of 100 were free */
+    rl_llm_call local = {.provider = "local", .model = "llama", .max_output_tokens = 10, .model_limits_optional = true};
+    assert_true(rl_test_reserve_llm_call(limiter, &local).allowed);
+    limiter_off(limiter, path);
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(builds_the_five_requirements),
         cmocka_unit_test(without_budget_and_with_known_prompt_tokens),
+        cmocka_unit_test(a_model_without_limits_of_its_own),
         cmocka_unit_test(refuses_what_cannot_be_a_key_or_an_amount),
         cmocka_unit_test(a_model_needs_only_the_limits_it_has),
+        cmocka_unit_test(a_misspelt_model_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

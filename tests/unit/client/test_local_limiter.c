@@ -202,6 +202,14 @@ static void deletes_a_limit_at_run_time(void **state) {
     assert_int_equal(rl_limiter_reserve(limiter, &third, &result), RL_OK);
     assert_true(result.allowed);
     assert_int_equal(rl_limiter_local_delete(limiter, "d:extra"), RL_OK);
+
+    /* A second limiter on the same journal, while the first is open: refused, naming this process. */
+    rl_limiter *second_limiter = NULL;
+    assert_int_not_equal(rl_limiter_local_open(path, &options, &second_limiter, err), RL_OK);
+    assert_null(second_limiter);
+    if (strstr(err, "is in use: this process") == NULL || strstr(err, journal) == NULL) fail_msg("%s", err);
+    rl_limiter_destroy(limiter);
+    if (rl_limiter_local_open(path, &options, &limiter, err) != RL_OK) fail_msg("%s", err);
     rl_limiter_destroy(limiter);
 
     /* reopened on its journal: d:extra stays deleted; the file defines d:conc again */

@@ -1,4 +1,4 @@
-/* test_scheduler.c — the Scheduler (spec §6) on the local limiter: no
+/* test_scheduler.c — the Scheduler on the local limiter: no
  * head-of-line blocking, a new lease id per attempt, Complete after every
  * execute with the callback's tokens, final rejections, shutdown with jobs
  * running and queued, many submitting threads, no job run twice.
@@ -224,29 +224,17 @@ static void test_complete_always_runs_with_actuals(void **state) {
     rl_scheduler_destroy(s);
 }
 
-/* A job of the tenant's (its daily budget reserved, required), as
- * harness_submit's otherwise. */
+/* A job of the tenant's (its daily budget reserved, required). */
 static rl_status submit_for_tenant(rl_scheduler *s, board *b, int index, const char *tenant) {
-    job_record *record = &b->jobs[index];
-    record->mode = MODE_OK_KNOWN;
-    record->actual_tokens = 1;
-    char job_id[32];
-    snprintf(job_id, sizeof job_id, "job-%d", index);
-    rl_job job = {
-        .job_id = job_id,
-        .call = {.tenant_id = tenant, .provider = "fast", .model = "m", .prompt_tokens = 1, .max_output_tokens = 5,
-                 .want_daily_budget = true},
-        .execute = harness_execute,
-        .on_result = harness_on_result,
-        .user_data = record,
-    };
-    char err[RL_SCHEDULER_ERR_SIZE];
-    return rl_scheduler_submit(s, &job, err);
+    rl_llm_call call = {.tenant_id = tenant, .provider = "fast", .model = "m", .prompt_tokens = 1,
+                        .max_output_tokens = 5, .want_daily_budget = true};
+    return harness_submit_call(s, b, index, 0, call, MODE_OK_KNOWN, 0);
 }
 
 /* exceeds_capacity and unknown_limit_key are final: one attempt, no
- * execute. A model's limits are optional (llm.h): a tenant without a
- * budget is the unknown key; a model without limits is not limited. */
+ * execute. A tenant without a budget is the unknown key, and so is a model
+ * without an rpm (llm.h); a model said to have no limits of its own is not
+ * limited. */
 static void test_final_rejections(void **state) {
     fixture *f = *state;
     board *b = f->board;
@@ -254,21 +242,27 @@ static void test_final_rejections(void **state) {
     assert_int_equal(harness_submit(s, b, 0, 0, "small", "m", MODE_OK_KNOWN, 50, 0), RL_OK);
     assert_int_equal(submit_for_tenant(s, b, 1, "nobody"), RL_OK);
     assert_int_equal(harness_submit(s, b, 2, 0, "nobody", "m", MODE_OK_KNOWN, 5, 0), RL_OK);
+    rl_llm_call local = {.provider = "nobody", .model = "m", .prompt_tokens = 1, .max_output_tokens = 5,
+                         .model_limits_optional = true};
+    assert_int_equal(harness_submit_call(s, b, 3, 0, local, MODE_OK_KNOWN, 0), RL_OK);
     assert_int_equal(rl_scheduler_shutdown(s, SAFETY_MS, NULL), 0);
-    assert_one_result_each(b, 3);
+    assert_one_result_each(b, 4);
     assert_int_equal(b->jobs[0].outcome, RL_JOB_REJECTED);
     assert_int_equal(b->jobs[0].status, RL_EXCEEDS_CAPACITY);
     assert_string_equal(b->jobs[0].status_key, "global:llm:small:m:tpm");
     assert_int_equal(b->jobs[1].outcome, RL_JOB_REJECTED);
     assert_int_equal(b->jobs[1].status, RL_UNKNOWN_LIMIT_KEY);
     assert_string_equal(b->jobs[1].status_key, "tenant:nobody:llm:daily_tokens");
-    for (int i = 0; i < 2; i++) {
+    assert_int_equal(b->jobs[2].outcome, RL_JOB_REJECTED);
+    assert_int_equal(b->jobs[2].status, RL_UNKNOWN_LIMIT_KEY);
+    assert_string_equal(b->jobs[2].status_key, "global:llm:nobody:m:rpm");
+    for (int i = 0; i < 3; i++) {
         assert_int_equal(b->jobs[i].attempts, 1);
         assert_int_equal(atomic_load(&b->jobs[i].executes), 0);
         assert_int_equal(f->spy->jobs[i].completes, 0);
     }
-    assert_int_equal(b->jobs[2].outcome, RL_JOB_DONE);
-    assert_int_equal(b->jobs[2].attempts, 1);
+    assert_int_equal(b->jobs[3].outcome, RL_JOB_DONE);
+    assert_int_equal(b->jobs[3].attempts, 1);
     rl_scheduler_destroy(s);
 }
 

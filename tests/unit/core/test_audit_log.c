@@ -78,7 +78,7 @@ static rl_audit_entry entry(uint64_t at_ms, const char *key, uint64_t n) {
 /* Appends entry n of key at at_ms with seq n. */
 static void add(rl__audit_log *log, uint64_t n, uint64_t at_ms, const char *key) {
     rl_audit_entry e = entry(at_ms, key, n);
-    assert_int_equal(rl__audit_log_append(log, n, &e), RL_OK);
+    assert_int_equal(rl__audit_log_append(log, n, &e, false), RL_OK);
 }
 
 /* Entries first..last of key, entry n at at_ms + n. */
@@ -161,7 +161,7 @@ static void entries_read_back(void **state) {
     expired.expired = true;
     expired.actual = 0;
     expired.job_id[0] = '\0';
-    assert_int_equal(rl__audit_log_append(log, 3, &expired), RL_OK);
+    assert_int_equal(rl__audit_log_append(log, 3, &expired, false), RL_OK);
     add(log, 4, BASE + 3, "tenant:other:spend");
     assert_int_equal(rl__audit_log_last_seq(log), 4);
 
@@ -217,13 +217,13 @@ static void appends_that_break_a_rule_change_nothing(void **state) {
     rl__audit_log *log = open_log(f, 62, BASE);
     add(log, 5, BASE, "k");
     rl_audit_entry e = entry(BASE, "k", 5);
-    assert_int_equal(rl__audit_log_append(log, 5, &e), RL_INVALID_REQUEST); /* seq not above the last */
-    assert_int_equal(rl__audit_log_append(log, 4, &e), RL_INVALID_REQUEST);
+    assert_int_equal(rl__audit_log_append(log, 5, &e, false), RL_INVALID_REQUEST); /* seq not above the last */
+    assert_int_equal(rl__audit_log_append(log, 4, &e, false), RL_INVALID_REQUEST);
     e = entry(BASE, "a key with spaces", 6);
-    assert_int_equal(rl__audit_log_append(log, 6, &e), RL_INVALID_REQUEST);
+    assert_int_equal(rl__audit_log_append(log, 6, &e, false), RL_INVALID_REQUEST);
     e = entry(BASE, "k", 6);
     e.expired = true;
-    assert_int_equal(rl__audit_log_append(log, 6, &e), RL_INVALID_REQUEST);
+    assert_int_equal(rl__audit_log_append(log, 6, &e, false), RL_INVALID_REQUEST);
     assert_int_equal(rl__audit_log_last_seq(log), 5);
     flush(log);
     rl__audit_log_close(log);
@@ -401,6 +401,46 @@ static void a_late_entry_goes_to_the_newer_file(void **state) {
     rl__audit_log_close(log);
 }
 
+/* Whether fd is the file at name in the log's directory. */
+static bool is_file(const fixture *f, int fd, const char *name) {
+    struct stat by_fd, by_path;
+    return fstat(fd, &by_fd) == 0 && stat(path_of(f, name), &by_path) == 0 && by_fd.st_ino == by_path.st_ino &&
+           by_fd.st_dev == by_path.st_dev;
+}
+
+/* A flush without sync that ends a day's part keeps a descriptor of it, so
+ * that the sync made later outside the writer's lock covers that part too,
+ * not only the one being written. */
+static void parts_written_without_sync_are_handed_over_for_the_sync(void **state) {
+    fixture *f = *state;
+    rl__audit_log *log = open_log(f, 62, BASE);
+    char err[512];
+    add(log, 1, BASE + 10, "K");
+    assert_int_equal(rl__audit_log_flush(log, false, err, sizeof err), RL_OK);
+    add(log, 2, BASE + DAY + 10, "K"); /* the next day: the first day's part ends */
+    assert_int_equal(rl__audit_log_flush(log, false, err, sizeof err), RL_OK);
+    int fds[RL__AUDIT_LOG_SYNC_HANDLES_MAX];
+    size_t count = rl__audit_log_sync_handles(log, fds, RL__AUDIT_LOG_SYNC_HANDLES_MAX);
+    assert_int_equal(count, 2);
+    assert_true(is_file(f, fds[0], "2026-11-25.audit"));
+    assert_true(is_file(f, fds[1], "2026-11-26.audit"));
+    for (size_t i = 0; i < count; i++) {
+        assert_int_equal(fdatasync(fds[i]), 0);
+        close(fds[i]);
+    }
+    count = rl__audit_log_sync_handles(log, fds, RL__AUDIT_LOG_SYNC_HANDLES_MAX); /* handed over once */
+    assert_int_equal(count, 1);
+    assert_true(is_file(f, fds[0], "2026-11-26.audit"));
+    close(fds[0]);
+    add(log, 3, BASE + 2 * DAY + 10, "K");
+    flush(log); /* synced: nothing kept */
+    count = rl__audit_log_sync_handles(log, fds, RL__AUDIT_LOG_SYNC_HANDLES_MAX);
+    assert_int_equal(count, 1);
+    assert_true(is_file(f, fds[0], "2026-11-27.audit"));
+    close(fds[0]);
+    rl__audit_log_close(log);
+}
+
 static void retention_deletes_whole_old_days_only(void **state) {
     fixture *f = *state;
     rl__audit_log *log = open_log(f, 2, BASE);
@@ -536,6 +576,43 @@ static void damage_is_refused_with_the_file_and_offset(void **state) {
     free(data);
 }
 
+/* Any one byte of the newest file changed, anywhere before its last
+ * record: the opening is refused and the file left as it was; only a
+ * change in the last record may pass as its torn tail, which is cut. */
+static void every_byte_of_the_newest_file_changed_in_turn(void **state) {
+    fixture *f = *state;
+    write_two_days(f, 3, 6);
+    char newest[256];
+    snprintf(newest, sizeof newest, "%s", path_of(f, "2026-11-26.audit"));
+    size_t len;
+    unsigned char *good = rl_test_file_bytes(newest, &len);
+    size_t record = (len - RL__RECORD_FILE_HEADER_BYTES) / 3;
+    size_t last = len - record;
+    unsigned char *damaged = malloc(len);
+    const unsigned char flips[] = {0x01, 0x80, 0xff};
+    for (size_t at = 0; at < len; at++) {
+        for (size_t k = 0; k < sizeof flips; k++) {
+            memcpy(damaged, good, len);
+            damaged[at] ^= flips[k];
+            rl_test_file_write(newest, damaged, len, "wb");
+            rl__audit_log *log = NULL;
+            char err[512] = "";
+            rl_status status = rl__audit_log_open(f->dir, 62, BASE, &log, err, sizeof err);
+            if (status == RL_OK) {
+                if (at < last) fail_msg("byte %zu ^ 0x%02x opened", at, flips[k]);
+                assert_int_equal(rl__audit_log_last_seq(log), 5);
+                rl__audit_log_close(log);
+                continue;
+            }
+            assert_int_equal(status, RL_IO_ERROR);
+            if (strstr(err, newest) == NULL) fail_msg("byte %zu: %s", at, err);
+            rl_test_file_equals(newest, damaged, len);
+        }
+    }
+    free(damaged);
+    free(good);
+}
+
 static void drop_after_removes_what_the_journal_does_not_have(void **state) {
     fixture *f = *state;
     rl__audit_log *log = open_log(f, 62, BASE);
@@ -655,7 +732,7 @@ static void a_query_runs_beside_the_writer(void **state) {
         if (first_after_day_3 == 0 && at >= BASE + 3 * DAY) first_after_day_3 = i;
         add(log, ++seq, at, "filler");
         rl_audit_entry e = entry(at, "K", i);
-        assert_int_equal(rl__audit_log_append(log, ++seq, &e), RL_OK);
+        assert_int_equal(rl__audit_log_append(log, ++seq, &e, false), RL_OK);
         if (i % 7 == 0) add(log, ++seq, at, "filler");
         if (i % 50 == 0) flush(log);
         if (i % 2000 == 0) rl__audit_log_expire(log, BASE); /* nothing old yet */
@@ -698,9 +775,11 @@ int main(void) {
         cmocka_unit_test_setup_teardown(a_page_never_ends_inside_a_millisecond, setup, teardown),
         cmocka_unit_test_setup_teardown(a_full_day_goes_on_in_parts_and_scans_are_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(a_late_entry_goes_to_the_newer_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(parts_written_without_sync_are_handed_over_for_the_sync, setup, teardown),
         cmocka_unit_test_setup_teardown(retention_deletes_whole_old_days_only, setup, teardown),
         cmocka_unit_test_setup_teardown(a_torn_tail_of_the_newest_file_is_cut, setup, teardown),
         cmocka_unit_test_setup_teardown(damage_is_refused_with_the_file_and_offset, setup, teardown),
+        cmocka_unit_test_setup_teardown(every_byte_of_the_newest_file_changed_in_turn, setup, teardown),
         cmocka_unit_test_setup_teardown(drop_after_removes_what_the_journal_does_not_have, setup, teardown),
         cmocka_unit_test_setup_teardown(last_seq_survives_reopening, setup, teardown),
         cmocka_unit_test_setup_teardown(a_query_runs_beside_the_writer, setup, teardown),

@@ -76,6 +76,24 @@ static void an_entry_reads_back_the_same(void **state) {
     assert_same_entry(&e, &back);
 }
 
+/* The mark of the entry that opens a group reads back, and marks nothing else. */
+static void the_group_mark_reads_back(void **state) {
+    (void)state;
+    rl_audit_entry e = sample();
+    unsigned char record[RL__AUDIT_RECORD_MAX_BYTES];
+    size_t len = encode(record, 3, &e);
+    rl__audit_view view;
+    assert_true(rl__audit_record_decode(record, len, &view, NULL));
+    assert_false(view.opens_group);
+    rl__audit_record_open_group(record);
+    assert_true(rl__audit_record_decode(record, len, &view, NULL));
+    assert_true(view.opens_group);
+    assert_false(view.expired);
+    rl_audit_entry back;
+    rl__audit_view_to_entry(&view, &back);
+    assert_same_entry(&e, &back);
+}
+
 static void a_lease_id_is_written_in_upper_case(void **state) {
     (void)state;
     rl_audit_entry e = sample();
@@ -107,7 +125,8 @@ static void every_rule_refuses(void **state) {
     const size_t key_at = RL__AUDIT_RECORD_FIXED_BYTES;
     const size_t job_at = key_at + strlen(sample().key);
     refused_with(0, 2, "version");
-    refused_with(1, 2, "flags");
+    refused_with(1, 4, "flags");
+    refused_with(1, 0x80, "flags");
     refused_with(1, 1, "expired entry with an actual");
     refused_with(2, RL_JOB_ID_MAX_LEN + 1, "job_id longer");
     refused_with(2, 3, "fields' length");
@@ -169,6 +188,7 @@ static void the_encoder_writes_nothing_the_decoder_refuses(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(an_entry_reads_back_the_same),
+        cmocka_unit_test(the_group_mark_reads_back),
         cmocka_unit_test(a_lease_id_is_written_in_upper_case),
         cmocka_unit_test(every_rule_refuses),
         cmocka_unit_test(lengths_and_numbers_refuse),

@@ -1,7 +1,11 @@
 /* test_calendar.c — calendar periods in UTC and in local zones, from
  * Debian's tzdata: every period kind, months of 28/29/30/31 days, weeks
- * from Monday, and America/New_York across both DST changes of 2026 (the
- * day clocks spring forward is 23 hours long, the day they fall back 25). */
+ * from Monday, America/New_York across both DST changes of 2026 (the day
+ * clocks spring forward is 23 hours long, the day they fall back 25),
+ * America/Havana's changes at midnight, Australia/Lord_Howe's half-hour
+ * shift, and for many zones and instants around their changes that the
+ * periods hold the instant and follow each other without gap or overlap. */
+#include <glib.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -110,6 +114,118 @@ static void other_offsets_and_a_skipped_midnight(void **state) {
     rl__calendar_close(c);
 }
 
+/* Havana changes its clocks at midnight. On Sunday March 8, 2026 00:00 CST
+ * (-5) is skipped to 01:00 CDT (-4): the day starts at 01:00 local, 05:00
+ * UTC. On Sunday November 1, 01:00 CDT goes back to 00:00 CST: local
+ * 00:00-00:59 happens twice, and the day (the week, the month) starts at
+ * its first reading, 04:00 UTC, so that October ends where November starts. */
+static void havana_changes_at_midnight(void **state) {
+    (void)state;
+    rl__calendar *c = open_zone("America/Havana");
+    expect_period(c, RL_PERIOD_DAY, utc(2026, 3, 7, 12, 0), utc(2026, 3, 7, 5, 0), utc(2026, 3, 8, 5, 0));
+    expect_period(c, RL_PERIOD_DAY, utc(2026, 3, 8, 5, 0), utc(2026, 3, 8, 5, 0), utc(2026, 3, 9, 4, 0));
+    uint64_t first_half_hour = utc(2026, 11, 1, 4, 30); /* 00:30 CDT, the first of two */
+    uint64_t second_half_hour = utc(2026, 11, 1, 5, 30); /* 00:30 CST */
+    expect_period(c, RL_PERIOD_DAY, utc(2026, 10, 31, 12, 0), utc(2026, 10, 31, 4, 0), utc(2026, 11, 1, 4, 0));
+    expect_period(c, RL_PERIOD_DAY, first_half_hour, utc(2026, 11, 1, 4, 0), utc(2026, 11, 2, 5, 0));
+    expect_period(c, RL_PERIOD_DAY, second_half_hour, utc(2026, 11, 1, 4, 0), utc(2026, 11, 2, 5, 0));
+    expect_period(c, RL_PERIOD_WEEK, first_half_hour, utc(2026, 10, 26, 4, 0), utc(2026, 11, 2, 5, 0));
+    expect_period(c, RL_PERIOD_MONTH, utc(2026, 10, 15, 12, 0), utc(2026, 10, 1, 4, 0), utc(2026, 11, 1, 4, 0));
+    expect_period(c, RL_PERIOD_MONTH, first_half_hour, utc(2026, 11, 1, 4, 0), utc(2026, 12, 1, 5, 0));
+    /* the hour that happens twice is two hours, as in New York */
+    expect_period(c, RL_PERIOD_HOUR, first_half_hour, utc(2026, 11, 1, 4, 0), utc(2026, 11, 1, 5, 0));
+    expect_period(c, RL_PERIOD_HOUR, second_half_hour, utc(2026, 11, 1, 5, 0), utc(2026, 11, 1, 6, 0));
+    rl__calendar_close(c);
+}
+
+/* Lord Howe Island is +10:30, and +11 in summer: its clocks move half an
+ * hour. On Sunday April 5, 2026 02:00 (+11) goes back to 01:30 (+10:30), at
+ * 15:00 UTC: the hour from 01:00 runs until the clock next reads 02:00, 90
+ * minutes. On Sunday October 4, 02:00 (+10:30) jumps to 02:30 (+11), at
+ * 15:30 UTC: the hour of 02:00 starts there and lasts 30 minutes. Hours
+ * start when the clock reads hh:00, never half an hour off. */
+static void lord_howe_moves_half_an_hour(void **state) {
+    (void)state;
+    rl__calendar *c = open_zone("Australia/Lord_Howe");
+    expect_period(c, RL_PERIOD_HOUR, utc(2026, 4, 4, 14, 45), utc(2026, 4, 4, 14, 0), utc(2026, 4, 4, 15, 30));
+    expect_period(c, RL_PERIOD_HOUR, utc(2026, 4, 4, 15, 10), utc(2026, 4, 4, 14, 0), utc(2026, 4, 4, 15, 30));
+    expect_period(c, RL_PERIOD_HOUR, utc(2026, 4, 4, 15, 30), utc(2026, 4, 4, 15, 30), utc(2026, 4, 4, 16, 30));
+    expect_period(c, RL_PERIOD_HOUR, utc(2026, 10, 3, 15, 10), utc(2026, 10, 3, 14, 30), utc(2026, 10, 3, 15, 30));
+    expect_period(c, RL_PERIOD_HOUR, utc(2026, 10, 3, 15, 40), utc(2026, 10, 3, 15, 30), utc(2026, 10, 3, 16, 0));
+    expect_period(c, RL_PERIOD_HOUR, utc(2026, 10, 3, 16, 0), utc(2026, 10, 3, 16, 0), utc(2026, 10, 3, 17, 0));
+    /* the days are 24.5 and 23.5 hours long */
+    expect_period(c, RL_PERIOD_DAY, utc(2026, 4, 4, 15, 10), utc(2026, 4, 4, 13, 0), utc(2026, 4, 5, 13, 30));
+    expect_period(c, RL_PERIOD_DAY, utc(2026, 10, 3, 15, 40), utc(2026, 10, 3, 13, 30), utc(2026, 10, 4, 13, 0));
+    rl__calendar_close(c);
+}
+
+/* The period of at holds it; the period of its start is itself; the
+ * period before it ends at its start, the one after starts at its end. */
+static void expect_period_holds(const rl__calendar *c, rl_period p, uint64_t at) {
+    uint64_t start, end, s, e;
+    const char *zone = rl__calendar_zone(c), *kind = rl_period_name(p);
+    assert_true(rl__calendar_period_of(c, p, at, &start, &end));
+    if (!(start <= at && at < end))
+        fail_msg("%s %s at %llu: [%llu, %llu) does not hold it", zone, kind, (unsigned long long)at,
+                 (unsigned long long)start, (unsigned long long)end);
+    assert_true(rl__calendar_period_of(c, p, start, &s, &e));
+    if (s != start || e != end)
+        fail_msg("%s %s: the period of its own start %llu is [%llu, %llu), not [%llu, %llu)", zone, kind,
+                 (unsigned long long)start, (unsigned long long)s, (unsigned long long)e,
+                 (unsigned long long)start, (unsigned long long)end);
+    assert_true(rl__calendar_period_of(c, p, start - 1, &s, &e));
+    if (e != start)
+        fail_msg("%s %s: the period before [%llu, %llu) ends at %llu", zone, kind, (unsigned long long)start,
+                 (unsigned long long)end, (unsigned long long)e);
+    assert_true(rl__calendar_period_of(c, p, end, &s, &e));
+    if (s != end)
+        fail_msg("%s %s: the period after [%llu, %llu) starts at %llu", zone, kind, (unsigned long long)start,
+                 (unsigned long long)end, (unsigned long long)s);
+}
+
+/* The property every zone must have: the period of an instant holds it, and
+ * its neighbours are the periods of the instants just before its start and
+ * at its end. Checked for every period kind at instants every 7 min 13 s
+ * (so that they fall at every minute and second) from two days before to
+ * a day after the first midnight UTC that sees each change of a zone's UTC
+ * offset in 2011-2012 and 2023-2026 (found by GLib, apart from the code
+ * under test), in zones with changes at midnight,
+ * of half an hour, of a whole day (Samoa, 2011) and of two hours. */
+static void periods_hold_every_instant_and_follow_each_other(void **state) {
+    (void)state;
+    static const char *const zones[] = {
+        "America/New_York", "America/Havana", "Australia/Lord_Howe", "America/Santiago", "Asia/Beirut",
+        "Europe/London", "Pacific/Apia", "Pacific/Chatham", "Asia/Tehran", "America/St_Johns",
+        "Africa/Casablanca", "Antarctica/Troll", "America/Asuncion", "Asia/Gaza", "Europe/Moscow",
+        "America/Nuuk", "Australia/Adelaide", "Asia/Kolkata", "UTC"};
+    static const rl_period kinds[] = {RL_PERIOD_HOUR, RL_PERIOD_DAY, RL_PERIOD_WEEK, RL_PERIOD_MONTH};
+    size_t changes = 0;
+    for (size_t z = 0; z < sizeof zones / sizeof zones[0]; z++) {
+        rl__calendar *c = open_zone(zones[z]);
+        GTimeZone *tz = g_time_zone_new_identifier(zones[z]);
+        assert_non_null(tz);
+        static const int years[][2] = {{2011, 2013}, {2023, 2027}};
+        for (size_t y = 0; y < sizeof years / sizeof years[0]; y++) {
+            int64_t from_s = (int64_t)(utc(years[y][0], 1, 1, 0, 0) / 1000u);
+            int64_t to_s = (int64_t)(utc(years[y][1], 1, 1, 0, 0) / 1000u);
+            int previous = g_time_zone_find_interval(tz, G_TIME_TYPE_UNIVERSAL, from_s);
+            for (int64_t day_s = from_s; day_s < to_s; day_s += 86400) {
+                int interval = g_time_zone_find_interval(tz, G_TIME_TYPE_UNIVERSAL, day_s);
+                bool changed = g_time_zone_get_offset(tz, interval) != g_time_zone_get_offset(tz, previous);
+                previous = interval;
+                if (!changed) continue;
+                changes++;
+                for (int64_t at_s = day_s - 2 * 86400; at_s < day_s + 86400; at_s += 7 * 60 + 13)
+                    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
+                        expect_period_holds(c, kinds[k], (uint64_t)at_s * 1000u + 500u);
+            }
+        }
+        g_time_zone_unref(tz);
+        rl__calendar_close(c);
+    }
+    assert_true(changes > 150); /* the walk did meet the changes it is about */
+}
+
 static void names_and_unknown_zones(void **state) {
     (void)state;
     rl_period p;
@@ -169,6 +285,9 @@ int main(void) {
         cmocka_unit_test(months_of_every_length),
         cmocka_unit_test(new_york_across_both_dst_changes),
         cmocka_unit_test(other_offsets_and_a_skipped_midnight),
+        cmocka_unit_test(havana_changes_at_midnight),
+        cmocka_unit_test(lord_howe_moves_half_an_hour),
+        cmocka_unit_test(periods_hold_every_instant_and_follow_each_other),
         cmocka_unit_test(names_and_unknown_zones),
         cmocka_unit_test(threads_share_a_calendar),
     };

@@ -1,4 +1,4 @@
-/* test_keys.c — limit key validation and the spec's key builders. */
+/* test_keys.c — limit key validation and the standard key builders. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -46,6 +46,9 @@ static void test_limits_are_valid_and_on_the_helpers_keys(void **state) {
             continue;
         }
         assert_true(count >= 2 * p->model_count); /* rpm and tpm at least */
+        /* every model an rpm: the LLM helper requires it (llm.h) */
+        for (size_t m = 0; m < p->model_count; m++)
+            if (p->models[m].rpm == 0) fail_msg("%s %s has no rpm", p->name, p->models[m].model);
         for (size_t j = 0; j < count; j++) {
             rl_limit_def def;
             rl_preset_limit(p, j, &def);

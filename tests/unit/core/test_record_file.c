@@ -2,7 +2,7 @@
  * appended, flushed, read back; a torn tail cut (an unfinished record, zeros
  * after the last one, a last record with a bad checksum, a half-written
  * header); damage before the tail refused with the offset, the file left
- * untouched; a rewrite that keeps what is buffered; CRC-32C's check value. */
+ * untouched, for every byte of a small file changed in turn; a rewrite that keeps what is buffered; CRC-32C's check value. */
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -193,14 +193,71 @@ static void damage_is_refused_and_left_alone(void **state) {
         char offset[64];
         snprintf(offset, sizeof offset, "offset %zu", damages[i].at == 1 ? (size_t)0 : second);
         if (strstr(err, offset) == NULL) fail_msg("%s: no \"%s\"", err, offset);
-        size_t after_len;
-        unsigned char *after = rl_test_file_bytes(f->path, &after_len);
-        assert_int_equal(after_len, len);
-        assert_memory_equal(after, bad, len);
-        free(after);
+        rl_test_file_equals(f->path, bad, len);
         free(bad);
     }
     free(whole);
+}
+
+/* Any one byte changed anywhere before the last record, whatever the
+ * change (a length, a checksum, a payload byte, the header), is damage:
+ * the opening is refused and the file left byte for byte; a cut only ever
+ * takes the last record. CRC-32C over the length and the payload sees
+ * every change of up to 32 bits in a row, so no change passes unseen. */
+static void every_byte_changed_in_turn(void **state) {
+    fixture *f = *state;
+    const char *const five[] = {"reserve A", "complete A", "reserve B with a longer payload", "expire B", "reserve C"};
+    seen s;
+    rl__record_file *file = open_file(f->path, &s);
+    append_all(file, five, 5, true);
+    rl__record_file_close(file);
+    size_t len;
+    unsigned char *whole = rl_test_file_bytes(f->path, &len);
+    const size_t last = len - (RL__RECORD_FRAME_BYTES + strlen(five[4]));
+    const unsigned char flips[] = {0x01, 0x80, 0xff};
+    unsigned char *bad = malloc(len);
+    for (size_t at = 0; at < len; at++) {
+        for (size_t k = 0; k < sizeof flips; k++) {
+            memcpy(bad, whole, len);
+            bad[at] ^= flips[k];
+            rl_test_file_write(f->path, bad, len, "wb");
+            memset(&s, 0, sizeof s);
+            rl__record_file *opened = NULL;
+            char err[512] = "";
+            rl_status status = rl__record_file_open(f->path, collect, &s, &opened, err, sizeof err);
+            if (status == RL_OK) {
+                /* Only a change in the last record may pass as its torn tail. */
+                if (at < last) fail_msg("byte %zu ^ 0x%02x opened as \"%s\"", at, flips[k], s.text);
+                assert_string_equal(s.text, "reserve A|complete A|reserve B with a longer payload|expire B");
+                assert_int_equal(rl_test_file_size(f->path), (off_t)last);
+                rl__record_file_close(opened);
+                continue;
+            }
+            assert_int_equal(status, RL_IO_ERROR);
+            assert_non_null(strstr(err, "damaged at offset"));
+            rl_test_file_equals(f->path, bad, len);
+        }
+    }
+    free(bad);
+    free(whole);
+}
+
+/* The first record's length damaged into one that runs past the end (a
+ * journal's data[10] ^= 1 after its header): not a torn tail, since whole
+ * records follow; nothing is cut. */
+static void a_length_past_the_end_with_records_after_is_damage(void **state) {
+    fixture *f = *state;
+    write_three(f->path);
+    size_t len;
+    unsigned char *bad = rl_test_file_bytes(f->path, &len);
+    bad[RL__RECORD_FILE_HEADER_BYTES + 2] ^= 1; /* 9 becomes 65,545: past the end */
+    rl_test_file_write(f->path, bad, len, "wb");
+    rl__record_file *none = NULL;
+    char err[512] = "";
+    assert_int_equal(rl__record_file_open(f->path, NULL, NULL, &none, err, sizeof err), RL_IO_ERROR);
+    assert_non_null(strstr(err, "damaged at offset 8 (a record whose length runs past the end of the file"));
+    rl_test_file_equals(f->path, bad, len);
+    free(bad);
 }
 
 /* A reader that does not understand a record stops the opening there. */
@@ -250,6 +307,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(appended_records_read_back_in_order, setup, teardown),
         cmocka_unit_test_setup_teardown(a_torn_tail_is_cut, setup, teardown),
         cmocka_unit_test_setup_teardown(damage_is_refused_and_left_alone, setup, teardown),
+        cmocka_unit_test_setup_teardown(every_byte_changed_in_turn, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_length_past_the_end_with_records_after_is_damage, setup, teardown),
         cmocka_unit_test_setup_teardown(a_record_the_reader_refuses_is_damage, setup, teardown),
         cmocka_unit_test_setup_teardown(a_rewrite_replaces_and_keeps_the_buffered, setup, teardown),
     };

@@ -16,11 +16,13 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "ratelimiter/registry.h"
 #include "core/record_file.h"
 #include "registry/registry_internal.h"
+#include "support/registry_copy.h"
 #include "registry/registry_record.h"
 
 typedef struct fixture {
@@ -247,13 +249,16 @@ static void test_every_rewrite_is_a_valid_file(void **state) {
         rl_limit_def def = i % 3 == 0 ? concurrency(key, (uint64_t)i + 1) : rolling(key, (uint64_t)i + 1);
         put_ok(registry, &def);
         assert_false(exists(f->tmp));
-        /* Another reader sees exactly what the registry holds. */
-        rl_registry *reader = open_ok(f->path, 0);
-        assert_int_equal(rl_registry_count(reader), rl_registry_count(registry));
+        /* The files read again (a copy: they are this registry's while it
+         * is open) hold exactly what the registry holds. */
+        rl_test_registry_copy reader;
+        char err[512];
+        if (!rl_test_registry_copy_open(&reader, f->path, NULL, err, sizeof err)) fail_msg("%s", err);
+        assert_int_equal(rl_registry_count(reader.registry), rl_registry_count(registry));
         rl_limit_def got;
-        assert_true(rl_registry_get(reader, key, &got));
+        assert_true(rl_registry_get(reader.registry, key, &got));
         assert_def_equal(&got, &def);
-        rl_registry_close(reader);
+        rl_test_registry_copy_close(&reader);
     }
     assert_int_equal(rl_registry_count(registry), 29);
     rl_registry_close(registry);
@@ -331,6 +336,11 @@ static void test_unreadable_path_refused(void **state) {
     fixture *f = *state;
     assert_int_equal(mkdir(f->path, 0755), 0); /* a directory where the file should be */
     OPEN_REFUSED(f->path, RL_IO_ERROR, "directory", NULL);
+    /* A FIFO: refused at once, not waited on for a writer. */
+    assert_int_equal(rmdir(f->path), 0);
+    assert_int_equal(mkfifo(f->path, 0600), 0);
+    OPEN_REFUSED(f->path, RL_IO_ERROR, "is a FIFO, not a regular file", NULL);
+    assert_int_equal(unlink(f->path), 0);
 
     rl_registry *registry = (rl_registry *)1;
     char err[128] = "";
@@ -394,12 +404,16 @@ static void test_missing_directory_created(void **state) {
 static void test_put_fails_when_directory_cannot_exist(void **state) {
     fixture *f = *state;
     /* Tests run as root, so permissions do not stop a write: the directory
-     * is missing at open (an empty registry) and then a regular file takes
+     * is removed after open (an empty registry) and a regular file takes
      * its name, so that neither the tmp file nor the directory can be made. */
     char blocker[128], path[192];
     snprintf(blocker, sizeof blocker, "%s/data", f->dir);
     snprintf(path, sizeof path, "%s/limits.json", blocker);
     rl_registry *registry = open_ok(path, 0);
+    char lock[220];
+    snprintf(lock, sizeof lock, "%s.lock", path); /* made by the open, held while it is open */
+    assert_int_equal(unlink(lock), 0);
+    assert_int_equal(rmdir(blocker), 0);
     WRITE_TEXT(blocker, "not a directory");
     rl_limit_def def = rolling("k", 5);
     char err[512] = "";
@@ -711,6 +725,19 @@ static void test_delete(void **state) {
     long_key[sizeof long_key - 1] = '\0';
     assert_int_equal(rl_registry_delete(registry, long_key, err, sizeof err), RL_UNKNOWN_LIMIT_KEY);
     assert_int_equal(rl_registry_delete_template(registry, "b", err, sizeof err), RL_UNKNOWN_LIMIT_KEY);
+    /* A key of the longest length is named whole, by a delete and in a
+     * group's change. */
+    char wanted[RL_REGISTRY_ERR_SIZE];
+    long_key[RL_KEY_MAX_LEN] = '\0';
+    snprintf(wanted, sizeof wanted, "no limit has the key \"%s\"", long_key);
+    assert_int_equal(rl_registry_delete(registry, long_key, err, sizeof err), RL_UNKNOWN_LIMIT_KEY);
+    assert_string_equal(err, wanted);
+    rl_registry_change change = {.op = RL_REGISTRY_DELETE_TEMPLATE};
+    memcpy(change.def.key, long_key, RL_KEY_MAX_LEN + 1);
+    assert_int_equal(rl_registry_apply(registry, &change, 1, NULL, 0), RL_OK);
+    assert_int_equal(change.status, RL_UNKNOWN_LIMIT_KEY);
+    snprintf(wanted, sizeof wanted, "no template has the pattern \"%s\"", long_key);
+    assert_string_equal(change.err, wanted);
     assert_unchanged(f->log, &log);
     /* A deleted key can be put again. */
     a.capacity = 5;
@@ -941,13 +968,21 @@ static void test_torn_tail_cut(void **state) {
     rl_limit_def a = rolling("a", 1);
     put_ok(registry, &a);
     rl_registry_close(registry); /* compacted: limits.json holds a */
-    registry = open_ok(f->path, 0);
-    rl_limit_def b = rolling("b", 2);
-    put_ok(registry, &b);
+    /* b put by a process that then dies without closing: what a kill -9 leaves. */
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        registry = open_ok(f->path, 0);
+        rl_limit_def b = rolling("b", 2);
+        put_ok(registry, &b);
+        _exit(0);
+    }
+    int child_status = 0;
+    assert_int_equal(waitpid(child, &child_status, 0), child);
+    assert_true(WIFEXITED(child_status) && WEXITSTATUS(child_status) == 0);
     struct stat st;
     assert_int_equal(stat(f->log, &st), 0);
     off_t whole = st.st_size;
-    /* Left open: what a kill -9 leaves (the next open reads the same files). */
 
     rl_limit_def c = rolling("c", 3);
     unsigned char framed[RL__RECORD_FRAME_BYTES + RL__REG_RECORD_MAX_BYTES];
@@ -978,7 +1013,54 @@ static void test_torn_tail_cut(void **state) {
         assert_false(rl_registry_get(again, "c", &got));
         rl_registry_close(again); /* only read: leaves the files alone */
     }
+}
+
+/* Any one byte of the log changed, anywhere before its last record: the
+ * opening is refused and both files are left as they were; only a change
+ * in the last record may pass as its torn tail, which is cut. */
+static void test_every_byte_of_the_log_changed_in_turn(void **state) {
+    fixture *f = *state;
+    rl_registry *registry = open_ok(f->path, 0);
+    put_keys(registry, 4);
+    file_bytes good = bytes_of(f->log), snapshot = bytes_of(f->path);
     rl_registry_close(registry);
+    /* The files as they were before the close compacted them. */
+    write_file(f->path, (const char *)snapshot.data, snapshot.len);
+    size_t last = RL__RECORD_FILE_HEADER_BYTES;
+    for (size_t at = last; at < good.len;) { /* the frames, to the last one's start */
+        size_t n = (size_t)good.data[at] | (size_t)good.data[at + 1] << 8 | (size_t)good.data[at + 2] << 16;
+        if (at + RL__RECORD_FRAME_BYTES + n >= good.len) break;
+        at += RL__RECORD_FRAME_BYTES + n;
+        last = at;
+    }
+    unsigned char *damaged = malloc(good.len);
+    assert_non_null(damaged);
+    const unsigned char flips[] = {0x01, 0x80, 0xff};
+    for (size_t at = 0; at < good.len; at++) {
+        for (size_t k = 0; k < sizeof flips; k++) {
+            memcpy(damaged, good.data, good.len);
+            damaged[at] ^= flips[k];
+            write_file(f->log, (const char *)damaged, good.len);
+            rl_registry *again = NULL;
+            char err[512] = "";
+            rl_status status = rl_registry_open(f->path, 0, &again, err, sizeof err);
+            if (status == RL_OK) {
+                if (at < last) fail_msg("byte %zu ^ 0x%02x opened", at, flips[k]);
+                assert_int_equal(rl_registry_count(again), 3);
+                rl_registry_close(again);
+                continue;
+            }
+            assert_int_equal(status, RL_IO_ERROR);
+            if (strstr(err, f->log) == NULL || strstr(err, "offset") == NULL) fail_msg("byte %zu: %s", at, err);
+            file_bytes now = bytes_of(f->log);
+            assert_int_equal(now.len, good.len);
+            assert_memory_equal(now.data, damaged, good.len);
+            free(now.data);
+        }
+    }
+    free(damaged);
+    free(good.data);
+    free(snapshot.data);
 }
 
 /* Damage is refused, naming the file and the offset, and both files stay
@@ -1238,6 +1320,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_v03_file_opens, setup, teardown),
         cmocka_unit_test_setup_teardown(test_torn_tail_cut, setup, teardown),
         cmocka_unit_test_setup_teardown(test_damage_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_every_byte_of_the_log_changed_in_turn, setup, teardown),
         cmocka_unit_test_setup_teardown(test_compaction, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bounds_after_replay, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stale_log_tmp_ignored, setup, teardown),

@@ -61,7 +61,7 @@ static void test_defaults(void **state) {
     assert_int_equal(config.allowed_origin_count, 0);
     assert_false(config.journal.set);
     assert_false(config.audit_dir.set);
-    assert_int_equal(config.memory.journal_fsync, RL_JOURNAL_FSYNC_ALWAYS);
+    assert_int_equal(config.memory.journal_fsync, RL_JOURNAL_FSYNC_EVERYSEC);
     assert_int_equal(config.audit_retention_days, RL_AUDIT_DEFAULT_RETENTION_DAYS);
     char err[RL_CONFIG_ERR_SIZE];
     assert_true(rl_server_config_validate(&config, err, sizeof err));
@@ -72,7 +72,7 @@ static void test_defaults(void **state) {
     rl_server_config_memory_options(&config, &paths, &memory);
     assert_string_equal(memory.journal_path, "./data/journal");
     assert_string_equal(memory.audit_dir, "./data/audit");
-    assert_int_equal(memory.journal_fsync, RL_JOURNAL_FSYNC_ALWAYS);
+    assert_int_equal(memory.journal_fsync, RL_JOURNAL_FSYNC_EVERYSEC);
     assert_int_equal(memory.audit_retention_days, 62);
     assert_int_equal(memory.sweep_interval_ms, RL_MEMORY_DEFAULT_SWEEP_INTERVAL_MS);
     assert_null(memory.clock);
@@ -211,7 +211,7 @@ static void test_every_setting(void **state) {
 
 static void test_spec_example_shape(void **state) {
     (void)state;
-    /* spec §11.2, with the memory backend (tigerbeetle is not built). */
+    /* examples/config.yaml's shape, with the memory backend (tigerbeetle is not built). */
     const char *yaml = "server:\n"
                        "  listen_addr: \":8080\"\n"
                        "  backend: \"memory\" # or tigerbeetle\n"

@@ -23,6 +23,7 @@
 #include "server/api/handler.h"
 #include "server/service.h"
 #include "support/lease_ids.h"
+#include "support/registry_copy.h"
 
 /* ---- the fake store and its backend ------------------------------------ */
 
@@ -283,23 +284,24 @@ static void write_file(const char *path, const char *text) {
     fclose(f);
 }
 
-/* The definitions in a registry file, by opening it as the instance would. */
+/* The definitions in a registry file, by opening (a copy of) it as the
+ * instance would. */
 static size_t file_count(const char *path) {
-    rl_registry *registry = NULL;
+    rl_test_registry_copy copy;
     char err[256];
-    if (rl_registry_open(path, 0, &registry, err, sizeof err) != RL_OK) fail_msg("%s", err);
-    size_t count = rl_registry_count(registry);
-    rl_registry_close(registry);
+    if (!rl_test_registry_copy_open(&copy, path, NULL, err, sizeof err)) fail_msg("%s", err);
+    size_t count = rl_registry_count(copy.registry);
+    rl_test_registry_copy_close(&copy);
     return count;
 }
 
 static uint64_t file_capacity(const char *path, const char *key) {
-    rl_registry *registry = NULL;
+    rl_test_registry_copy copy;
     char err[256];
-    if (rl_registry_open(path, 0, &registry, err, sizeof err) != RL_OK) fail_msg("%s", err);
+    if (!rl_test_registry_copy_open(&copy, path, NULL, err, sizeof err)) fail_msg("%s", err);
     rl_limit_def def;
-    uint64_t capacity = rl_registry_get(registry, key, &def) ? def.capacity : 0;
-    rl_registry_close(registry);
+    uint64_t capacity = rl_registry_get(copy.registry, key, &def) ? def.capacity : 0;
+    rl_test_registry_copy_close(&copy);
     return capacity;
 }
 
@@ -374,7 +376,7 @@ static void test_put_on_a_seen_by_b(void **state) {
     daemons_start(&a, &b, &store);
 
     assert_int_equal(call(&b, "GET", "/v1/admin/limits/k", NULL), 404);
-    assert_string_equal(body(&b), "{\"error\":\"unknown_limit_key:k\"}");
+    assert_string_equal(body(&b), "{\"error\":\"unknown_limit_key:k\",\"detail\":\"no limit has the key k\"}");
     assert_int_equal(reserve(&b, "k", 1), 404);
 
     assert_int_equal(put(&a, "k", 100), 200);
@@ -482,8 +484,11 @@ static void test_registry_write_failure_is_not_fatal(void **state) {
     assert_int_equal(put(&a, "a", 1), 200);
     /* A's registry directory becomes a plain file, and no file may grow
      * (its log, still open, is appended to): no write can succeed. */
+    char lock[sizeof a.path + 8];
+    snprintf(lock, sizeof lock, "%s.lock", a.path);
     unlink(a.path);
     unlink(a.log_path);
+    unlink(lock); /* the registry's lock file: it goes on holding the lock, unlinked */
     assert_int_equal(rmdir(a.subdir), 0);
     write_file(a.subdir, "");
     struct rlimit unlimited;
@@ -615,7 +620,7 @@ static void test_delete_on_a_seen_by_b(void **state) {
     assert_int_equal(call(&b, "GET", "/v1/admin/limits/k", NULL), 404);
     assert_int_equal(reserve(&b, "k", 1), 404);
     assert_int_equal(call(&b, "DELETE", "/v1/admin/limits/k", NULL), 404);
-    assert_string_equal(body(&b), "{\"ok\":false,\"error\":\"unknown_limit_key:k\"}");
+    assert_string_equal(body(&b), "{\"ok\":false,\"error\":\"unknown_limit_key:k\",\"detail\":\"no limit has the key k\"}");
     assert_int_equal(file_count(b.path), 1); /* B's own delete: its file follows */
     assert_int_equal(call(&a, "DELETE", "/v1/admin/limits/a%20b", NULL), 400);
     assert_non_null(strstr(body(&a), "\"invalid_request\""));

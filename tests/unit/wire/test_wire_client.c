@@ -126,7 +126,7 @@ static void reserve_answers_from_the_server_encoder(void **state) {
 
 static void api_md_spellings_are_read(void **state) {
     (void)state;
-    /* api.md's example puts a space after the colon; spec §4.1 has no "error". */
+    /* api.md's example puts a space after the colon; an older daemon wrote no "error". */
     char *body = copy("{\"allowed\":false,\"retry_after_ms\":0,\"reserved_at_unix_ms\":0,"
                       "\"error\":\"unknown_limit_key: tenant:foo:llm:daily_tokens\",\"detail\":[1]}");
     rl_wire_reserve_answer a;

@@ -1,4 +1,4 @@
-/* test_wire_encode.c — the exact response strings of api.md / DESIGN.md. */
+/* test_wire_encode.c — the exact response strings of docs/api.md. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +12,9 @@
 #include "wire/wire.h"
 
 static rl_buf buf;
+
+/* What an unknown key's detail says after "no limit has the key <key>: ". */
+#define UNKNOWN_KEY_ADVICE "define it (PUT /v1/admin/limits, or a template that matches it) and retry; nothing was reserved"
 
 static int setup(void **state) {
     (void)state;
@@ -54,10 +57,12 @@ static void test_reserve_denied(void **state) {
 
 static void test_reserve_errors_naming_a_key(void **state) {
     (void)state;
-    /* DESIGN.md: no space after the colon. */
+    /* docs/api.md: no space after the colon. An unknown key's detail names it
+     * too, and says what to do. */
     assert_string_equal(reserve_json(false, 0, 0, RL_UNKNOWN_LIMIT_KEY, "tenant:foo:llm:daily_tokens"),
                         "{\"allowed\":false,\"retry_after_ms\":0,\"reserved_at_unix_ms\":0,"
-                        "\"error\":\"unknown_limit_key:tenant:foo:llm:daily_tokens\"}");
+                        "\"error\":\"unknown_limit_key:tenant:foo:llm:daily_tokens\","
+                        "\"detail\":\"no limit has the key tenant:foo:llm:daily_tokens: " UNKNOWN_KEY_ADVICE "\"}");
     assert_string_equal(reserve_json(false, 10000, 0, RL_LIMIT_DECREASING,
                                      "global:llm:openai:gpt-4o:tpm"),
                         "{\"allowed\":false,\"retry_after_ms\":10000,\"reserved_at_unix_ms\":0,"
@@ -68,7 +73,8 @@ static void test_reserve_errors_naming_a_key(void **state) {
     /* Keys may hold '"' and '\\': escaped inside the one string. */
     assert_string_equal(reserve_json(false, 0, 0, RL_UNKNOWN_LIMIT_KEY, "a\"b\\c"),
                         "{\"allowed\":false,\"retry_after_ms\":0,\"reserved_at_unix_ms\":0,"
-                        "\"error\":\"unknown_limit_key:a\\\"b\\\\c\"}");
+                        "\"error\":\"unknown_limit_key:a\\\"b\\\\c\","
+                        "\"detail\":\"no limit has the key a\\\"b\\\\c: " UNKNOWN_KEY_ADVICE "\"}");
 }
 
 static void test_reserve_plain_errors(void **state) {
@@ -123,7 +129,8 @@ static void test_reserve_dry_run(void **state) {
     rl__buf_reset(&buf);
     rl__wire_encode_reserve_result(&buf, &unknown, true);
     assert_string_equal(buf.data, "{\"allowed\":false,\"retry_after_ms\":0,\"reserved_at_unix_ms\":0,"
-                                  "\"error\":\"unknown_limit_key:g:rpd\",\"dry_run\":true}");
+                                  "\"error\":\"unknown_limit_key:g:rpd\","
+                                  "\"detail\":\"no limit has the key g:rpd: " UNKNOWN_KEY_ADVICE "\",\"dry_run\":true}");
 }
 
 static void test_error_strings(void **state) {

@@ -13,7 +13,8 @@
 --
 -- ARGV[5] = the daemon's id, ARGV[6] = the number of operations, then per
 -- operation: key, op, generation, the version of K's definition the daemon
--- knows (0: none), then
+-- knows (0: none), the incarnation of K's limit the daemon's mirror was made
+-- for ('': it has no mirror), then
 --   'carve':  want, floor, duration_ms, least, live, entries. Sets the allotment
 --             to min(want, what it holds + its share of what nobody holds)
 --             but never less than floor (what the daemon may hold live from
@@ -40,12 +41,22 @@
 -- allotment is held; anything later applies ('generation' otherwise: the
 -- daemon takes the record's generation from the answer and goes on).
 --
--- Returns 9 values per operation: status ('ok' | 'unknown' | 'kind' |
--- 'generation'), the amount held now, E and X as ms from now, the share
--- the daemon could grow by now, the capacity enforced, the record's
--- generation, the version of K's definition, and that definition (JSON)
--- when the version is not the one the daemon knows, or it knows none (''
--- otherwise).
+-- The incarnation (common.lua's gen) ties a daemon's mirror to the limit
+-- its allotments were carved from. A mirror of another incarnation than
+-- K's now is of a limit deleted since (its allotments went with it,
+-- delete.lua): what it holds belongs to no limit in the store, so neither
+-- its floor nor what a return says is live may be counted in K's, which
+-- starts empty. Such an operation changes nothing and is answered
+-- 'incarnation' with K's definition: the daemon drops that mirror with all
+-- it holds and mirrors K anew.
+--
+-- Returns 10 values per operation: status ('ok' | 'unknown' | 'kind' |
+-- 'generation' | 'incarnation'), the amount held now, E and X as ms from
+-- now, the share the daemon could grow by now, the capacity enforced, the
+-- record's generation, the version of K's definition, the incarnation of
+-- K's limit (0 if none), and K's definition (JSON) when the version is not
+-- the one the daemon knows, or it knows none, or the status is
+-- 'incarnation' ('' otherwise).
 
 local daemon = ARGV[5]
 
@@ -97,7 +108,8 @@ local out = {}
 local at = 7
 for _ = 1, tonumber(ARGV[6]) do
   local K, op, gen, known = ARGV[at], ARGV[at + 1], tonumber(ARGV[at + 2]), tonumber(ARGV[at + 3])
-  at = at + 4
+  local mirror_of = tonumber(ARGV[at + 4]) -- nil: no mirror
+  at = at + 5
   local want, floor, duration, least, held_live, held_entries, live = 0, 0, 0, 0, 0, 0, {}
   if op == 'carve' then
     want, floor, duration = tonumber(ARGV[at]), tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2])
@@ -116,6 +128,8 @@ for _ = 1, tonumber(ARGV[6]) do
   local status, others = 'ok', 0
   if L == nil then
     status = 'unknown'
+  elseif mirror_of ~= nil and mirror_of ~= L.gen then
+    status = 'incarnation' -- its mirror is of a limit deleted since: nothing of it counts here
   elseif (L.kind ~= 'r' and L.kind ~= 'c') or L.tp then
     status = 'kind' -- a made limit (made.lua) is decided by Redis too: docs/allotments.md
   else
@@ -160,7 +174,9 @@ for _ = 1, tonumber(ARGV[6]) do
   end
   local version = tonumber(redis.call('ZSCORE', P .. 'defs:changed', K)) or 0
   local definition = ''
-  if L ~= nil and (version ~= known or known == 0) then definition = redis.call('HGET', L.lk, 'def') or '' end
+  if L ~= nil and (version ~= known or known == 0 or status == 'incarnation') then
+    definition = redis.call('HGET', L.lk, 'def') or ''
+  end
   out[#out + 1] = status
   out[#out + 1] = fmt(held)
   out[#out + 1] = fmt(math.max(0, E - NOW))
@@ -169,6 +185,7 @@ for _ = 1, tonumber(ARGV[6]) do
   out[#out + 1] = fmt(cap)
   out[#out + 1] = fmt(g)
   out[#out + 1] = fmt(version)
+  out[#out + 1] = fmt(L ~= nil and L.gen or 0)
   out[#out + 1] = definition
 end
 return out

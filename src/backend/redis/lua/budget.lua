@@ -113,6 +113,7 @@ end
 
 -- Holds amount for lease id in L's current period until NOW + its timeout.
 local function budget_hold(L, id, amount, job)
+  amount = counter_fit(L.used, amount) -- all of it: it was admitted
   redis.call('ZADD', L.bk, L.at, id)
   redis.call('HSET', L.rk, id, reservation_text(amount, L.ps, job))
   L.used = L.used + amount; L.act = L.act + 1; L.dirty = true
@@ -136,14 +137,15 @@ local function budget_charge(L, id, actual)
   if ps == L.ps and UNIX_NOW < L.pe then
     L.used = L.used - reserved
     local charged = actual
-    if actual > reserved then -- overage (DESIGN.md "Overage"), as for rolling limits
+    if actual > reserved then -- overage (docs/concepts.md), as for rolling limits
       if L.ovg == 'debt' then
-        L.debt = L.debt + math.max(0, L.used + actual - L.enf) - math.max(0, L.used + reserved - L.enf)
+        L.debt = counter_add(L.debt, counter_above(L.used + reserved, actual - reserved, L.enf))
       else
         charged = math.min(actual, math.max(L.enf - L.used, reserved))
-        L.denied = L.denied + (actual - charged)
+        L.denied = counter_add(L.denied, actual - charged)
       end
     end
+    charged = counter_fit(L.used, charged) -- com is part of used: what fits fits both
     L.com = L.com + charged; L.used = L.used + charged
   end
   audit(L, UNIX_NOW, id, job, reserved, actual, ps, false)
@@ -153,7 +155,7 @@ end
 -- this period's open reservations that makes room, else the period's end
 -- (what is committed leaves only with it); at least 1.
 local function budget_retry_after(L, amount)
-  local need = L.used + amount - L.enf
+  local need = (L.used - L.enf) + amount -- exact: at most L.used, as amount <= L.enf
   if need <= L.used - L.com then
     local offset, chunk = 0, 8
     while true do

@@ -1,7 +1,7 @@
 -- common.lua: the prelude of every script of the redis backend. The C side
 -- sends it concatenated with audit.lua, budget.lua, made.lua and one entry script
 -- (reserve, complete, define, usage, sweep, ...), so each loaded script is
--- self-contained.
+-- self-contained; before it, one line sets COUNTER_MAX (below).
 --
 -- Every script gets ARGV[1] = key prefix, ARGV[2] = "now" in ms for expiry
 -- and ARGV[3] = "now" in Unix ms, or '' for both to use Redis TIME (tests
@@ -41,13 +41,22 @@
 -- again over a tombstone is another incarnation: l:K's 'gen' (its change
 -- number; 0, absent, for a key never deleted), written with each entry in
 -- a lease record, so that a Complete never touches the new limit for an
--- entry of the old one.
+-- entry of the old one; and the incarnation a daemon's allotments and its
+-- settles are of (allot.lua, settle.lua), so that nothing the old limit's
+-- allotments held or admitted is counted in the new one.
 -- e:K and a:K expire a second after their latest bucket, and the lease
 -- records with the lease's memory: Redis memory stays bounded whatever
 -- clients never complete. A budget's reservations leave one by one, each
 -- refunded and audited, when a script or a sweep finds its timeout passed.
 -- Numbers are doubles in Lua: amounts stay below 2^53 so they are exact;
 -- fmt() writes them without an exponent (redis.call would write %.14g).
+-- Counters (used, com, debt, denied) saturate at COUNTER_MAX, 2^53, the
+-- C side's RL_COUNTER_MAX (core/counter.h says why): every counter and
+-- amount is exact, and so is each difference of two; a sum of two may not
+-- be (2^53 + 1 is no double), so a comparison never adds two of them
+-- (amount > L.enf - L.used, not L.used + amount > L.enf). An entry holds,
+-- and gives back when it leaves, what fitted under the ceiling when it
+-- was added or grown: counter_fit below, in hold and change_bucket.
 local P = ARGV[1]
 local NOW, UNIX_NOW
 if ARGV[2] ~= '' then
@@ -65,6 +74,24 @@ local CHUNK = 256 -- members handled per call, below Lua's unpack limit
 
 local function fmt(x) return string.format('%.0f', x) end
 
+-- counter + amount, at most COUNTER_MAX (x + y rounds, but never below
+-- the ceiling when the exact sum is above it).
+local function counter_add(counter, amount) return math.min(counter + amount, COUNTER_MAX) end
+
+-- Of amount, what can still be added to counter under the ceiling.
+local function counter_fit(counter, amount) return math.min(amount, math.max(0, COUNTER_MAX - counter)) end
+
+-- A counter as stored (nil: 0), never above the ceiling: a state written
+-- before counters saturated may hold more.
+local function counter_of(text) return math.min(tonumber(text) or 0, COUNTER_MAX) end
+
+-- Of extra units charged on top of used, the part above capacity cap
+-- (what overage adds to debt_total), without the inexact used + extra.
+local function counter_above(used, extra, cap)
+  if used >= cap then return extra end
+  return math.max(0, extra - (cap - used))
+end
+
 local function load(K)
   local lk = P .. 'l:' .. K
   local v = redis.call('HMGET', lk, 'kind', 'enf', 'pend', 'used', 'win', 'ovg', 'debt', 'denied', 'act',
@@ -72,9 +99,9 @@ local function load(K)
   if not v[1] then return nil end
   local win = tonumber(v[5])
   return {key = K, lk = lk, ek = P .. 'e:' .. K, ak = P .. 'a:' .. K, kind = v[1],
-          enf = tonumber(v[2]), pend = tonumber(v[3]) or 0, used = tonumber(v[4]), win = win,
-          ovg = v[6], debt = tonumber(v[7]) or 0, denied = tonumber(v[8]) or 0, act = tonumber(v[9]) or 0,
-          cal = v[10], ps = tonumber(v[11]) or 0, pe = tonumber(v[12]) or 0, com = tonumber(v[13]) or 0,
+          enf = tonumber(v[2]), pend = tonumber(v[3]) or 0, used = counter_of(v[4]), win = win,
+          ovg = v[6], debt = counter_of(v[7]), denied = counter_of(v[8]), act = tonumber(v[9]) or 0,
+          cal = v[10], ps = tonumber(v[11]) or 0, pe = tonumber(v[12]) or 0, com = counter_of(v[13]),
           gen = tonumber(v[14]) or 0,
           -- made from a template (made.lua): its pattern, the template's
           -- version and incarnation it follows, its place in m:T (nil: a
@@ -143,8 +170,10 @@ end
 
 -- Moves L's bucket X (ms) by amount and count: for entries that do not
 -- expire with this call's own bucket (an allotment's, a settled overage's,
--- a completed reservation's). Written by save().
+-- a completed reservation's). Written by save(). A growth moves it by what
+-- fits under the counter ceiling.
 local function change_bucket(L, X, amount_delta, count_delta)
+  if amount_delta > 0 then amount_delta = counter_fit(L.used, amount_delta) end
   if L.changes == nil then L.changes = {} end
   local key = fmt(X)
   local d = L.changes[key]
@@ -177,7 +206,7 @@ local function allotments_of(L)
   return math.min(unused, L.used), math.min(count, L.act), entries
 end
 
--- Overage (DESIGN.md "Overage"): of extra units more than a rolling
+-- Overage (docs/concepts.md, "Overage"): of extra units more than a rolling
 -- reservation held, what L charges by its policy (debt: all of it, the
 -- part above capacity counted as debt; deny: what fits, the rest counted),
 -- with used what L's reservations really hold (L.used unless allotments
@@ -185,11 +214,11 @@ end
 local function overage_charge(L, extra, used)
   used = used or L.used
   if L.ovg == 'debt' then
-    L.debt = L.debt + math.max(0, used + extra - L.enf) - math.max(0, used - L.enf)
+    L.debt = counter_add(L.debt, counter_above(used, extra, L.enf))
     return extra
   end
   local charged = math.min(extra, math.max(0, L.enf - used))
-  L.denied = L.denied + (extra - charged)
+  L.denied = counter_add(L.denied, extra - charged)
   return charged
 end
 
@@ -302,7 +331,9 @@ local function limit(K)
 end
 
 -- Adds a lease's entry of amount to L's bucket of now; written by save().
+-- An admitted amount always fits under the counter ceiling.
 local function hold(L, amount)
+  amount = counter_fit(L.used, amount)
   L.add_amount = L.add_amount + amount; L.add_count = L.add_count + 1
   L.used = L.used + amount; L.act = L.act + 1; L.dirty = true
 end

@@ -31,7 +31,7 @@ local leases_at = read_templates(read_bounds(6))
 local function retry_after(L, amount)
   if L.kind == 'b' then return budget_retry_after(L, amount) end
   flush_adds(L) -- so that the walk sees this call's entries in their place
-  local need = L.used + amount - L.enf
+  local need = (L.used - L.enf) + amount -- exact: at most L.used, as amount <= L.enf
   local offset, chunk = 0, 8
   while true do
     local buckets = redis.call('ZRANGE', L.ek, offset, offset + chunk - 1)
@@ -183,7 +183,7 @@ local function reserve(base)
     if amount > lim.enf then return deny(lease, fingerprint, 0, ST_EXCEEDS, lim.key, lim, 3, amount, lim.enf, dry) end
     if lim.pend ~= 0 then
       if decreasing == nil then decreasing = i end
-    elseif lim.used + amount > lim.enf then
+    elseif amount > lim.enf - lim.used then -- exact (common.lua: counters)
       local w = retry_after(lim, amount)
       if full == nil or w > wait then full, wait = i, w end
     end

@@ -6,18 +6,23 @@
 -- the reservation's life (in the reservation's own count of entries: the
 -- daemon counts it), exactly as complete.lua charges a reservation the
 -- store decided. Concurrency holds spend nothing: they have no entry.
--- ARGV[5] = count, then per entry 7 values: key, lease id, job id,
+-- ARGV[5] = count, then per entry 8 values: key, lease id, job id,
 -- reserved, actual, overage, overage_ms (what the reservation had left to
--- live; 0: its window is over, nothing to charge). A key the store no
--- longer holds is skipped. Returns 0.
+-- live; 0: its window is over, nothing to charge), and the incarnation of
+-- the limit the lease was decided from (common.lua's gen, as allot.lua
+-- answered it). A key the store no longer holds is skipped, and so is one
+-- deleted and defined again since (another incarnation): as complete.lua
+-- skips an entry of a deleted limit, nothing of the old limit's leases is
+-- charged or audited on the new one, which starts empty. Returns 0.
 local at = 6
 for _ = 1, tonumber(ARGV[5]) do
   local K, lease, job = ARGV[at], ARGV[at + 1], ARGV[at + 2]
   local reserved, actual = tonumber(ARGV[at + 3]), tonumber(ARGV[at + 4])
   local extra, for_ms = tonumber(ARGV[at + 5]), tonumber(ARGV[at + 6])
-  at = at + 7
+  local incarnation = tonumber(ARGV[at + 7])
+  at = at + 8
   local L = limit(K)
-  if L ~= nil then
+  if L ~= nil and L.gen == incarnation then
     if L.kind == 'r' and extra > 0 and for_ms > 0 then
       -- against what the limit's reservations really hold; in the
       -- reservation's own entry (the daemon counts it), so no entry more

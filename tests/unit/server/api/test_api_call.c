@@ -277,7 +277,9 @@ static void test_answer_later(void **state) {
     assert_false(drive(f, "POST", "/v1/reserve", reserve_body(text, sizeof text, 3, "nope:key", 1)));
     assert_int_equal(f->res.status, 404);
     assert_string_equal(body(f), "{\"allowed\":false,\"retry_after_ms\":0,\"reserved_at_unix_ms\":0,"
-                                 "\"error\":\"unknown_limit_key:nope:key\"}");
+                                 "\"error\":\"unknown_limit_key:nope:key\",\"detail\":\"no limit has the key "
+                                 "nope:key: define it (PUT /v1/admin/limits, or a template that matches it) and "
+                                 "retry; nothing was reserved\"}");
 }
 
 /* The backend answers before its op returns: begin answers at once, and the

@@ -26,6 +26,8 @@
 
 #define MAX_BATCH 4
 #define LEASE "01JD5Z8Q6X4W8N1V0M9R7T3K2A"
+/* What a reserve of an unknown key is told, after "no limit has the key <key>: ". */
+#define UNKNOWN_KEY_ADVICE "define it (PUT /v1/admin/limits, or a template that matches it) and retry; nothing was reserved"
 
 /* ---- the in-test backend ---------------------------------------------------- */
 
@@ -164,12 +166,30 @@ static void put_limit(fixture *f, const char *json) {
 
 static void test_routing(void **state) {
     fixture *f = *state;
+    /* A 404 says what was not found, and where the API is. */
     assert_int_equal(call(f, "GET", "/nope", NULL), 404);
-    assert_string_equal(body(f), "{\"error\":\"invalid_request\"}");
+    assert_string_equal(body(f), "{\"error\":\"invalid_request\","
+                                 "\"detail\":\"no route for GET /nope: the API is under /v1/ (see /console)\"}");
     assert_null(f->res.allow);
+    /* The path as sent, cut when long, with only printable ASCII of it. */
+    assert_int_equal(call(f, "DELETE", "/v1/reserve/x y\x01\xff%00\"", NULL), 404);
+    assert_string_equal(body(f), "{\"error\":\"invalid_request\",\"detail\":\"no route for DELETE "
+                                 "/v1/reserve/x?y??%00\\\": the API is under /v1/ (see /console)\"}");
+    char long_path[400];
+    memset(long_path, 'a', sizeof long_path - 1);
+    long_path[0] = '/';
+    long_path[sizeof long_path - 1] = '\0';
+    assert_int_equal(call(f, "GET", long_path, NULL), 404);
+    assert_non_null(strstr(body(f), "\"no route for GET /aaa"));
+    assert_non_null(strstr(body(f), "aaa...: the API is under /v1/ (see /console)\"}"));
+    assert_true(strlen(body(f)) < 350);
+    /* A context that keeps no metrics (a daemon with metrics.enabled: false). */
+    assert_int_equal(call(f, "GET", "/metrics", NULL), 404);
+    assert_string_equal(body(f), "{\"error\":\"invalid_request\",\"detail\":\"no route for GET /metrics: this "
+                                 "daemon keeps no metrics (metrics.enabled: false)\"}");
     assert_int_equal(call(f, "GET", "/v1/reserve/", NULL), 404);
     assert_int_equal(call(f, "GET", "/v1", NULL), 404);
-    assert_int_equal(call(f, "GET", "/", NULL), 404);
+    assert_int_equal(call(f, "GET", "/", NULL), 302); /* to the console (test_handlers_console.c) */
 
     assert_int_equal(call(f, "GET", "/v1/reserve", NULL), 405);
     assert_string_equal(body(f), "{\"error\":\"invalid_request\"}");
@@ -188,6 +208,17 @@ static void test_routing(void **state) {
 
     assert_int_equal(call(f, "GET", "/healthz", NULL), 200);
     assert_string_equal(body(f), "{\"ok\":true,\"backend\":\"memory\",\"limits\":0}");
+
+    /* HEAD is taken where GET is, answered as the GET (the HTTP layer drops
+     * the body); not where GET is not. */
+    assert_int_equal(call(f, "HEAD", "/healthz", NULL), 200);
+    assert_string_equal(body(f), "{\"ok\":true,\"backend\":\"memory\",\"limits\":0}");
+    assert_int_equal(call(f, "HEAD", "/console/console.css", NULL), 200);
+    assert_string_equal(f->res.content_type, "text/css; charset=utf-8");
+    assert_int_equal(call(f, "HEAD", "/v1/admin/limits/x", NULL), 404);
+    assert_int_equal(call(f, "HEAD", "/v1/reserve", NULL), 405);
+    assert_string_equal(f->res.allow, "POST");
+    assert_int_equal(call(f, "head", "/healthz", NULL), 405);
 }
 
 /* A memory backend opened without an audit directory keeps no log: every
@@ -223,7 +254,8 @@ static void test_reserve_shapes(void **state) {
              rl_test_lease_id(3, id));
     assert_int_equal(call(f, "POST", "/v1/reserve", body_text), 404);
     assert_string_equal(body(f), "{\"allowed\":false,\"retry_after_ms\":0,\"reserved_at_unix_ms\":0,"
-                                 "\"error\":\"unknown_limit_key:other\"}");
+                                 "\"error\":\"unknown_limit_key:other\","
+                                 "\"detail\":\"no limit has the key other: " UNKNOWN_KEY_ADVICE "\"}");
 
     assert_int_equal(call(f, "POST", "/v1/reserve", "{"), 400);
     assert_non_null(strstr(body(f), "{\"allowed\":false,\"retry_after_ms\":0,\"reserved_at_unix_ms\":0,"
@@ -248,7 +280,8 @@ static void test_batches(void **state) {
     assert_non_null(strstr(text, "},{\"allowed\":false,\"retry_after_ms\":0,\"reserved_at_unix_ms\":0,"
                                  "\"error\":\"invalid_request\",\"detail\":\"requests[1].lease_id must be a ULID"));
     assert_non_null(strstr(text, "\"},{\"allowed\":false,\"retry_after_ms\":0,"
-                                 "\"reserved_at_unix_ms\":0,\"error\":\"unknown_limit_key:zz\"}]}"));
+                                 "\"reserved_at_unix_ms\":0,\"error\":\"unknown_limit_key:zz\","
+                                 "\"detail\":\"no limit has the key zz: " UNKNOWN_KEY_ADVICE "\"}]}"));
 
     /* Above max_batch, and not a batch at all: the whole payload is refused. */
     assert_int_equal(call(f, "POST", "/v1/reserve/batch",
@@ -288,7 +321,7 @@ static void test_admin(void **state) {
     assert_non_null(strstr(body(f), "{\"limit\":{\"definition\":{\"key\":\"b/x:y\""));
     assert_int_equal(call(f, "GET", "/v1/admin/limits/b/x:y", NULL), 200);
     assert_int_equal(call(f, "GET", "/v1/admin/limits/c", NULL), 404);
-    assert_string_equal(body(f), "{\"error\":\"unknown_limit_key:c\"}");
+    assert_string_equal(body(f), "{\"error\":\"unknown_limit_key:c\",\"detail\":\"no limit has the key c\"}");
     assert_int_equal(call(f, "GET", "/v1/admin/limits/", NULL), 400);
     assert_int_equal(call(f, "GET", "/v1/admin/limits/a%20b", NULL), 400);
     assert_int_equal(call(f, "GET", "/v1/admin/limits/a%2", NULL), 400);
@@ -308,7 +341,7 @@ static void test_admin(void **state) {
     assert_int_equal(call(f, "GET", "/v1/admin/limits/q%22x%5Cy", NULL), 200);
     assert_non_null(strstr(body(f), "{\"limit\":{\"definition\":{\"key\":\"q\\\"x\\\\y\""));
     assert_int_equal(call(f, "GET", "/v1/admin/limits/q%22z", NULL), 404);
-    assert_string_equal(body(f), "{\"error\":\"unknown_limit_key:q\\\"z\"}");
+    assert_string_equal(body(f), "{\"error\":\"unknown_limit_key:q\\\"z\",\"detail\":\"no limit has the key q\\\"z\"}");
 }
 
 static void test_large_answer_buffer_is_trimmed(void **state) {
@@ -335,8 +368,11 @@ static void test_large_answer_buffer_is_trimmed(void **state) {
 static struct rlimit fsize_before_block;
 
 static void block_registry(fixture *f) {
+    char lock[sizeof f->path + 8];
+    snprintf(lock, sizeof lock, "%s.lock", f->path);
     unlink(f->path);
     unlink(f->log_path);
+    unlink(lock); /* the registry's lock file: it goes on holding the lock, unlinked */
     assert_int_equal(rmdir(f->subdir), 0);
     FILE *blocker = fopen(f->subdir, "w");
     assert_non_null(blocker);
@@ -396,7 +432,8 @@ static void test_delete(void **state) {
     assert_string_equal(body(f), "{\"ok\":true}");
     assert_int_equal(call(f, "GET", "/v1/admin/limits/b/x:y", NULL), 404);
     assert_int_equal(call(f, "DELETE", "/v1/admin/limits/b/x:y", NULL), 404);
-    assert_string_equal(body(f), "{\"ok\":false,\"error\":\"unknown_limit_key:b/x:y\"}");
+    assert_string_equal(body(f), "{\"ok\":false,\"error\":\"unknown_limit_key:b/x:y\","
+                                 "\"detail\":\"no limit has the key b/x:y\"}");
     rl_limit_usage usage;
     assert_int_equal(rl_backend_limit_usage(rl_service_backend(f->service), "b/x:y", &usage), RL_UNKNOWN_LIMIT_KEY);
     /* the lease keeps its other key; a retry, its first outcome */

@@ -2,8 +2,9 @@
  * without sockets: a real service (registry in a temp dir + memory backend)
  * behind the api's road, a denied reserve's outcome through the observer
  * into the ring, and the endpoint's exact answer; the files built in, with
- * their media types; a context without a ring answers an empty list. Over
- * HTTP and in a browser: tests/integration/test_console.c. */
+ * their media types; a context without a ring answers an empty list; GET /
+ * sends a browser on to the console. Over HTTP and in a browser:
+ * tests/integration/test_console.c. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -146,15 +147,27 @@ static void test_console_files(void **state) {
     assert_string_equal(f->res.content_type, "text/javascript; charset=utf-8");
     handle(f, "GET", "/console/console.css", NULL);
     assert_string_equal(f->res.content_type, "text/css; charset=utf-8");
-    /* Not a file: a JSON 404, with no page headers; the API's answers neither. */
+    /* Not a file: a JSON 404 that says so, with no page headers; the API's
+     * answers neither. */
     const char *missing[] = {"/console/nothing", "/console/index.html/", "/console//index.html",
-                             "/console/../healthz", "/consolex"};
+                             "/console/../healthz"};
     for (size_t i = 0; i < sizeof missing / sizeof missing[0]; i++) {
-        assert_string_equal(handle(f, "GET", missing[i], NULL), "{\"error\":\"invalid_request\"}");
+        char expected[256];
+        snprintf(expected, sizeof expected,
+                 "{\"error\":\"invalid_request\",\"detail\":\"no route for GET %s: the console has no file of "
+                 "that name (its page is /console)\"}",
+                 missing[i]);
+        assert_string_equal(handle(f, "GET", missing[i], NULL), expected);
         assert_int_equal(f->res.status, 404);
         assert_null(f->res.content_type);
         assert_false(f->res.browser_page);
     }
+    /* Not the console's path at all: any unknown path's 404. */
+    assert_string_equal(handle(f, "GET", "/consolex", NULL),
+                        "{\"error\":\"invalid_request\",\"detail\":\"no route for GET /consolex: the API is "
+                        "under /v1/ (see /console)\"}");
+    assert_int_equal(f->res.status, 404);
+    assert_false(f->res.browser_page);
     handle(f, "GET", "/healthz", NULL);
     assert_false(f->res.browser_page);
     handle(f, "PUT", "/console/console.js", "");
@@ -162,10 +175,35 @@ static void test_console_files(void **state) {
     assert_string_equal(f->res.allow, "GET");
 }
 
+/* The daemon's address opened in a browser: a redirect to the page, a body
+ * that says where it is for whoever reads it (curl), no page headers. */
+static void test_root_redirects_to_the_console(void **state) {
+    fixture *f = *state;
+    const char *methods[] = {"GET", "HEAD"};
+    for (size_t i = 0; i < 2; i++) {
+        assert_string_equal(handle(f, methods[i], "/", NULL), "{\"detail\":\"the web console is at /console\"}");
+        assert_int_equal(f->res.status, 302);
+        assert_string_equal(f->res.location, "/console");
+        assert_null(f->res.content_type);
+        assert_false(f->res.browser_page);
+    }
+    /* Only the root: no other answer has a Location. */
+    handle(f, "GET", "/console", NULL);
+    assert_null(f->res.location);
+    handle(f, "GET", "//", NULL);
+    assert_int_equal(f->res.status, 404);
+    assert_null(f->res.location);
+    handle(f, "POST", "/", "");
+    assert_int_equal(f->res.status, 405);
+    assert_string_equal(f->res.allow, "GET");
+    assert_null(f->res.location);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_denials_from_the_road, setup, teardown),
         cmocka_unit_test_setup_teardown(test_console_files, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_root_redirects_to_the_console, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -58,7 +58,7 @@ static int teardown(void **state) {
 static int request(fixture *f, const char *method, const char *path, const char *body) {
     rl_http_request req = {method, strlen(method), path, strlen(path), body, body != NULL ? strlen(body) : 0,
                            NULL, 0};
-    rl_http_response res = {0, NULL, NULL, NULL, false};
+    rl_http_response res = {0, NULL, NULL, NULL, NULL, false};
     f->call.done = NULL; /* the memory backend answers inside begin */
     assert_true(rl_api_begin(&f->ctx, &req, &f->call, &res));
     rl_api_outcome_of(&f->call, &req, &res, &f->outcome);
@@ -166,7 +166,7 @@ static void refused_bodies_and_other_paths(void **state) {
     rl_http_request req = {"GET", 3, "/v1/admin/audit", 15, NULL, 0, NULL, 0};
     rl_buf body;
     rl__buf_init(&body);
-    rl_http_response res = {403, NULL, &body, NULL, false};
+    rl_http_response res = {403, NULL, NULL, &body, NULL, false};
     rl_api_outcome_of(NULL, &req, &res, &f->outcome);
     assert_int_equal(f->outcome.endpoint, RL_API_ADMIN_AUDIT);
     assert_int_equal(f->outcome.http_status, 403);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -118,11 +119,33 @@ static void test_file(void **state) {
     assert_non_null(strstr(err, "cannot open"));
 }
 
+/* A FIFO (or a directory) is no tokens file: refused at once with a sentence
+ * that says what it is, never waited on for a writer (a SIGHUP that met one
+ * would hold the daemon's signal loop). */
+static void test_not_a_regular_file(void **state) {
+    (void)state;
+    char dir[] = "/tmp/rl_test_tokens_XXXXXX", fifo[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(fifo, sizeof fifo, "%s/tokens.fifo", dir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    rl_token_set *set = (rl_token_set *)1;
+    char err[512] = "";
+    assert_false(rl_token_set_load_file(fifo, &set, err, sizeof err));
+    assert_null(set);
+    assert_non_null(strstr(err, fifo));
+    assert_non_null(strstr(err, ": is a FIFO, not a regular file"));
+    assert_false(rl_token_set_load_file(dir, &set, err, sizeof err));
+    assert_non_null(strstr(err, ": is a directory, not a regular file"));
+    unlink(fifo);
+    rmdir(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lines),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_file),
+        cmocka_unit_test(test_not_a_regular_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,13 +14,29 @@ static const rl_request_guard loopback = {true, origins, 2};
 static const rl_request_guard wide = {false, origins, 2};
 static const rl_request_guard closed = {true, NULL, 0}; /* the default: no origin allowed */
 
-static rl_guard_decision check(const rl_request_guard *guard, const char *method, const char *host,
-                               const char *origin) {
+/* A request with host_count Host lines (the last one host) and
+ * origin_count Origin headers (the first one origin). */
+static rl_guard_decision check_counted(const rl_request_guard *guard, const char *method, const char *host,
+                                       size_t host_count, const char *origin, size_t origin_count) {
     rl_guard_decision d;
     memset(&d, 0xab, sizeof d);
-    rl_request_guard_check(guard, method, strlen(method), host, host != NULL ? strlen(host) : 0, origin,
-                           origin != NULL ? strlen(origin) : 0, &d);
+    rl_guard_request request = {
+        .method = method,
+        .method_len = strlen(method),
+        .host = host,
+        .host_len = host != NULL ? strlen(host) : 0,
+        .host_count = host_count,
+        .origin = origin,
+        .origin_len = origin != NULL ? strlen(origin) : 0,
+        .origin_count = origin_count,
+    };
+    rl_request_guard_check(guard, &request, &d);
     return d;
+}
+
+static rl_guard_decision check(const rl_request_guard *guard, const char *method, const char *host,
+                               const char *origin) {
+    return check_counted(guard, method, host, host != NULL, origin, origin != NULL);
 }
 
 static bool loopback_host(const char *host) { return rl_request_guard_host_is_loopback(host, strlen(host)); }
@@ -103,6 +119,27 @@ static void test_own_origin_on_loopback(void **state) {
     assert_int_equal(check(&closed, "PUT", NULL, "http://localhost").verdict, RL_GUARD_REFUSE);
 }
 
+/* Two Host lines are malformed whichever comes last (h2o keeps the last,
+ * which a rebinding page can make loopback), and so are two Origins, even
+ * if both are allowed: 400, before any other rule. */
+static void test_repeated_headers(void **state) {
+    (void)state;
+    rl_guard_decision d = check_counted(&loopback, "POST", "localhost", 2, NULL, 0);
+    assert_int_equal(d.verdict, RL_GUARD_MALFORMED);
+    assert_string_equal(d.detail, "the request has 2 Host headers and may have one: which of them to go by would "
+                                  "be a guess");
+    assert_int_equal(check_counted(&wide, "GET", "evil.example", 3, NULL, 0).verdict, RL_GUARD_MALFORMED);
+    d = check_counted(&wide, "POST", "x", 1, "https://console.example.com", 2);
+    assert_int_equal(d.verdict, RL_GUARD_MALFORMED);
+    assert_false(d.cors);
+    assert_non_null(strstr(d.detail, "2 Origin headers"));
+    assert_int_equal(check_counted(&loopback, "OPTIONS", "localhost", 1, "http://localhost:3000", 2).verdict,
+                     RL_GUARD_MALFORMED);
+    /* one of each, or none, is judged as before */
+    assert_int_equal(check_counted(&wide, "POST", "x", 1, "https://console.example.com", 1).verdict, RL_GUARD_PASS);
+    assert_int_equal(check_counted(&loopback, "GET", NULL, 0, NULL, 0).verdict, RL_GUARD_PASS);
+}
+
 /* A header may hold any byte: the detail shows printable ASCII only, cut. */
 static void test_details_are_printable(void **state) {
     (void)state;
@@ -110,7 +147,8 @@ static void test_details_are_printable(void **state) {
     memset(origin, 'a', sizeof origin);
     memcpy(origin, "http://\x01\xff\"\\", 11);
     rl_guard_decision d;
-    rl_request_guard_check(&loopback, "GET", 3, "localhost", 9, origin, sizeof origin, &d);
+    rl_guard_request request = {"GET", 3, "localhost", 9, 1, origin, sizeof origin, 1};
+    rl_request_guard_check(&loopback, &request, &d);
     assert_int_equal(d.verdict, RL_GUARD_REFUSE);
     assert_non_null(strstr(d.detail, "Origin \"http://???\\aaa"));
     assert_non_null(strstr(d.detail, "aaa...\" is not in"));
@@ -143,6 +181,7 @@ int main(void) {
         cmocka_unit_test(test_host_rule_only_on_loopback),
         cmocka_unit_test(test_origins),
         cmocka_unit_test(test_own_origin_on_loopback),
+        cmocka_unit_test(test_repeated_headers),
         cmocka_unit_test(test_details_are_printable),
         cmocka_unit_test(test_origin_check),
     };

@@ -130,6 +130,28 @@ static void test_json_escaping_round_trips(void **state) {
     }
 }
 
+/* A job_id the API accepts may hold the characters that end a line for
+ * readers other than a split on '\n' (NEL and the other C1 controls, the
+ * line and paragraph separators): written escaped in both formats, so the
+ * line stays one, and read back exactly. */
+static void test_line_breaking_characters_escaped(void **state) {
+    (void)state;
+    static char line[RL_ACCESS_LOG_LINE_MAX + 1];
+    const char *job_id = "a\xc2\x85" "b\xe2\x80\xa8" "c\xe2\x80\xa9" "d\xc2\x9b" "e\xc2\xa0" "f\xe2\x80\xaf";
+    rl_api_outcome o = denied_reserve(job_id);
+    format(RL_ACCESS_LOG_TEXT, &o, 1, line);
+    /* U+00A0 and U+202F, spaces that break no line, stay as they are */
+    const char *text = "job_id=\"a\\xc2\\x85b\\xe2\\x80\\xa8c\\xe2\\x80\\xa9d\\xc2\\x9be\xc2\xa0" "f\xe2\x80\xaf\" ";
+    if (strstr(line, text) == NULL) fail_msg("\"%s\" not in %s", text, line);
+    format(RL_ACCESS_LOG_JSON, &o, 1, line);
+    const char *json_text = "\"job_id\":\"a\\u0085b\\u2028c\\u2029d\\u009be\xc2\xa0" "f\xe2\x80\xaf\"";
+    if (strstr(line, json_text) == NULL) fail_msg("\"%s\" not in %s", json_text, line);
+    cJSON *json = cJSON_Parse(line);
+    assert_non_null(json);
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(json, "job_id")->valuestring, job_id);
+    cJSON_Delete(json);
+}
+
 /* Every string at its bound, every byte escaped: the line still fits, and
  * longer strings are cut. */
 static void test_longest_line_fits(void **state) {
@@ -185,6 +207,7 @@ int main(void) {
         cmocka_unit_test(test_json_line),
         cmocka_unit_test(test_text_line),
         cmocka_unit_test(test_json_escaping_round_trips),
+        cmocka_unit_test(test_line_breaking_characters_escaped),
         cmocka_unit_test(test_longest_line_fits),
         cmocka_unit_test(test_time_and_format_names),
     };
