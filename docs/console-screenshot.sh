@@ -1,5 +1,5 @@
 #!/bin/sh
-# Makes docs/console.png, the README's picture of the web console: a daemon
+# Makes docs/console.png, the picture of the web console in docs/console.md: a daemon
 # (the build's) on a free port in a temporary directory, the example limits
 # and a monthly budget, a little traffic with some denials, then Debian's
 # headless Chromium takes the page with the budget's audit open.
