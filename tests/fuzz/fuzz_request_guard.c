@@ -60,7 +60,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     memcpy(head + head_len, "\r\n", 2);
     head_len += 2;
     long counted = rl_request_head_field_count(head, head_len, method, strlen(method), "host", 4);
-    FUZZ_CHECK(counted >= -1 && counted <= (long)(host_count + origin_count));
+    /* An Origin with newlines adds lines of its own (Host lines among
+     * them, in each copy): no more Host lines than the head has lines. */
+    long lines = 0;
+    for (size_t i = 0; i < head_len; i++) lines += head[i] == '\n';
+    FUZZ_CHECK(counted >= -1 && counted <= lines);
     if (memchr(origin_copy, '\n', origin_len) == NULL) { /* else the Origin can end the head or add lines */
         FUZZ_CHECK(counted == (long)host_count);
         FUZZ_CHECK(rl_request_head_field_count(head, head_len - 1, method, strlen(method), "host", 4) == -1);
