@@ -50,7 +50,8 @@ typedef struct rl_memory_options {
     const char *journal_path;    /* borrowed for the call that opens */
     rl_journal_fsync journal_fsync;
     /* The journal is compacted (rewritten as a snapshot of the live state)
-     * once it is larger than this and twice its last snapshot; 0: 64 MiB. */
+     * once it is larger than this and at least half of it is garbage
+     * (twice what a snapshot would write); 0: 64 MiB. */
     uint64_t journal_compact_bytes;
     /* The audit log of spend (types.h), one file a day in this directory,
      * kept audit_retention_days (0: default). NULL: none is kept. */

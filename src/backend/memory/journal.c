@@ -70,6 +70,7 @@ struct rl__journal {
     audit_buf pending_audit;
     uint64_t added; /* the ticket: grows with every addition */
     bool capturing;     /* a compaction's child runs: additions go to since_cut too */
+    uint64_t lease_record_bytes, lease_records; /* the LEASE records added, framed: their average size */
     record_buf since_cut;
 
     pthread_mutex_t state_lock;
@@ -144,7 +145,12 @@ static void swap_audit(audit_buf *a, audit_buf *b) {
 
 bool rl__journal_add(rl__journal *journal, const rl__jrec *record) {
     pthread_mutex_lock(&journal->pending_lock);
+    size_t len_before = journal->pending.len;
     bool ok = buf_add(&journal->pending, record);
+    if (ok && record->type == RL__JREC_LEASE) {
+        journal->lease_record_bytes += journal->pending.len - len_before;
+        journal->lease_records++;
+    }
     /* The new file needs what came after its snapshot; without memory for
      * it, the compaction is abandoned (the old file has everything). */
     if (ok && journal->capturing && !buf_add(&journal->since_cut, record)) journal->capturing = false;
@@ -404,11 +410,34 @@ static bool write_snapshot_file(rl__journal *journal) {
     return write_framed(journal, &journal->snapshot, O_CREAT | O_TRUNC);
 }
 
-static bool wants_compaction(const rl__journal *journal) {
+/* What a snapshot would write now, estimated: the owner's live records at
+ * the average size of the lease records added since open (leases are
+ * nearly all of a snapshot). Before any, the last snapshot's size. */
+static uint64_t live_bytes_estimate(rl__journal *journal) {
+    pthread_mutex_lock(&journal->pending_lock);
+    uint64_t bytes = journal->lease_record_bytes, records = journal->lease_records;
+    pthread_mutex_unlock(&journal->pending_lock);
+    if (records == 0 || journal->owner.live_records == NULL) return journal->snapshot_bytes;
+    journal->owner.lock(journal->owner.context);
+    uint64_t live = journal->owner.live_records(journal->owner.context);
+    journal->owner.unlock(journal->owner.context);
+    return live * (bytes / records);
+}
+
+/* A compaction costs a copy of everything live, so it waits until at least
+ * half of the file is garbage. Leases are remembered for lease_memory_ms
+ * after their state is gone: under a steady stream of new leases the file
+ * is nearly all live until the first are forgotten, and rewriting it each
+ * time it doubled (as Redis rewrites its AOF) would copy the same leases
+ * again and again for nothing. Half again the last snapshot at least, so
+ * that an estimate too low cannot compact over and over. */
+static bool wants_compaction(rl__journal *journal) {
     if (journal->file == NULL || journal->child != 0) return false;
     uint64_t size = rl__record_file_size(journal->file);
-    return size > journal->compact_bytes && size > 2 * journal->snapshot_bytes &&
-           rl__record_file_pending_bytes(journal->file) == 0;
+    if (size <= journal->compact_bytes || size < journal->snapshot_bytes + journal->snapshot_bytes / 2 ||
+        rl__record_file_pending_bytes(journal->file) != 0)
+        return false;
+    return size > 2 * live_bytes_estimate(journal);
 }
 
 static uint64_t monotonic_ms(void);

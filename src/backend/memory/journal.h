@@ -18,8 +18,10 @@
  * Audit entries are written (and synced) before the journal records added
  * with them, so the audit log is never behind an acknowledged journal.
  *
- * Compaction: when the file has grown past compact_bytes and twice its last
- * snapshot, the flusher forks under the owner's lock; the child writes a
+ * Compaction: when the file has grown past compact_bytes, to twice what a
+ * snapshot would write (the owner's live records at the average size of the
+ * lease records added: at least half of the file is then garbage) and half
+ * again its last snapshot, the flusher forks under the owner's lock; the child writes a
  * snapshot of the live state to <path>.tmp (synced) while the parent goes
  * on answering into the old file and keeps a copy of what comes after the
  * fork; then that copy is appended to the new file and synced, outside the
@@ -81,6 +83,10 @@ typedef struct rl__journal_owner {
      * files to fdatasync outside it, at most max (audit_log.h,
      * rl__audit_log_sync_handles). NULL: nothing. */
     size_t (*sync_handles)(void *context, int *fds, size_t max);
+    /* The number of records a snapshot would write now (leases, limits,
+     * templates), called with the owner's lock held: what a compaction
+     * would keep, against what it would drop. */
+    uint64_t (*live_records)(void *context);
     /* Called on the flusher thread about once a second, outside every lock
      * of the journal (the audit log's retention). NULL: nothing. */
     void (*tick)(void *context);

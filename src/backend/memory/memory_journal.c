@@ -441,6 +441,14 @@ static int by_decision_time(const void *a, const void *b) {
 static void lock_backend(void *context) { pthread_mutex_lock(&((memory_backend *)context)->lock); }
 static void unlock_backend(void *context) { pthread_mutex_unlock(&((memory_backend *)context)->lock); }
 
+/* What snapshot() below writes, counted (the backend's lock held); a limit
+ * made from a template as one record, not two: counts, not a walk. */
+static uint64_t live_records(void *context) {
+    memory_backend *backend = context;
+    size_t templates = backend->templates != NULL ? rl__template_set_count(backend->templates) : 0;
+    return 1 + templates + backend->limits.count + backend->leases.count;
+}
+
 static bool snapshot(void *context, rl__journal *journal) {
     memory_backend *backend = context;
     uint64_t now_ms = backend->clock->monotonic_ms(backend->clock);
@@ -556,6 +564,7 @@ rl_status rl__mem_journal_open(memory_backend *backend, const rl_memory_options 
                                unlock_backend,
                                snapshot,
                                backend->audit != NULL ? audit_sync_handles : NULL,
+                               live_records,
                                tick,
                                backend};
     status = rl__journal_start(backend->journal, &owner, err, err_size);
