@@ -262,6 +262,8 @@ rl_status rl__record_file_flush(rl__record_file *file, bool sync, char *err, siz
 
 /* ---- rewriting ------------------------------------------------------------------- */
 
+#define SINK_CHUNK_BYTES (64u * 1024u) /* written out when full */
+
 struct rl__record_sink {
     int fd;
     unsigned char *chunk; /* records gathered before a write */
@@ -292,6 +294,34 @@ bool rl__record_sink_add(rl__record_sink *sink, const void *record, size_t len) 
     return true;
 }
 
+rl__record_sink *rl__record_sink_open(const char *path, bool start) {
+    rl__record_sink *sink = calloc(1, sizeof *sink);
+    if (sink == NULL) return NULL;
+    sink->cap = SINK_CHUNK_BYTES;
+    sink->chunk = malloc(sink->cap);
+    int flags = O_WRONLY | O_CLOEXEC | (start ? O_CREAT | O_TRUNC : O_APPEND);
+    sink->fd = sink->chunk != NULL ? open(path, flags, 0644) : -1;
+    if (sink->fd < 0) {
+        free(sink->chunk);
+        free(sink);
+        return NULL;
+    }
+    if (start) {
+        memcpy(sink->chunk, RL__RECORD_FILE_HEADER, RL__RECORD_FILE_HEADER_BYTES);
+        sink->len = RL__RECORD_FILE_HEADER_BYTES;
+    }
+    return sink;
+}
+
+bool rl__record_sink_close(rl__record_sink *sink) {
+    if (sink == NULL) return false;
+    bool ok = sink_write(sink) && fdatasync(sink->fd) == 0;
+    close(sink->fd);
+    free(sink->chunk);
+    free(sink);
+    return ok;
+}
+
 typedef struct rewrite {
     rl__record_file *file;
     rl__record_source_fn source;
@@ -300,7 +330,7 @@ typedef struct rewrite {
 
 static bool write_rewrite(int fd, void *context) {
     rewrite *r = context;
-    rl__record_sink sink = {fd, malloc(64 * 1024), 0, 64 * 1024, false};
+    rl__record_sink sink = {fd, malloc(SINK_CHUNK_BYTES), 0, SINK_CHUNK_BYTES, false};
     if (sink.chunk == NULL) return false;
     bool ok = rl__write_all(fd, RL__RECORD_FILE_HEADER, RL__RECORD_FILE_HEADER_BYTES) == 0 &&
               r->source(&sink, r->context) && sink_write(&sink) &&
@@ -323,7 +353,9 @@ rl_status rl__record_file_rewrite(rl__record_file *file, rl__record_source_fn so
     return reopened != RL_OK ? reopened : status;
 }
 
-rl_status rl__record_file_adopt(rl__record_file *file, const char *tmp_path, bool sync, char *err, size_t err_size) {
+rl_status rl__record_file_adopt(rl__record_file *file, const char *tmp_path, bool sync, int *replaced_fd, char *err,
+                                size_t err_size) {
+    *replaced_fd = -1;
     int fd = open(tmp_path, O_WRONLY | O_APPEND | O_CLOEXEC);
     if (fd < 0) return fail(RL_IO_ERROR, err, err_size, "%s: cannot open to append: %s", tmp_path, strerror(errno));
     bool written = file->pending_len == 0 || rl__write_all(fd, file->pending, file->pending_len) == 0;
@@ -339,7 +371,7 @@ rl_status rl__record_file_adopt(rl__record_file *file, const char *tmp_path, boo
                             : rl__atomic_file_rename_unsynced(tmp_path, file->path, &replaced, err, err_size);
     if (!replaced) return status;
     file->pending_len = 0; /* in the new file */
-    close(file->fd);
+    *replaced_fd = file->fd;
     file->fd = -1;
     rl_status reopened = open_for_append(file, err, err_size);
     return reopened != RL_OK ? reopened : status;

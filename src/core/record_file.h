@@ -120,15 +120,29 @@ bool rl__record_sink_add(rl__record_sink *sink, const void *record, size_t len);
 rl_status rl__record_file_rewrite(rl__record_file *file, rl__record_source_fn source, void *context, char *err,
                                   size_t err_size);
 
+/* A sink of its own on path, for a record file written beside this one: a
+ * new file, its header first (start), or records appended to one. Records
+ * go out in chunks, so a file of any size is written without a copy of it
+ * in memory. NULL if path cannot be opened (errno) or for want of memory.
+ * Close writes what is left and fdatasyncs: true if every record added
+ * reached the disk. One thread. */
+rl__record_sink *rl__record_sink_open(const char *path, bool start);
+bool rl__record_sink_close(rl__record_sink *sink);
+
 /* Replaces the file by the record file at tmp_path (written and synced by
  * someone else: a compaction in a child process), after appending to it
  * the records still buffered here, then syncing it, renaming it over the
  * file and syncing the directory; goes on appending to the new file. On a
  * failure before the rename the old file stays, and so does the buffer.
+ * replaced_fd gets the old file's descriptor (or -1), for the caller to
+ * close outside its locks: closing the last descriptor of a file renamed
+ * over frees its blocks, which takes as long as the file was large (tens
+ * of milliseconds for a hundred megabytes).
  * sync false leaves out both syncs, for a caller that makes them later
  * (journal.h, everysec: the new file's last records and its name may be
  * lost to a power loss until then, as anything written in that second). */
-rl_status rl__record_file_adopt(rl__record_file *file, const char *tmp_path, bool sync, char *err, size_t err_size);
+rl_status rl__record_file_adopt(rl__record_file *file, const char *tmp_path, bool sync, int *replaced_fd, char *err,
+                                size_t err_size);
 
 /* Closes without flushing (flush first what must be kept). NULL is allowed. */
 void rl__record_file_close(rl__record_file *file);

@@ -59,7 +59,8 @@ struct rl__journal {
     record_buf writing; /* swapped out of pending by a flush; io_lock */
     audit_buf writing_audit;
     bool behind; /* io_lock: the last flush left records of written audit entries unwritten */
-    record_buf snapshot; /* filled by owner.snapshot, in the child */
+    rl__record_sink *snapshot_out; /* where owner.snapshot writes, in the child */
+    unsigned char *snapshot_record; /* one record as it is encoded, in the child */
     pid_t child;         /* a compaction under way (the flusher's), or 0 */
     record_buf caught_up; /* the flusher's: records since the fork, on their way to the new file */
     bool dir_unsynced;    /* io_lock: a compaction renamed the file; its directory awaits the next sync */
@@ -377,37 +378,31 @@ void rl__journal_stats(const rl__journal *journal, rl_backend_stats *out) {
  * writes: it takes no lock and starts no thread. */
 
 bool rl__journal_snapshot_add(rl__journal *journal, const rl__jrec *record) {
-    return buf_add(&journal->snapshot, record);
+    size_t len = rl__jrec_encode(record, journal->snapshot_record);
+    return rl__record_sink_add(journal->snapshot_out, journal->snapshot_record, len);
 }
 
-static bool frame_one(void *context, const void *record, size_t len) {
-    record_buf *out = context;
-    if (out->len + RL__RECORD_FRAME_BYTES + len > out->capacity) return false;
-    out->len += rl__record_frame(out->bytes + out->len, record, len);
-    return true;
+/* In the child: the snapshot as a new record file at tmp_path, synced.
+ * Written as it is encoded, never whole in memory: the child's memory is
+ * the parent's until written, and every page it takes costs a fault. */
+static bool write_snapshot(rl__journal *journal) {
+    journal->snapshot_record = malloc(RL__JREC_MAX_BYTES);
+    journal->snapshot_out = journal->snapshot_record != NULL ? rl__record_sink_open(journal->tmp_path, true) : NULL;
+    if (journal->snapshot_out == NULL) return false;
+    bool ok = journal->owner.snapshot(journal->owner.context, journal);
+    return rl__record_sink_close(journal->snapshot_out) && ok;
 }
 
-/* Writes records to tmp_path as record-file frames, after the file's header
- * when starting it (open_flags with O_TRUNC), and syncs: the snapshot in the
- * child, what came since the fork in the parent. */
-static bool write_framed(const rl__journal *journal, const record_buf *records, int open_flags) {
-    size_t header_bytes = open_flags & O_TRUNC ? RL__RECORD_FILE_HEADER_BYTES : 0;
-    size_t framed_bytes = records->len * 2 + header_bytes; /* 4-byte lengths become 8-byte frames */
-    record_buf framed = {malloc(framed_bytes > 0 ? framed_bytes : 1), 0, framed_bytes};
-    if (framed.bytes == NULL) return false;
-    memcpy(framed.bytes, RL__RECORD_FILE_HEADER, header_bytes);
-    framed.len = header_bytes;
-    bool ok = buf_each(records, frame_one, &framed);
-    int fd = ok ? open(journal->tmp_path, O_WRONLY | O_CLOEXEC | open_flags, 0644) : -1;
-    ok = fd >= 0 && rl__write_all(fd, framed.bytes, framed.len) == 0 && fdatasync(fd) == 0;
-    if (fd >= 0) close(fd);
-    free(framed.bytes);
-    return ok;
+static bool sink_one(void *context, const void *record, size_t len) {
+    return rl__record_sink_add(context, record, len);
 }
 
-/* In the child: the snapshot's records as a record file at tmp_path. */
-static bool write_snapshot_file(rl__journal *journal) {
-    return write_framed(journal, &journal->snapshot, O_CREAT | O_TRUNC);
+/* In the parent: what came since the fork, appended to tmp_path, synced. */
+static bool append_to_snapshot(const rl__journal *journal, const record_buf *records) {
+    rl__record_sink *sink = rl__record_sink_open(journal->tmp_path, false);
+    if (sink == NULL) return false;
+    bool ok = buf_each(records, sink_one, sink);
+    return rl__record_sink_close(sink) && ok;
 }
 
 /* What a snapshot would write now, estimated: the owner's live records at
@@ -455,14 +450,15 @@ static void start_compaction(rl__journal *journal) {
         /* A child outliving a daemon killed -9 would write the .tmp the
          * next daemon's compaction writes: it dies with its parent. */
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(1);
-        /* Background work: on a core the answers keep busy (a daemon
-         * pinned to one), the snapshot takes what they leave, rather than
-         * half the core (measured: p99 of /v1/reserve 90 ms at nice 0, 27 ms
-         * at 19, 10 ms with no compaction, on a saturated core). */
-        (void)setpriority(PRIO_PROCESS, 0, 19);
-        journal->snapshot.len = 0;
-        bool ok = journal->owner.snapshot(journal->owner.context, journal) && write_snapshot_file(journal);
-        _exit(ok ? 0 : 1);
+        /* Background work, but work that ends: on a core the answers keep
+         * busy (a daemon pinned to one), nice 10 gives the snapshot about a
+         * tenth of it. At nice 19 (a sixtieth) it never ended under a
+         * sustained load: what came since the fork, kept in memory for the
+         * new file, grew without bound (measured: a 66 MB snapshot took
+         * 0.9 s of CPU; at nice 10 it took 2.7 s, at 19 over 10 s, while the
+         * journal grew 16 MB a second). */
+        (void)setpriority(PRIO_PROCESS, 0, 10);
+        _exit(write_snapshot(journal) ? 0 : 1);
     }
     journal->owner.unlock(journal->owner.context);
     journal->snapshot_taken_ms = monotonic_ms() - started_ms;
@@ -494,7 +490,7 @@ static bool catch_up(rl__journal *journal) {
     if (captured) swap_records(&journal->since_cut, &journal->caught_up);
     pthread_mutex_unlock(&journal->pending_lock);
     if (!captured) return false;
-    bool ok = write_framed(journal, &journal->caught_up, O_APPEND);
+    bool ok = append_to_snapshot(journal, &journal->caught_up);
     journal->caught_up.len = 0;
     return ok;
 }
@@ -523,7 +519,8 @@ static void finish_compaction(rl__journal *journal, bool child_ok) {
     bool ok = write_audit(journal, sync, err, sizeof err);
     if (!buf_each(&journal->writing, append_to_file, journal->file)) ok = false;
     ok = ok && caught_up && captured;
-    if (ok) ok = rl__record_file_adopt(journal->file, journal->tmp_path, sync, err, sizeof err) == RL_OK;
+    int replaced_fd = -1; /* the old file's: closed outside io_lock, its blocks freed there */
+    if (ok) ok = rl__record_file_adopt(journal->file, journal->tmp_path, sync, &replaced_fd, err, sizeof err) == RL_OK;
     journal->writing.len = 0;
     if (ok) {
         if (!sync) journal->dir_unsynced = true;
@@ -538,6 +535,7 @@ static void finish_compaction(rl__journal *journal, bool child_ok) {
         journal->behind = false;
         set_outcome(journal, ticket, true, "");
         pthread_mutex_unlock(&journal->io_lock);
+        if (replaced_fd >= 0) close(replaced_fd);
         return;
     }
     /* The old file stays: the records taken out of pending go into it. */
@@ -548,6 +546,7 @@ static void finish_compaction(rl__journal *journal, bool child_ok) {
     set_outcome(journal, ticket, flushed, err);
     journal->snapshot_bytes = rl__record_file_size(journal->file); /* not again at once */
     pthread_mutex_unlock(&journal->io_lock);
+    if (replaced_fd >= 0) close(replaced_fd);
 }
 
 /* Whether the child is done; if so, finishes. The flusher's, outside
@@ -821,7 +820,6 @@ void rl__journal_close(rl__journal *journal) {
     pthread_mutex_destroy(&journal->state_lock);
     free(journal->pending.bytes);
     free(journal->writing.bytes);
-    free(journal->snapshot.bytes);
     free(journal->since_cut.bytes);
     free(journal->tmp_path);
     free(journal->dir_path);

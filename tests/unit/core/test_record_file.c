@@ -301,6 +301,51 @@ static void a_rewrite_replaces_and_keeps_the_buffered(void **state) {
     assert_int_equal(access(tmp, F_OK), -1); /* nothing left behind */
 }
 
+/* A compaction's way: a sink starts a new file beside the journal (records
+ * larger than its chunk among them, so that it writes several times), a
+ * second sink appends to it, and adopt puts it in the journal's place with
+ * the buffered records after it, handing back the old file's descriptor. */
+static void a_file_written_by_sinks_is_adopted(void **state) {
+    fixture *f = *state;
+    seen s;
+    rl__record_file *file = open_file(f->path, &s);
+    for (int i = 0; i < 10; i++) append_all(file, three, 3, false);
+    char tmp[160];
+    snprintf(tmp, sizeof tmp, "%s.tmp", f->path);
+    rl__record_sink *sink = rl__record_sink_open(tmp, true);
+    assert_non_null(sink);
+    static char big[100 * 1024];
+    memset(big, 'x', sizeof big);
+    assert_true(rl__record_sink_add(sink, "snapshot 1", 10));
+    assert_true(rl__record_sink_add(sink, big, sizeof big));
+    assert_true(rl__record_sink_close(sink));
+    sink = rl__record_sink_open(tmp, false);
+    assert_non_null(sink);
+    assert_true(rl__record_sink_add(sink, "since the fork", 14));
+    assert_true(rl__record_sink_close(sink));
+    assert_int_equal(rl__record_file_append(file, "meanwhile", 9), RL_OK); /* buffered, not written */
+    struct stat old;
+    assert_int_equal(stat(f->path, &old), 0);
+    int replaced_fd = -1;
+    char err[512];
+    if (rl__record_file_adopt(file, tmp, false, &replaced_fd, err, sizeof err) != RL_OK) fail_msg("%s", err);
+    struct stat held;
+    assert_true(replaced_fd >= 0);
+    assert_int_equal(fstat(replaced_fd, &held), 0);
+    assert_int_equal(held.st_ino, old.st_ino); /* the old file, still open until the caller closes it */
+    assert_int_equal(held.st_nlink, 0);
+    close(replaced_fd);
+    append_all(file, three + 1, 1, true);
+    assert_int_equal(rl__record_file_size(file), (uint64_t)rl_test_file_size(f->path));
+    rl__record_file_close(file);
+    file = open_file(f->path, &s);
+    assert_int_equal(s.count, 5);
+    assert_int_equal(strncmp(s.text, "snapshot 1|xxx", 14), 0);
+    rl__record_file_close(file);
+    assert_int_equal(access(tmp, F_OK), -1);
+    assert_null(rl__record_sink_open("/nonexistent-dir/journal.tmp", true));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(crc32c_check_value),
@@ -311,6 +356,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(a_length_past_the_end_with_records_after_is_damage, setup, teardown),
         cmocka_unit_test_setup_teardown(a_record_the_reader_refuses_is_damage, setup, teardown),
         cmocka_unit_test_setup_teardown(a_rewrite_replaces_and_keeps_the_buffered, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_file_written_by_sinks_is_adopted, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
