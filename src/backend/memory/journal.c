@@ -454,9 +454,9 @@ static void start_compaction(rl__journal *journal) {
          * busy (a daemon pinned to one), nice 10 gives the snapshot about a
          * tenth of it. At nice 19 (a sixtieth) it never ended under a
          * sustained load: what came since the fork, kept in memory for the
-         * new file, grew without bound (measured: a 66 MB snapshot took
-         * 0.9 s of CPU; at nice 10 it took 2.7 s, at 19 over 10 s, while the
-         * journal grew 16 MB a second). */
+         * new file, grew without bound (measured with the journal growing
+         * 16 MB a second: a snapshot of 50-70 MB took 2-3 s at nice 10, one
+         * took 26 s at 19). */
         (void)setpriority(PRIO_PROCESS, 0, 10);
         _exit(write_snapshot(journal) ? 0 : 1);
     }
@@ -473,10 +473,6 @@ static void start_compaction(rl__journal *journal) {
         return;
     }
     journal->child = pid;
-}
-
-static bool append_to_file(void *context, const void *record, size_t len) {
-    return rl__record_file_append(context, record, len) == RL_OK;
 }
 
 /* The flusher, outside io_lock, once the child is done: what was added
@@ -517,7 +513,7 @@ static void finish_compaction(rl__journal *journal, bool child_ok) {
     uint64_t ticket = journal->added;
     pthread_mutex_unlock(&journal->pending_lock);
     bool ok = write_audit(journal, sync, err, sizeof err);
-    if (!buf_each(&journal->writing, append_to_file, journal->file)) ok = false;
+    if (!buf_each(&journal->writing, append_one, journal->file)) ok = false;
     ok = ok && caught_up && captured;
     int replaced_fd = -1; /* the old file's: closed outside io_lock, its blocks freed there */
     if (ok) ok = rl__record_file_adopt(journal->file, journal->tmp_path, sync, &replaced_fd, err, sizeof err) == RL_OK;

@@ -19,10 +19,11 @@
  * with them, so the audit log is never behind an acknowledged journal.
  *
  * Compaction: when the file has grown past compact_bytes, to twice what a
- * snapshot would write (the owner's live records at the average size of the
- * lease records added: at least half of the file is then garbage) and half
- * again its last snapshot, the flusher forks under the owner's lock; the child writes a
- * snapshot of the live state to <path>.tmp (synced) while the parent goes
+ * snapshot would write (the owner's live records at the average size of
+ * the lease records added: at least half of the file is then garbage) and
+ * half again its last snapshot, the flusher forks under the owner's lock;
+ * the child writes a snapshot of the live state to <path>.tmp (synced,
+ * streamed as it is encoded) while the parent goes
  * on answering into the old file and keeps a copy of what comes after the
  * fork; then that copy is appended to the new file and synced, outside the
  * lock answers write under, and what came meanwhile is appended under it
