@@ -38,11 +38,16 @@ function tokenGiven(value) {
 }
 
 // One call: the answer's status and JSON body. A 401 (no token, or one the
-// daemon does not take) asks for a token and calls again with it.
+// daemon does not take) asks for a token and calls again with it. A refusal
+// of a token that has been replaced while the call was under way (calls run
+// side by side, and the first refusal's dialog may be answered before the
+// others' come back) is not asked about again: the call is made again with
+// the token now given.
 async function api(method, path, body) {
   for (;;) {
     const headers = {};
-    if (token() !== '') headers.Authorization = 'Bearer ' + token();
+    const sent = token();
+    if (sent !== '') headers.Authorization = 'Bearer ' + sent;
     if (body !== undefined) headers['Content-Type'] = 'application/json';
     const res = await fetch(path, {
       method, headers, body: body === undefined ? undefined : JSON.stringify(body),
@@ -50,9 +55,10 @@ async function api(method, path, body) {
     });
     let json = null;
     try { json = await res.json(); } catch (e) { json = null; }
-    const refused = res.status === 401 || (res.status === 403 && token() !== '' && json && json.error !== 'invalid_request');
+    const refused = res.status === 401 || (res.status === 403 && sent !== '' && json && json.error !== 'invalid_request');
+    if (refused && token() !== sent && tokenWaiters === null) continue;
     if (refused) {
-      await askForToken(res.status === 401 && token() === ''
+      await askForToken(res.status === 401 && sent === ''
         ? 'The daemon asks for an admin token.'
         : 'The daemon did not take that token: type another.');
       continue;
