@@ -26,6 +26,7 @@
 #include "core/path_lock.h"
 
 #define TICK_MS 100u
+#define COMPACTION_POLL_MS 2u /* while a caller waits for a compaction (rl__journal_compaction_wait) */
 #define TICKS_PER_SECOND 10u
 
 /* Encoded records, each as a 4-byte length and its bytes. */
@@ -88,6 +89,13 @@ struct rl__journal {
     size_t waiter_count, waiter_capacity;
     bool stopping, running;
     pthread_t thread;
+    /* Compactions asked for (rl__journal_compaction_start): asked is taken
+     * by the flusher when no child runs; started and finished count every
+     * compaction, the last one's outcome in finished_ok. */
+    bool compaction_asked;
+    uint64_t compactions_started, compactions_finished;
+    bool finished_ok;
+    unsigned compaction_waiters; /* the flusher looks for the child's end every few ms, not every tick */
     /* Group commit, for the log line at close: syncs made for waiters, and
      * the answers they released. */
     uint64_t syncs, answers;
@@ -437,6 +445,20 @@ static bool wants_compaction(rl__journal *journal) {
 
 static uint64_t monotonic_ms(void);
 
+/* Counts a compaction started, or one over (ok: its file took the
+ * journal's place), for rl__journal_compaction_wait. */
+static void count_compaction(rl__journal *journal, bool over, bool ok) {
+    pthread_mutex_lock(&journal->state_lock);
+    if (over) {
+        journal->compactions_finished++;
+        journal->finished_ok = ok;
+    } else {
+        journal->compactions_started++;
+    }
+    pthread_cond_broadcast(&journal->synced);
+    pthread_mutex_unlock(&journal->state_lock);
+}
+
 static void start_compaction(rl__journal *journal) {
     journal->owner.lock(journal->owner.context);
     pthread_mutex_lock(&journal->pending_lock);
@@ -470,9 +492,12 @@ static void start_compaction(rl__journal *journal) {
         journal->capturing = false;
         pthread_mutex_unlock(&journal->pending_lock);
         journal->snapshot_bytes = rl__record_file_size(journal->file); /* not again at once */
+        count_compaction(journal, false, false);
+        count_compaction(journal, true, false);
         return;
     }
     journal->child = pid;
+    count_compaction(journal, false, false);
 }
 
 /* The flusher, outside io_lock, once the child is done: what was added
@@ -532,6 +557,7 @@ static void finish_compaction(rl__journal *journal, bool child_ok) {
         set_outcome(journal, ticket, true, "");
         pthread_mutex_unlock(&journal->io_lock);
         if (replaced_fd >= 0) close(replaced_fd);
+        count_compaction(journal, true, true);
         return;
     }
     /* The old file stays: the records taken out of pending go into it. */
@@ -543,6 +569,7 @@ static void finish_compaction(rl__journal *journal, bool child_ok) {
     journal->snapshot_bytes = rl__record_file_size(journal->file); /* not again at once */
     pthread_mutex_unlock(&journal->io_lock);
     if (replaced_fd >= 0) close(replaced_fd);
+    count_compaction(journal, true, false);
 }
 
 /* Whether the child is done; if so, finishes. The flusher's, outside
@@ -661,6 +688,35 @@ bool rl__journal_wait_synced(rl__journal *journal, uint64_t ticket) {
     return sync_outside(journal, &batch);
 }
 
+uint64_t rl__journal_compaction_start(rl__journal *journal) {
+    pthread_mutex_lock(&journal->state_lock);
+    if (journal->file == NULL || journal->stopping || !journal->running) {
+        pthread_mutex_unlock(&journal->state_lock);
+        return 0;
+    }
+    /* The next one to start is ours: one under way now started before. */
+    uint64_t number = journal->compactions_started + 1;
+    journal->compaction_asked = true;
+    pthread_cond_signal(&journal->wake);
+    while (journal->compactions_started < number && !journal->stopping)
+        pthread_cond_wait(&journal->synced, &journal->state_lock);
+    pthread_mutex_unlock(&journal->state_lock);
+    return number;
+}
+
+bool rl__journal_compaction_wait(rl__journal *journal, uint64_t number) {
+    if (number == 0) return false;
+    pthread_mutex_lock(&journal->state_lock);
+    journal->compaction_waiters++;
+    pthread_cond_signal(&journal->wake);
+    while (journal->compactions_finished < number && !journal->stopping)
+        pthread_cond_wait(&journal->synced, &journal->state_lock);
+    journal->compaction_waiters--;
+    bool ok = journal->compactions_finished == number && journal->finished_ok;
+    pthread_mutex_unlock(&journal->state_lock);
+    return ok;
+}
+
 bool rl__journal_failing(rl__journal *journal, char *err, size_t err_size) {
     pthread_mutex_lock(&journal->state_lock);
     bool failing = journal->failing || journal->sync_failing;
@@ -687,7 +743,9 @@ static uint64_t monotonic_ms(void) {
 
 /* Waits (state_lock held) for a waiter, a stop or until at_ms. */
 static void wait_for_work(rl__journal *journal, uint64_t at_ms) {
-    if (journal->waiter_count > 0 || journal->stopping) return;
+    if (journal->waiter_count > 0 || journal->stopping || (journal->compaction_asked && journal->child == 0)) return;
+    if (journal->compaction_waiters > 0 && journal->child != 0 && monotonic_ms() + COMPACTION_POLL_MS < at_ms)
+        at_ms = monotonic_ms() + COMPACTION_POLL_MS;
     struct timespec deadline = {(time_t)(at_ms / 1000u), (long)(at_ms % 1000u) * 1000000L};
     pthread_cond_timedwait(&journal->wake, &journal->state_lock, &deadline);
 }
@@ -700,6 +758,9 @@ static void *flusher_main(void *arg) {
         pthread_mutex_lock(&journal->state_lock);
         wait_for_work(journal, next_tick_ms);
         bool stopping = journal->stopping;
+        bool asked = journal->compaction_asked && journal->child == 0 && journal->file != NULL;
+        if (asked) journal->compaction_asked = false;
+        bool awaited = journal->compaction_waiters > 0;
         pthread_mutex_unlock(&journal->state_lock);
         if (stopping) return NULL;
 
@@ -722,9 +783,9 @@ static void *flusher_main(void *arg) {
             flush_locked(journal, false);
         }
         if (sync_now) take_sync_handles(journal, &batch);
-        if (ticked && wants_compaction(journal)) start_compaction(journal);
+        if (asked || (ticked && wants_compaction(journal))) start_compaction(journal);
         pthread_mutex_unlock(&journal->io_lock);
-        if (ticked && journal->child != 0) poll_compaction(journal);
+        if ((ticked || awaited) && journal->child != 0) poll_compaction(journal);
         answer_settled(journal);
         if (sync_now) (void)sync_outside(journal, &batch);
         if (second && journal->owner.tick != NULL) journal->owner.tick(journal->owner.context);
@@ -786,6 +847,7 @@ void rl__journal_close(rl__journal *journal) {
         pthread_mutex_lock(&journal->state_lock);
         journal->stopping = true;
         pthread_cond_signal(&journal->wake);
+        pthread_cond_broadcast(&journal->synced); /* compactions asked for or waited on: none will come */
         pthread_mutex_unlock(&journal->state_lock);
         pthread_join(journal->thread, NULL);
     }
@@ -795,6 +857,8 @@ void rl__journal_close(rl__journal *journal) {
         waitpid(journal->child, NULL, 0);
         unlink(journal->tmp_path);
         journal->capturing = false;
+        journal->child = 0;
+        count_compaction(journal, true, false);
     }
     flush_locked(journal, journal->fsync == RL_JOURNAL_FSYNC_ALWAYS);
     sync_batch batch;

@@ -137,6 +137,18 @@ bool rl__journal_wait_synced(rl__journal *journal, uint64_t ticket);
  * record to the new file's content; false on allocation failure. */
 bool rl__journal_snapshot_add(rl__journal *journal, const rl__jrec *record);
 
+/* A compaction asked for now, whatever the file's size: the flusher starts
+ * one at its next turn (after the one under way, if any), and this returns
+ * once its snapshot is taken, with a number for rl__journal_compaction_wait;
+ * answers and additions go on meanwhile (they reach the new file as
+ * records since the cut). 0 without a file or once closing. For tests that
+ * compact at a chosen step. Any thread but the flusher. */
+uint64_t rl__journal_compaction_start(rl__journal *journal);
+
+/* Waits until compaction number (rl__journal_compaction_start) is over:
+ * true if its file took the journal's place. Any thread but the flusher. */
+bool rl__journal_compaction_wait(rl__journal *journal, uint64_t number);
+
 /* True while the last flush failed; err gets why. */
 bool rl__journal_failing(rl__journal *journal, char *err, size_t err_size);
 
