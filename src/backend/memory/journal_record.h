@@ -18,7 +18,9 @@
  *   LIMIT     a snapshot's counters of one limit (capacity enforced, a
  *             pending decrease, a budget's period and committed, totals);
  *   CURSOR    a snapshot's audit sequence and time (first in a snapshot of
- *             a journal without an audit log);
+ *             a journal without an audit log), and the two marks around a
+ *             snapshot's state: second in the file and after its last
+ *             lease (the records since the snapshot's cut follow);
  *   AUDIT_LINK the audit log the sequence numbers that follow belong to
  *             (its id, audit_id.h), with the sequence and time to go on
  *             from: written when the journal starts beside a log it was

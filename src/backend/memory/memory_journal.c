@@ -230,6 +230,8 @@ static void tick(void *context) {
 typedef struct replay {
     memory_backend *backend;
     rl__jrec record; /* the one being replayed */
+    uint64_t records;  /* replayed so far */
+    bool in_snapshot;  /* between a snapshot's two marks (snapshot() below) */
     char why[RL_KEY_MAX_LEN + 128];
 } replay;
 
@@ -309,8 +311,16 @@ static bool replay_lease(replay *r, const rl__jrec_lease *l) {
         /* A limit that changed kind since holds none of these (a kind
          * changes only while a limit holds nothing). */
         if (!e->live || limit == NULL || limit->def.kind != e->kind) continue;
-        rl__mem_limit_expire(limit, now_ms, l->at_unix_ms);
-        rl__mem_made_read(limit); /* as the reserve did */
+        /* A decided lease meets its limits as the reserve did; a
+         * snapshot's comes back into counters already as they were at the
+         * cut, which the leases still to come fill: until the last, a
+         * limit looks emptier than it was, and expiring it (a pending
+         * decrease taking effect) or reading a made one (idle: its totals
+         * reset) would act on that. */
+        if (!r->in_snapshot) {
+            rl__mem_limit_expire(limit, now_ms, l->at_unix_ms);
+            rl__mem_made_read(limit);
+        }
         if (!rl__mem_limit_reserve_room(limit)) {
             snprintf(r->why, sizeof r->why, "out of memory");
             return false;
@@ -404,6 +414,7 @@ static bool replay_record(const unsigned char *data, size_t len, uint64_t offset
     replay *r = context;
     rl__jrec *record = &r->record;
     if (!rl__jrec_decode(data, len, record, r->why, sizeof r->why)) return false;
+    r->records++;
     switch (record->type) {
     case RL__JREC_DEFINE: return replay_define(r, &record->define);
     case RL__JREC_LEASE: return replay_lease(r, &record->lease);
@@ -414,6 +425,10 @@ static bool replay_record(const unsigned char *data, size_t len, uint64_t offset
     case RL__JREC_TEMPLATE: return replay_template(r, &record->define);
     case RL__JREC_UNTEMPLATE: return replay_untemplate(r, &record->deleted);
     case RL__JREC_CURSOR:
+        /* The second record of the file opens a snapshot's state, the next
+         * CURSOR closes it (snapshot() below). */
+        if (r->records == 2) r->in_snapshot = true;
+        else if (r->records > 2) r->in_snapshot = false;
         r->backend->audit_seq = record->cursor.audit_seq;
         r->backend->audit_at_unix_ms = record->cursor.audit_at_unix_ms;
         return true;
@@ -432,6 +447,20 @@ static bool replay_record(const unsigned char *data, size_t len, uint64_t offset
 }
 
 /* ---- snapshot (in the compaction's child: a copy of the state, no locks) ---- */
+
+/* A CURSOR record: the snapshot's first without an audit log, and its two
+ * marks. The state at the cut lies between the marks, the second record of
+ * the file and the one after the last lease; the records since the cut
+ * follow. The replay restores what lies between as it was, without acting
+ * on the limits as the leases come back (replay_lease). A mark carries the
+ * audit sequence and time the first record set: a replay that knows
+ * nothing of marks (an earlier version) sets them again, and nothing
+ * else. */
+static bool add_cursor(const memory_backend *backend, rl__journal *journal, rl__jrec *record) {
+    record->type = RL__JREC_CURSOR;
+    record->cursor = (rl__jrec_cursor){backend->audit_seq, backend->audit_at_unix_ms, 0, 0};
+    return rl__journal_snapshot_add(journal, record);
+}
 
 static int by_decision_time(const void *a, const void *b) {
     const rl_mem_lease *x = *(const rl_mem_lease *const *)a, *y = *(const rl_mem_lease *const *)b;
@@ -460,11 +489,11 @@ static bool snapshot(void *context, rl__journal *journal) {
     if (ok) {
         if (backend->audit != NULL) {
             rl__mem_audit_link_record(backend, record);
+            ok = rl__journal_snapshot_add(journal, record);
         } else {
-            record->type = RL__JREC_CURSOR;
-            record->cursor = (rl__jrec_cursor){backend->audit_seq, backend->audit_at_unix_ms, 0, 0};
+            ok = add_cursor(backend, journal, record);
         }
-        ok = rl__journal_snapshot_add(journal, record);
+        ok = ok && add_cursor(backend, journal, record); /* the first mark */
     }
     /* The templates first: the limits made from them come back through them. */
     size_t templates = backend->templates != NULL ? rl__template_set_count(backend->templates) : 0;
@@ -476,7 +505,12 @@ static bool snapshot(void *context, rl__journal *journal) {
     }
     RL_MEM_FOR_EACH_LIMIT(&backend->limits, limit) {
         if (!ok) break;
-        if (limit->own != NULL) { /* made from a template: made again through it */
+        /* Made from a template and idle: what it counted is gone at the
+         * next read or sweep (rl__mem_made_read); named again after the
+         * replay, it is made again, empty, as it would be now. Any other
+         * made limit holds something of the leases that follow. */
+        if (limit->template_pattern != NULL && rl_mem_limit_is_idle(limit)) continue;
+        if (limit->own != NULL) { /* a definition of its own (a made limit comes back through its template) */
             record->type = RL__JREC_DEFINE;
             record->define.at_unix_ms = now_unix_ms;
             record->define.def = *limit->own;
@@ -508,6 +542,7 @@ static bool snapshot(void *context, rl__journal *journal) {
         lease_record(backend, leases[i], now_ms, now_unix_ms, &record->lease);
         ok = rl__journal_snapshot_add(journal, record);
     }
+    ok = ok && add_cursor(backend, journal, record); /* the second mark */
     free(record);
     free(leases);
     return ok;

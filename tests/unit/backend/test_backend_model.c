@@ -82,6 +82,9 @@
 
 #include <cmocka.h>
 
+#include "backend/memory/journal.h"
+#include "backend/memory/memory_backend.h"
+
 #include "ratelimiter/memory.h"
 #include "ratelimiter/redis.h"
 #include "support/fleet_backend.h"
@@ -163,7 +166,7 @@ static struct coverage {
     unsigned long admin_increase, admin_decrease, admin_decrease_pending, admin_other, kind_in_use, clamped;
     unsigned long edge_advances;
     unsigned long periods, period_edges, refunds, budget_charges, late_completes, calendars, audit_entries;
-    unsigned long restarts, deletes, deletes_unknown, deleted_entries;
+    unsigned long restarts, compactions, deletes, deletes_unknown, deleted_entries;
     unsigned long dry_runs, skipped;
     unsigned long template_puts, template_kind_in_use, template_deletes, made_forgotten;
     unsigned long fleet_denials, fleet_later_retries, fleet_decreases_waiting; /* answers allotments make differ */
@@ -179,7 +182,7 @@ static void print_coverage(const char *what) {
                   "refused (in use); %lu expiries "
                   "clamped; %lu advances to an expiry edge; budgets: %lu periods started, %lu advances to a period's "
                   "edge, %lu reservations refunded by timeout, %lu charged, %lu completed after their period, %lu "
-                  "calendar changes; %lu audit entries compared; %lu restarts from the journal; %lu dry runs, %lu "
+                  "calendar changes; %lu audit entries compared; %lu restarts from the journal, %lu compactions; %lu dry runs, %lu "
                   "optional keys skipped; %lu deletes (%lu live entries dropped), %lu of an unknown key; templates: %lu "
                   "puts (%lu kind changes refused), %lu deletes, %lu made limits forgotten with totals; fleet: %lu "
                   "denials the "
@@ -190,7 +193,7 @@ static void print_coverage(const char *what) {
                   cov.releases_by_complete, cov.admin_increase, cov.admin_decrease, cov.admin_decrease_pending,
                   cov.admin_other, cov.kind_in_use, cov.clamped, cov.edge_advances, cov.periods, cov.period_edges,
                   cov.refunds, cov.budget_charges, cov.late_completes, cov.calendars, cov.audit_entries, cov.restarts,
-                  cov.dry_runs, cov.skipped, cov.deletes, cov.deleted_entries, cov.deletes_unknown,
+                  cov.compactions, cov.dry_runs, cov.skipped, cov.deletes, cov.deleted_entries, cov.deletes_unknown,
                   cov.template_puts, cov.template_kind_in_use, cov.template_deletes, cov.made_forgotten,
                   cov.fleet_denials, cov.fleet_later_retries, cov.fleet_decreases_waiting);
     memset(&cov, 0, sizeof cov);
@@ -1514,6 +1517,9 @@ typedef struct target {
     rl_backend *(*restart)(rl_backend *backend, const rl_clock *clock, unsigned run);
     /* Removes what create made besides the backend (its journal), or NULL. */
     void (*cleanup)(unsigned run);
+    /* Compacts the journal at random steps, answers going on while its
+     * snapshot is written; a restart waits for the compaction under way. */
+    bool compacts;
 } target;
 
 static rl_backend *create_memory(const rl_clock *clock, unsigned run) {
@@ -1565,6 +1571,7 @@ static rl_backend *create_memory_journal(const rl_clock *clock, unsigned run) {
 static rl_backend *restart_memory_journal(rl_backend *backend, const rl_clock *clock, unsigned run) {
     rl_backend_destroy(backend);
     cov.restarts++;
+    note("t=%llu restart", (unsigned long long)now_ms);
     return open_memory_journal(clock, run);
 }
 
@@ -1615,11 +1622,42 @@ static rl_backend *create_fleet(const rl_clock *clock, unsigned run) {
     return backend;
 }
 
-static const target memory_target = {"memory", create_memory, true, false, NULL, NULL};
-static const target fleet_target = {"redis fleet with allotments", create_fleet, false, true, NULL, NULL};
+static const target memory_target = {"memory", create_memory, true, false, NULL, NULL, false};
+static const target fleet_target = {"redis fleet with allotments", create_fleet, false, true, NULL, NULL, false};
 static const target journal_target = {"memory with its journal, restarted", create_memory_journal, true, false,
-                                      restart_memory_journal, cleanup_memory_journal};
-static const target redis_target = {"redis", create_redis, false, false, NULL, NULL};
+                                      restart_memory_journal, cleanup_memory_journal, false};
+static const target compacted_target = {"memory with its journal, compacted and restarted", create_memory_journal,
+                                        true, false, restart_memory_journal, cleanup_memory_journal, true};
+static const target redis_target = {"redis", create_redis, false, false, NULL, NULL, false};
+
+/* A compaction of the journal under way (compacted_target): its number
+ * (0: none), and the step at which it is waited for. */
+static uint64_t compaction_number;
+static int compaction_due_step;
+
+static rl__journal *journal_of(rl_backend *backend) { return ((memory_backend *)backend)->journal; }
+
+/* Waits for the compaction under way, if any: its file must have taken
+ * the journal's place. */
+static void finish_compaction(rl_backend *backend) {
+    if (compaction_number == 0) return;
+    if (!rl__journal_compaction_wait(journal_of(backend), compaction_number))
+        fail_step("compaction %llu did not replace the journal", (unsigned long long)compaction_number);
+    note("t=%llu compaction %llu done", (unsigned long long)now_ms, (unsigned long long)compaction_number);
+    compaction_number = 0;
+    cov.compactions++;
+}
+
+/* Starts a compaction (none under way): the steps until it is waited for
+ * add records the new file gets as records since the cut. */
+static void start_compaction(rl_backend *backend) {
+    if (compaction_number != 0) return;
+    compaction_number = rl__journal_compaction_start(journal_of(backend));
+    if (compaction_number == 0) fail_step("no compaction started");
+    compaction_due_step = run_step + (int)pick(20);
+    note("t=%llu compaction %llu started (done at step %d)", (unsigned long long)now_ms,
+         (unsigned long long)compaction_number, compaction_due_step);
+}
 
 static int start_redis(void **state) {
     (void)state;
@@ -1726,6 +1764,7 @@ static void drain(rl_backend *backend, rl_manual_clock *clock) {
 
 static void run_sequence(const target *t, unsigned run, unsigned seed, int steps) {
     reset(seed);
+    compaction_number = 0;
     run_backend = t->name;
     run_seed_value = seed;
     run_steps = steps;
@@ -1789,12 +1828,23 @@ static void run_sequence(const target *t, unsigned run, unsigned seed, int steps
             totals_may_move = true;
         } else if (op < 93) {
             op_time(&clock);
+        } else if (t->compacts && op == 93) {
+            start_compaction(backend);
         } else if (op < 97 || t->restart == NULL) {
             op_admin(backend);
         } else {
+            if (t->compacts) finish_compaction(backend);
             backend = t->restart(backend, &clock.base, run);
         }
+        if (t->compacts && compaction_number != 0 && run_step >= compaction_due_step) finish_compaction(backend);
         check_all(backend, totals_may_move);
+    }
+    if (t->compacts) {
+        /* The state the snapshot and the records since its cut make again
+         * must answer as the model, to the end. */
+        finish_compaction(backend);
+        backend = t->restart(backend, &clock.base, run);
+        check_all(backend, false);
     }
     drain(backend, &clock);
     rl_backend_destroy(backend);
@@ -1848,6 +1898,14 @@ static void journal_long_sequences(void **state) {
     (void)state;
     run_many(&journal_target, 1001, 10, 2000, false);
     print_coverage("memory with its journal, 10 sequences x 2000 steps");
+}
+
+/* Compactions while answering (the records since the cut), restarts from
+ * what they wrote. */
+static void compacted_sequences(void **state) {
+    (void)state;
+    run_many(&compacted_target, 3001, 60, 300, false);
+    print_coverage("memory with its journal, compacted and restarted, 60 sequences x 300 steps");
 }
 
 static void redis_short_sequences(void **state) {
@@ -1910,6 +1968,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(memory_long_sequences),
         cmocka_unit_test(journal_short_sequences),
         cmocka_unit_test(journal_long_sequences),
+        cmocka_unit_test(compacted_sequences),
         cmocka_unit_test(memory_near_ceiling_sequences),
         cmocka_unit_test(journal_near_ceiling_sequences),
     };
