@@ -369,30 +369,39 @@ rl_status rl__audit_log_flush(rl__audit_log *log, bool sync, char *err, size_t e
 
 /* ---- retention -------------------------------------------------------------------- */
 
-void rl__audit_log_expire(rl__audit_log *log, uint64_t now_unix_ms) {
-    if (now_unix_ms < log->retention_ms) return;
+size_t rl__audit_log_expire_take(rl__audit_log *log, uint64_t now_unix_ms, char **paths, size_t max) {
+    if (now_unix_ms < log->retention_ms) return 0;
     /* Days before this one ended retention_ms or more before now. */
     int64_t first_kept = rl__audit_day_of(now_unix_ms - log->retention_ms);
-    size_t i = 0;
-    while (i < log->part_count && log->parts[i].day < first_kept) {
+    size_t i = 0, taken = 0;
+    while (taken < max && i < log->part_count && log->parts[i].day < first_kept) {
         const rl__audit_part *part = &log->parts[i];
         bool written = log->file != NULL && i == log->part_count - 1;
-        if (written || is_anchor(log, part)) {
+        char *path = written || is_anchor(log, part) ? NULL : rl__audit_part_path(log->dir, part->day, part->index);
+        if (path == NULL) { /* kept (or out of memory: tried again next time) */
             i++;
             continue;
         }
-        char *path = rl__audit_part_path(log->dir, part->day, part->index);
-        if (path != NULL && unlink(path) != 0 && errno != ENOENT) {
-            fprintf(stderr, "ratelimiter: %s: cannot delete after retention: %s (tried again later)\n", path,
-                    strerror(errno));
-            i++;
-        } else if (path != NULL) {
-            remove_part(log, i);
-        } else {
-            i++;
-        }
-        free(path);
+        paths[taken++] = path;
+        remove_part(log, i);
     }
+    return taken;
+}
+
+void rl__audit_log_delete_parts(char **paths, size_t count) {
+    for (size_t i = 0; i < count; i++) {
+        if (unlink(paths[i]) != 0 && errno != ENOENT)
+            fprintf(stderr, "ratelimiter: %s: cannot delete after retention: %s (tried again at the next start)\n",
+                    paths[i], strerror(errno));
+        free(paths[i]);
+    }
+}
+
+void rl__audit_log_expire(rl__audit_log *log, uint64_t now_unix_ms) {
+    char *paths[RL__AUDIT_EXPIRE_BATCH];
+    size_t taken;
+    while ((taken = rl__audit_log_expire_take(log, now_unix_ms, paths, RL__AUDIT_EXPIRE_BATCH)) > 0)
+        rl__audit_log_delete_parts(paths, taken);
 }
 
 /* ---- crash repair ----------------------------------------------------------------- */

@@ -119,9 +119,19 @@ rl_status rl__audit_log_drop_after(rl__audit_log *log, uint64_t seq, char *err, 
 
 /* Retention: deletes the parts of every UTC day that ended retention_days
  * or more before now_unix_ms (see above for the two it keeps). A file that
- * cannot be deleted stays for the next call, with one line on stderr.
- * Writer thread, from time to time. */
+ * cannot be deleted is left on disk, with one line on stderr, and deleted
+ * at a later start. Writer thread. */
 void rl__audit_log_expire(rl__audit_log *log, uint64_t now_unix_ms);
+
+/* The same in two steps, so that the files are deleted outside whatever
+ * lock makes a thread the writer (deleting a large file takes
+ * milliseconds): takes up to max parts past retention out of the log (no
+ * query sees them from then on) and gives their paths (owned by the
+ * caller); rl__audit_log_delete_parts then deletes and frees them, on any
+ * thread. _take: writer thread. */
+#define RL__AUDIT_EXPIRE_BATCH 64u
+size_t rl__audit_log_expire_take(rl__audit_log *log, uint64_t now_unix_ms, char **paths, size_t max);
+void rl__audit_log_delete_parts(char **paths, size_t count);
 
 /* query->key's entries with at_unix_ms >= query->since_unix_ms, oldest
  * first, at most query->limit (1..RL_AUDIT_QUERY_MAX) into page->entries,

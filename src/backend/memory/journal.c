@@ -717,6 +717,10 @@ bool rl__journal_compaction_wait(rl__journal *journal, uint64_t number) {
     return ok;
 }
 
+void rl__journal_writer_lock(rl__journal *journal) { pthread_mutex_lock(&journal->io_lock); }
+
+void rl__journal_writer_unlock(rl__journal *journal) { pthread_mutex_unlock(&journal->io_lock); }
+
 bool rl__journal_failing(rl__journal *journal, char *err, size_t err_size) {
     pthread_mutex_lock(&journal->state_lock);
     bool failing = journal->failing || journal->sync_failing;

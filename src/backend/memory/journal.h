@@ -89,7 +89,8 @@ typedef struct rl__journal_owner {
      * would keep, against what it would drop. */
     uint64_t (*live_records)(void *context);
     /* Called on the flusher thread about once a second, outside every lock
-     * of the journal (the audit log's retention). NULL: nothing. */
+     * of the journal (the audit log's retention: what it does as the audit
+     * log's writer it does under rl__journal_writer_lock). NULL: nothing. */
     void (*tick)(void *context);
     void *context;
 } rl__journal_owner;
@@ -148,6 +149,12 @@ uint64_t rl__journal_compaction_start(rl__journal *journal);
 /* Waits until compaction number (rl__journal_compaction_start) is over:
  * true if its file took the journal's place. Any thread but the flusher. */
 bool rl__journal_compaction_wait(rl__journal *journal, uint64_t number);
+
+/* The lock every write of the file and of the audit log is made under
+ * (io_lock): whoever holds it is the audit log's one writer. For the
+ * owner's tick; held briefly, answers wait on it. */
+void rl__journal_writer_lock(rl__journal *journal);
+void rl__journal_writer_unlock(rl__journal *journal);
 
 /* True while the last flush failed; err gets why. */
 bool rl__journal_failing(rl__journal *journal, char *err, size_t err_size);

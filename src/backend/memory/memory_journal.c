@@ -220,9 +220,17 @@ static size_t audit_sync_handles(void *context, int *fds, size_t max) {
     return rl__audit_log_sync_handles(backend->audit, fds, max);
 }
 
+/* Retention: the parts past it are taken out of the log as its writer
+ * (the journal's writer lock, which answers wait on), and deleted after. */
 static void tick(void *context) {
     memory_backend *backend = context;
-    if (backend->audit != NULL) rl__audit_log_expire(backend->audit, backend->clock->unix_ms(backend->clock));
+    if (backend->audit == NULL) return;
+    char *paths[RL__AUDIT_EXPIRE_BATCH];
+    rl__journal_writer_lock(backend->journal);
+    size_t taken = rl__audit_log_expire_take(backend->audit, backend->clock->unix_ms(backend->clock), paths,
+                                             RL__AUDIT_EXPIRE_BATCH);
+    rl__journal_writer_unlock(backend->journal);
+    rl__audit_log_delete_parts(paths, taken);
 }
 
 /* ---- replay (single-threaded, before the backend is handed out) ---- */
