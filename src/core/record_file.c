@@ -294,21 +294,26 @@ bool rl__record_sink_add(rl__record_sink *sink, const void *record, size_t len) 
     return true;
 }
 
-rl__record_sink *rl__record_sink_open(const char *path, bool start) {
-    rl__record_sink *sink = calloc(1, sizeof *sink);
-    if (sink == NULL) return NULL;
-    sink->cap = SINK_CHUNK_BYTES;
-    sink->chunk = malloc(sink->cap);
-    int flags = O_WRONLY | O_CLOEXEC | (start ? O_CREAT | O_TRUNC : O_APPEND);
-    sink->fd = sink->chunk != NULL ? open(path, flags, 0644) : -1;
-    if (sink->fd < 0) {
-        free(sink->chunk);
-        free(sink);
-        return NULL;
-    }
+/* A sink writing to fd, starting a file (its header first) or appending to
+ * one; false without memory. */
+static bool sink_init(rl__record_sink *sink, int fd, bool start) {
+    *sink = (rl__record_sink){fd, malloc(SINK_CHUNK_BYTES), 0, SINK_CHUNK_BYTES, false};
+    if (sink->chunk == NULL) return false;
     if (start) {
         memcpy(sink->chunk, RL__RECORD_FILE_HEADER, RL__RECORD_FILE_HEADER_BYTES);
         sink->len = RL__RECORD_FILE_HEADER_BYTES;
+    }
+    return true;
+}
+
+rl__record_sink *rl__record_sink_open(const char *path, bool start) {
+    rl__record_sink *sink = malloc(sizeof *sink);
+    if (sink == NULL) return NULL;
+    int fd = open(path, O_WRONLY | O_CLOEXEC | (start ? O_CREAT | O_TRUNC : O_APPEND), 0644);
+    if (fd < 0 || !sink_init(sink, fd, start)) {
+        if (fd >= 0) close(fd);
+        free(sink);
+        return NULL;
     }
     return sink;
 }
@@ -330,10 +335,9 @@ typedef struct rewrite {
 
 static bool write_rewrite(int fd, void *context) {
     rewrite *r = context;
-    rl__record_sink sink = {fd, malloc(SINK_CHUNK_BYTES), 0, SINK_CHUNK_BYTES, false};
-    if (sink.chunk == NULL) return false;
-    bool ok = rl__write_all(fd, RL__RECORD_FILE_HEADER, RL__RECORD_FILE_HEADER_BYTES) == 0 &&
-              r->source(&sink, r->context) && sink_write(&sink) &&
+    rl__record_sink sink;
+    if (!sink_init(&sink, fd, true)) return false;
+    bool ok = r->source(&sink, r->context) && sink_write(&sink) &&
               rl__write_all(fd, r->file->pending, r->file->pending_len) == 0;
     free(sink.chunk);
     return ok;
